@@ -1,0 +1,86 @@
+// What Linux knows about one process, as read from /proc. Shared by every command.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace gpureap {
+
+// A container a process runs in, recognised from its cgroup path.
+struct ContainerRef {
+  std::string runtime;  // "docker", "containerd", "cri-o", "podman", "kubernetes"
+  std::string id;       // full container id (64 hex for docker), or "" when only a pod is known
+  std::string pod_uid;  // Kubernetes pod UID (dashes restored), "" when not in a pod
+  std::string cgroup_path;  // the cgroup line it was recognised from
+};
+
+// One open descriptor on a GPU device file.
+enum class DeviceFileKind { Control, Gpu, Uvm, UvmTools, Caps, Modeset };
+
+struct DeviceFileHandle {
+  int fd = -1;
+  DeviceFileKind kind = DeviceFileKind::Control;
+  int minor = -1;            // for Gpu: the N of nvidia<N>; for Caps: the N of nvidia-cap<N>
+  std::string path;          // the link target, e.g. "/dev/nvidia0"
+};
+
+// Fields of /proc/<pid>/stat, cut at the last ')' of the name.
+struct StatFields {
+  pid_t pid = 0;
+  std::string comm;   // may contain spaces and ')'
+  char state = '?';   // R S D Z T t X I ...
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  pid_t session = 0;
+  std::uint64_t utime_ticks = 0;
+  std::uint64_t stime_ticks = 0;
+  std::uint64_t start_time_ticks = 0;  // since boot, in clock ticks
+  std::uint64_t rss_pages = 0;
+  unsigned flags = 0;  // PF_KTHREAD = 0x00200000 marks kernel threads
+};
+
+// Fields of /proc/<pid>/status that stat lacks.
+struct StatusFields {
+  std::string name;
+  uid_t real_uid = 0;
+  uid_t effective_uid = 0;
+  std::vector<pid_t> ns_pids;  // NSpid: outermost (this /proc's namespace) first
+};
+
+enum class FdAccess { Ok, Denied, Gone };
+
+struct ProcessInfo {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  pid_t session = 0;
+  char state = '?';
+  std::string wchan;            // only read for state 'D'
+  uid_t uid = 0;
+  std::string user;             // name for uid, or the number when unknown
+  std::string comm;
+  std::vector<std::string> cmdline;  // empty for kernel threads and zombies
+  std::string exe;              // readlink of exe, "" when denied or gone
+  std::uint64_t start_time_ticks = 0;
+  double start_time_unix = 0;   // seconds since the epoch
+  double elapsed_seconds = 0;
+  double cpu_seconds = 0;       // utime + stime
+  double cpu_percent = 0;       // cpu_seconds / elapsed_seconds * 100 (lifetime average)
+  std::uint64_t rss_bytes = 0;
+  bool kernel_thread = false;
+  std::vector<pid_t> ns_pids;   // NSpid chain; ns_pids.back() is the PID inside its container
+  std::optional<ContainerRef> container;
+  FdAccess fd_access = FdAccess::Ok;
+  std::vector<DeviceFileHandle> device_files;  // open descriptors on GPU device files
+
+  // The command line joined by spaces, or "[comm]" when there is none.
+  std::string command() const;
+  bool holds_gpu_minor(int minor) const;
+  bool holds_any_device_file() const { return !device_files.empty(); }
+};
+
+}  // namespace gpureap
