@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest
-  psmisc lsof procps util-linux passwd
+  psmisc lsof procps util-linux passwd hyperfine
 )
 
 missing=()

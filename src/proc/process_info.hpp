@@ -15,7 +15,7 @@ struct ContainerRef {
   std::string runtime;  // "docker", "containerd", "cri-o", "podman", "kubernetes"
   std::string id;       // full container id (64 hex for docker), or "" when only a pod is known
   std::string pod_uid;  // Kubernetes pod UID (dashes restored), "" when not in a pod
-  std::string cgroup_path;  // the cgroup line it was recognised from
+  std::string cgroup_path;  // the cgroup path it was recognised from (the line's third field)
 };
 
 // One open descriptor on a GPU device file.
@@ -60,7 +60,7 @@ struct ProcessInfo {
   pid_t session = 0;
   char state = '?';
   std::string wchan;            // only read for state 'D'
-  uid_t uid = 0;
+  uid_t uid = 0;                // effective uid (as ps USER shows); read with the details
   std::string user;             // name for uid, or the number when unknown
   std::string comm;
   std::vector<std::string> cmdline;  // empty for kernel threads and zombies
@@ -76,6 +76,7 @@ struct ProcessInfo {
   std::optional<ContainerRef> container;
   FdAccess fd_access = FdAccess::Ok;
   std::vector<DeviceFileHandle> device_files;  // open descriptors on GPU device files
+  bool details_loaded = false;  // status, cmdline, exe, cgroup (and wchan) have been read
 
   // The command line joined by spaces, or "[comm]" when there is none.
   std::string command() const;

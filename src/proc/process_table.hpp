@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proc/process_info.hpp"
+#include "proc/user_names.hpp"
 
 namespace gpureap {
 
@@ -23,6 +24,8 @@ class ProcessTable {
   // Phase 1: for every process, /proc/<pid>/stat and the fd links (to find GPU device files).
   // Details (status, cmdline, exe, cgroup, wchan for D) are then read for every process that
   // holds a GPU device file; call load_details() for others (e.g. driver-listed PIDs).
+  // Processes that vanish mid-scan are left out; throws std::system_error only when
+  // proc_root itself cannot be opened.
   static ProcessTable scan(const ProcScanOptions& options);
 
   // Phase 2: status, cmdline, exe, cgroup (and wchan when in D state) for these PIDs.
@@ -46,6 +49,7 @@ class ProcessTable {
   bool in_child_pid_namespace_ = false;
   double boot_time_unix_ = 0;
   long clock_ticks_ = 100;
+  UserNames user_names_;
   friend class ProcessTableBuilder;
 };
 

@@ -1,0 +1,127 @@
+#include "cli/ps_command.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/exit_codes.hpp"
+#include "cli/ps_json.hpp"
+#include "cli/ps_table.hpp"
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_stop_signal(int) { g_stop = 1; }
+
+int status_of(const Snapshot& snapshot) {
+  const auto& d = snapshot.driver;
+  if (!d.loaded) {
+    return d.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary : exit_code::kDriverInitFailed;
+  }
+  if (d.count_error) return exit_code::kDriverInitFailed;
+  for (const auto& gpu : snapshot.gpus) {
+    if (gpu.reading.error) return exit_code::kGpuError;
+  }
+  return exit_code::kOk;
+}
+
+// --gpu names indices the driver must have; a typo should not silently show nothing.
+std::string check_gpu_filter(const Snapshot& snapshot, const PsFilter& filter) {
+  if (!snapshot.driver.loaded) return {};
+  for (unsigned wanted : filter.gpus) {
+    if (snapshot.gpu_by_index(wanted) == nullptr) {
+      std::string known;
+      for (const auto& gpu : snapshot.gpus) known += (known.empty() ? "" : ", ") + std::to_string(gpu.reading.index);
+      return fmt::format("gpureap ps: --gpu {}: no such GPU (this host has: {})", wanted,
+                         known.empty() ? "none" : known);
+    }
+  }
+  return {};
+}
+
+std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style) {
+  if (options.json) return ps_to_json(snapshot, options.filter).dump(options.watch_seconds > 0 ? -1 : 2) + "\n";
+  return options.tree ? render_ps_tree(snapshot, options.filter, style)
+                      : render_ps_table(snapshot, options.filter, style);
+}
+
+void write_all(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Sleeps until the interval passes or a stop signal arrives.
+void wait_interval(double seconds) {
+  const int total_ms = static_cast<int>(seconds * 1000);
+  for (int waited = 0; waited < total_ms && !g_stop; waited += 100) {
+    poll(nullptr, 0, std::min(100, total_ms - waited));
+  }
+}
+
+}  // namespace
+
+CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
+  CLI::App* ps = app.add_subcommand("ps", "Show every GPU process and every holder of a GPU device file");
+  ps->add_flag("--json", options.json, "Machine-readable output (schema gpureap.ps/1, see docs/ps-json.md)");
+  ps->add_flag("--tree", options.tree, "Show each GPU process with its descendants and their roles");
+  ps->add_option("--watch", options.watch_seconds, "Refresh every SECONDS (with --json: one object per line)")
+      ->check(CLI::PositiveNumber);
+  ps->add_option("--gpu", options.filter.gpus, "Only these GPU indices (comma-separated)")->delimiter(',');
+  ps->add_option("--user", options.filter.users, "Only processes of this user (name or uid)")->delimiter(',');
+  ps->add_option("--pid", options.filter.pids, "Only these PIDs")->delimiter(',');
+  ps->add_option("--container", options.filter.containers, "Only processes in this container (id or pod UID prefix)")
+      ->delimiter(',');
+  ps->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  return ps;
+}
+
+int run_ps(const PsOptions& options) {
+  const ColorChoice choice = options.color == "always"  ? ColorChoice::Always
+                             : options.color == "never" ? ColorChoice::Never
+                                                        : ColorChoice::Auto;
+  const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
+  SnapshotSource source(default_snapshot_options());
+
+  if (options.watch_seconds <= 0) {
+    auto snapshot = source.take();
+    if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    write_all(render(*snapshot, options, style));
+    // The table already says it; JSON consumers get the reason on stderr as well.
+    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << snapshot->driver.message << "\n";
+    return status_of(*snapshot);
+  }
+
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  const bool clear_screen = !options.json && isatty(STDOUT_FILENO) == 1;
+  int status = exit_code::kOk;
+  while (!g_stop) {
+    auto snapshot = source.take();
+    if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    std::string frame = render(*snapshot, options, style);
+    if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
+    write_all(frame);
+    status = status_of(*snapshot);
+    wait_interval(options.watch_seconds);
+  }
+  return status;
+}
+
+}  // namespace gpureap

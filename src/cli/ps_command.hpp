@@ -1,0 +1,27 @@
+// The `ps` subcommand: options, one-shot or --watch loop, exit status.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/ps_filter.hpp"
+#include "cli/terminal_style.hpp"
+
+namespace gpureap {
+
+struct PsOptions {
+  bool json = false;
+  bool tree = false;
+  double watch_seconds = 0;  // 0: once
+  std::string color = "auto";
+  PsFilter filter;
+};
+
+// Adds `ps` to the app; options are written into `options`.
+CLI::App* add_ps_command(CLI::App& app, PsOptions& options);
+
+int run_ps(const PsOptions& options);
+
+}  // namespace gpureap

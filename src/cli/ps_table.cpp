@@ -1,0 +1,313 @@
+#include "cli/ps_table.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <set>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "cli/human_format.hpp"
+
+namespace gpureap {
+namespace {
+
+constexpr int kBarWidth = 30;
+constexpr std::size_t kCommandWidth = 60;
+
+std::string clip(std::string text, std::size_t width) {
+  if (text.size() <= width) return text;
+  text.resize(width - 3);
+  return text + "...";
+}
+
+std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
+  const auto& d = snapshot.driver;
+  const auto now = fmt::localtime(std::chrono::system_clock::to_time_t(snapshot.taken_at));
+  std::string out = style.bold("gpureap ps");
+  if (d.loaded) {
+    out += fmt::format(" · driver {}", d.driver_version.empty() ? "?" : d.driver_version);
+    if (d.cuda_driver_version) out += fmt::format(" · CUDA {}", format_cuda_version(*d.cuda_driver_version));
+    out += fmt::format(" · {} GPU{}", snapshot.gpus.size(), snapshot.gpus.size() == 1 ? "" : "s");
+  }
+  out += fmt::format(" · {:%Y-%m-%d %H:%M:%S}\n", now);
+  if (d.loaded) {
+    out += style.dim(fmt::format("NVML library: {}", d.library_path)) + "\n";
+  } else {
+    out += style.red("No GPU driver: ") + d.message + "\n";
+    out += "Processes holding GPU device files are still listed below.\n";
+  }
+  if (snapshot.table.options().dev_dir != "/dev") {
+    out += style.dim(fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)", snapshot.table.options().dev_dir)) + "\n";
+  }
+  if (d.count_error) {
+    out += style.red(fmt::format("The driver could not count GPUs: {} ({})", d.count_error->name(),
+                                 d.count_error->message)) + "\n";
+  }
+  if (snapshot.in_child_pid_namespace) {
+    out += style.yellow(
+               "gpureap runs in a PID namespace (container): the driver reports host PIDs, which "
+               "do not exist here. Run on the host, or with --pid=host, to see who holds memory.") +
+           "\n";
+  }
+  return out;
+}
+
+std::string gpu_title(const GpuView& gpu, const TerminalStyle& style) {
+  const auto& r = gpu.reading;
+  std::string title = style.bold(fmt::format("GPU {}", r.index));
+  if (!r.name.empty()) title += " · " + r.name;
+  if (!r.pci_bus_id.empty()) title += " · " + r.pci_bus_id;
+  if (r.minor_number) title += fmt::format(" · nvidia{}", *r.minor_number);
+  if (r.temperature_c) title += fmt::format(" · {}°C", *r.temperature_c);
+  if (r.power_mw) title += fmt::format(" · {:.0f} W", static_cast<double>(*r.power_mw) / 1000.0);
+  if (r.util_gpu_percent) title += fmt::format(" · util {}%", *r.util_gpu_percent);
+  if (r.persistence_mode) title += *r.persistence_mode ? " · persistence on" : " · persistence off";
+  if (r.mig_enabled) title += fmt::format(" · MIG ({} instances)", r.mig_devices.size());
+  return title + "\n";
+}
+
+std::string gpu_error_line(const GpuView& gpu, const TerminalStyle& style) {
+  const auto& e = *gpu.reading.error;
+  std::string advice;
+  if (e.code == 15) {
+    advice = "the GPU fell off the bus or stopped responding; check `dmesg | grep -i xid` "
+             "(Xid 79 needs a node power cycle)";
+  } else if (e.code == 4) {
+    advice = "no permission to query this GPU; run as root";
+  } else {
+    advice = "this GPU cannot be queried right now";
+  }
+  return "  " + style.red(fmt::format("error: {} from {} ({})", e.name(), e.call, e.message)) + "\n  " +
+         advice + "\n";
+}
+
+std::string memory_lines(const GpuView& gpu, const TerminalStyle& style) {
+  const auto& m = gpu.memory;
+  std::string out;
+  if (!m.total || !m.used) {
+    return "  memory: unknown (the driver does not report it for this GPU)\n";
+  }
+  const double share = *m.total ? 100.0 * static_cast<double>(*m.used) / static_cast<double>(*m.total) : 0;
+  std::string bar = format_bar(*m.used, *m.total, kBarWidth);
+  bar = share >= 90 ? style.red(bar) : share >= 60 ? style.yellow(bar) : style.green(bar);
+  out += fmt::format("  memory [{}] {} used of {} ({:.0f}%)", bar, format_bytes(*m.used),
+                     format_bytes(*m.total), share);
+  if (m.reserved) out += style.dim(fmt::format(", {} reserved by the driver", format_bytes(*m.reserved)));
+  out += "\n";
+  if (m.unattributed && *m.unattributed > 0) {
+    out += "  " + style.yellow(fmt::format("! {} unattributed:", format_bytes(*m.unattributed))) +
+           " in use, but no process the driver lists explains it";
+    out += m.source == "v1" ? " (v1 memory info: includes driver-reserved memory)" : "";
+    out += "\n    (memory of a killed process still held by its workers, a leak, or a release in "
+           "progress; see holders below and `gpureap doctor`)\n";
+  } else if (!m.unattributed && !gpu.reading.processes.empty()) {
+    out += style.dim("  attribution incomplete: the driver does not report every process's memory") + "\n";
+  }
+  return out;
+}
+
+std::string identity_cell(Identity identity, const TerminalStyle& style) {
+  const std::string name = fmt::format("{:<10}", identity_name(identity));
+  switch (identity) {
+    case Identity::Ok: return style.green(name);
+    case Identity::Foreign: return style.yellow(name);
+    case Identity::Mismatch: return style.red(name);
+    case Identity::Unverified: return style.dim(name);
+  }
+  return name;
+}
+
+std::string container_cell(const ProcessInfo* p) {
+  if (p == nullptr || !p->container) return "-";
+  const auto& c = *p->container;
+  std::string id = c.id.empty() ? ("pod " + c.pod_uid.substr(0, 8)) : c.id.substr(0, 12);
+  return c.runtime + ":" + id;
+}
+
+std::string process_row(const GpuProcessView& view, const TerminalStyle& style) {
+  const ProcessInfo* p = view.linux_process;
+  std::string mig;
+  if (view.driver.gpu_instance_id) {
+    mig = fmt::format(" [GI {} CI {}]", *view.driver.gpu_instance_id,
+                      view.driver.compute_instance_id.value_or(0));
+  }
+  std::string sm = view.driver.sm_util_percent ? fmt::format("{}%", *view.driver.sm_util_percent) : "-";
+  if (p == nullptr) {
+    return fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {:<2} {:>6} {:>5} {:>4} {:<16} {}\n", view.driver.pid, "-",
+                       view.driver.types.label(), format_bytes(view.driver.used_memory),
+                       identity_cell(view.identity, style), "-", "-", "-", sm, "-",
+                       style.dim("(no such PID here: another PID namespace, or exited)") + mig);
+  }
+  std::string state(1, p->state);
+  if (p->state == 'D' && !p->wchan.empty()) state += " (" + p->wchan + ")";
+  std::string ns;
+  if (p->ns_pids.size() > 1) ns = fmt::format(" [pid {} in its namespace]", p->ns_pids.back());
+  return fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {:<2} {:>6} {:>5.1f} {:>4} {:<16} {}\n", view.driver.pid,
+                     clip(p->user, 9), view.driver.types.label(), format_bytes(view.driver.used_memory),
+                     identity_cell(view.identity, style), state, format_duration(p->elapsed_seconds),
+                     p->cpu_percent, sm, container_cell(p), clip(p->command(), kCommandWidth) + ns + mig);
+}
+
+std::string holder_note(const HolderView& holder) {
+  if (holder.role == "worker") {
+    return fmt::format("worker of GPU process {} (inherited descriptors)", *holder.listed_ancestor);
+  }
+  if (holder.role == "orphan") return "ORPHAN: parent gone, still holds the GPU";
+  if (holder.role == "client") return "driver client (no GPU context)";
+  return "not listed by the driver";
+}
+
+std::string holder_row(const HolderView& holder, const TerminalStyle& style) {
+  const ProcessInfo& p = *holder.linux_process;
+  std::string files;
+  for (const auto& f : p.device_files) {
+    const auto slash = f.path.rfind('/');
+    std::string name = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
+    if (files.find(name) != std::string::npos) continue;
+    if (!files.empty()) files += ",";
+    files += name;
+  }
+  std::string note = holder_note(holder);
+  note = holder.role == "orphan" ? style.red(note) : style.yellow(note);
+  return fmt::format("  {:>7} {:<9} ppid {:<7} {:<2} {:>6}  {}  {}\n    {}\n", holder.pid, clip(p.user, 9),
+                     p.ppid, std::string(1, p.state), format_duration(p.elapsed_seconds), note,
+                     style.dim(files), clip(p.command(), kCommandWidth + 20));
+}
+
+const char* kProcessHeader =
+    "      PID USER      TYPE    GPU MEM IDENTITY   S     AGE  CPU%   SM CONTAINER        COMMAND\n";
+
+}  // namespace
+
+std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style) {
+  std::string out = header(snapshot, style);
+  std::set<pid_t> shown_holders;
+  for (const auto& gpu : snapshot.gpus) {
+    if (!filter.gpu_selected(gpu.reading.index)) continue;
+    out += "\n" + gpu_title(gpu, style);
+    if (gpu.reading.error) {
+      out += gpu_error_line(gpu, style);
+      continue;
+    }
+    out += memory_lines(gpu, style);
+    for (const auto& w : gpu.reading.warnings) out += "  " + style.yellow("warning: " + w) + "\n";
+    std::string rows;
+    for (const auto& process : snapshot.processes) {
+      if (process.gpu_index == gpu.reading.index && filter.process_selected(process)) {
+        rows += process_row(process, style);
+      }
+    }
+    out += rows.empty() ? style.dim("  no processes listed by the driver") + "\n" : style.dim(kProcessHeader) + rows;
+    std::string holder_rows;
+    for (const auto& holder : snapshot.holders) {
+      if (holder.listed_by_driver || !filter.holder_selected(holder)) continue;
+      if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu.reading.index) == holder.gpus.end()) continue;
+      holder_rows += holder_row(holder, style);
+      shown_holders.insert(holder.pid);
+    }
+    if (!holder_rows.empty()) {
+      out += "  " + style.bold("Also holding this GPU's device files, not listed by the driver:") + "\n" + holder_rows;
+    }
+  }
+  std::string others;
+  for (const auto& holder : snapshot.holders) {
+    if (holder.listed_by_driver || shown_holders.count(holder.pid) || !filter.holder_selected(holder)) continue;
+    others += holder_row(holder, style);
+  }
+  if (!others.empty()) {
+    out += "\n" + style.bold(snapshot.driver.loaded ? "Other holders of GPU device files:"
+                                                    : "Holders of GPU device files:") +
+           "\n" + others;
+  }
+  if (snapshot.holders.empty()) {
+    out += fmt::format("\nNo process holds a GPU device file under {}.\n", snapshot.table.options().dev_dir);
+  }
+  if (snapshot.gpus.empty() && snapshot.driver.loaded && !snapshot.driver.count_error) {
+    out += "\nNo GPUs reported by the driver.\n";
+  }
+  return out;
+}
+
+std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style) {
+  std::string out = header(snapshot, style);
+  const auto& table = snapshot.table;
+
+  // Descendants drawn with box characters; each labelled with its role towards the GPU.
+  struct Walker {
+    const Snapshot& snapshot;
+    const TerminalStyle& style;
+    std::string& out;
+    int minor;
+    void walk(pid_t pid, const std::string& prefix) {
+      auto children = snapshot.table.children_of(pid);
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        const bool last = i + 1 == children.size();
+        const ProcessInfo* child = snapshot.table.find(children[i]);
+        if (child == nullptr) continue;
+        std::string role;
+        if (child->state == 'Z') {
+          role = style.dim("zombie (holds no memory)");
+        } else if (minor >= 0 ? child->holds_gpu_minor(minor) : child->holds_any_device_file()) {
+          role = style.yellow("worker: holds this GPU's descriptors");
+        } else if (child->holds_any_device_file()) {
+          role = style.yellow("holds other GPU device files");
+        } else {
+          role = style.dim("child: no GPU descriptors");
+        }
+        out += fmt::format("  {}{} {:>7} {:<9} {} {}  {}\n", prefix, last ? "└─" : "├─", child->pid,
+                           clip(child->user, 9), std::string(1, child->state), role,
+                           clip(child->command(), kCommandWidth));
+        walk(child->pid, prefix + (last ? "   " : "│  "));
+      }
+    }
+  };
+
+  for (const auto& gpu : snapshot.gpus) {
+    if (!filter.gpu_selected(gpu.reading.index)) continue;
+    out += "\n" + gpu_title(gpu, style);
+    if (gpu.reading.error) {
+      out += gpu_error_line(gpu, style);
+      continue;
+    }
+    out += memory_lines(gpu, style);
+    const int minor = gpu.reading.minor_number ? static_cast<int>(*gpu.reading.minor_number) : -1;
+    bool any = false;
+    for (const auto& process : snapshot.processes) {
+      if (process.gpu_index != gpu.reading.index || !filter.process_selected(process)) continue;
+      any = true;
+      const ProcessInfo* p = process.linux_process;
+      out += fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {}\n", process.driver.pid, p ? clip(p->user, 9) : "-",
+                         process.driver.types.label(), format_bytes(process.driver.used_memory),
+                         identity_cell(process.identity, style),
+                         p ? clip(p->command(), kCommandWidth) : style.dim("(no such PID here)"));
+      if (p != nullptr && process.identity != Identity::Mismatch) {
+        Walker{snapshot, style, out, minor}.walk(p->pid, "");
+      }
+    }
+    if (!any) out += style.dim("  no processes listed by the driver") + "\n";
+    for (const auto& holder : snapshot.holders) {
+      if (holder.listed_by_driver || holder.listed_ancestor || !filter.holder_selected(holder)) continue;
+      if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu.reading.index) == holder.gpus.end()) continue;
+      const ProcessInfo& p = *holder.linux_process;
+      out += fmt::format("  {:>7} {:<9} {} {}  {}\n", holder.pid, clip(p.user, 9), std::string(1, p.state),
+                         style.red(holder.role == "orphan" ? "ORPHAN holder (parent gone)" : "unlisted holder"),
+                         clip(p.command(), kCommandWidth));
+      Walker{snapshot, style, out, minor}.walk(holder.pid, "");
+    }
+  }
+  if (!snapshot.driver.loaded) {
+    out += "\n" + style.bold("Holders of GPU device files:") + "\n";
+    for (const auto& holder : snapshot.holders) {
+      if (!filter.holder_selected(holder)) continue;
+      const ProcessInfo& p = *holder.linux_process;
+      out += fmt::format("  {:>7} {:<9} ppid {:<7} {}\n", holder.pid, clip(p.user, 9), p.ppid,
+                         clip(p.command(), kCommandWidth));
+      Walker{snapshot, style, out, -1}.walk(holder.pid, "");
+    }
+  }
+  (void)table;
+  return out;
+}
+
+}  // namespace gpureap

@@ -1,0 +1,16 @@
+// `gpureap ps` for people: a section per GPU (memory bar, processes, holders, unattributed
+// memory called out), or with --tree each GPU process with its descendants and their roles.
+#pragma once
+
+#include <string>
+
+#include "cli/ps_filter.hpp"
+#include "cli/terminal_style.hpp"
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+
+std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style);
+std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style);
+
+}  // namespace gpureap

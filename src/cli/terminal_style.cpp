@@ -1,0 +1,32 @@
+#include "cli/terminal_style.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace gpureap {
+
+TerminalStyle TerminalStyle::for_fd(int fd, ColorChoice choice) {
+  if (choice == ColorChoice::Always) return TerminalStyle(true);
+  if (choice == ColorChoice::Never) return TerminalStyle(false);
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return TerminalStyle(false);
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::strcmp(term, "dumb") == 0) return TerminalStyle(false);
+  return TerminalStyle(isatty(fd) == 1);
+}
+
+std::string TerminalStyle::wrap(std::string_view code, std::string_view text) const {
+  if (!enabled_) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 10);
+  out += "\x1b[";
+  out += code;
+  out += 'm';
+  out += text;
+  out += "\x1b[0m";
+  return out;
+}
+
+}  // namespace gpureap

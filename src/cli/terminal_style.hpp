@@ -1,0 +1,30 @@
+// Colour only for people: honours NO_COLOR (https://no-color.org), TERM=dumb and non-terminals.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpureap {
+
+enum class ColorChoice { Auto, Always, Never };
+
+class TerminalStyle {
+ public:
+  explicit TerminalStyle(bool enabled) : enabled_(enabled) {}
+  // Auto: colour when fd is a terminal, NO_COLOR is unset or empty, and TERM is not "dumb".
+  static TerminalStyle for_fd(int fd, ColorChoice choice);
+
+  bool enabled() const { return enabled_; }
+  std::string bold(std::string_view text) const { return wrap("1", text); }
+  std::string dim(std::string_view text) const { return wrap("2", text); }
+  std::string red(std::string_view text) const { return wrap("31", text); }
+  std::string green(std::string_view text) const { return wrap("32", text); }
+  std::string yellow(std::string_view text) const { return wrap("33", text); }
+  std::string cyan(std::string_view text) const { return wrap("36", text); }
+
+ private:
+  std::string wrap(std::string_view code, std::string_view text) const;
+  bool enabled_;
+};
+
+}  // namespace gpureap

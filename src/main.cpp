@@ -1,0 +1,28 @@
+// gpureap: find, explain and end whatever holds GPU memory.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/exit_codes.hpp"
+#include "cli/ps_command.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpureap: who holds GPU memory, and how to get it back"};
+  app.set_version_flag("--version", std::string("gpureap ") + GPUREAP_VERSION);
+  app.require_subcommand(0, 1);
+  gpureap::PsOptions ps_options;
+  CLI::App* ps = gpureap::add_ps_command(app, ps_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int rc = app.exit(error);
+    return rc == 0 ? gpureap::exit_code::kOk : gpureap::exit_code::kUsage;
+  }
+  try {
+    if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
+  } catch (const std::exception& error) {
+    std::cerr << "gpureap: internal error: " << error.what() << "\n";
+    return gpureap::exit_code::kInternalError;
+  }
+  return gpureap::exit_code::kOk;
+}

@@ -1,0 +1,112 @@
+#include "proc/proc_io.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace gpureap::procfs {
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Fd open_dir_at(int dirfd, const char* name, bool no_follow) {
+  int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  if (no_follow) flags |= O_NOFOLLOW;
+  int fd;
+  do {
+    fd = ::openat(dirfd, name, flags);
+  } while (fd < 0 && errno == EINTR);
+  return Fd(fd);
+}
+
+bool errno_means_gone() { return errno == ENOENT || errno == ESRCH; }
+bool errno_means_denied() { return errno == EACCES || errno == EPERM; }
+
+ReadBuffer::ReadBuffer(std::size_t initial_capacity)
+    : data_(std::make_unique<char[]>(initial_capacity)), capacity_(initial_capacity) {}
+
+void ReadBuffer::grow(std::size_t at_least) {
+  std::size_t capacity = capacity_;
+  while (capacity < at_least) capacity *= 2;
+  auto data = std::make_unique<char[]>(capacity);
+  std::memcpy(data.get(), data_.get(), capacity_);
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
+
+std::optional<std::string_view> ReadBuffer::read_file_at(int dirfd, const char* name,
+                                                         std::size_t max_size) {
+  return read_at(dirfd, name, max_size, false);
+}
+
+std::optional<std::string_view> ReadBuffer::read_proc_file_at(int dirfd, const char* name) {
+  return read_at(dirfd, name, 1u << 20, true);
+}
+
+std::optional<std::string_view> ReadBuffer::read_at(int dirfd, const char* name,
+                                                    std::size_t max_size, bool short_read_is_end) {
+  int fd;
+  do {
+    fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return std::nullopt;
+  const Fd owner(fd);
+  std::size_t size = 0;
+  for (;;) {
+    if (size == capacity_) {
+      if (size >= max_size) break;
+      grow(capacity_ * 2);
+    }
+    const std::size_t want = std::min(capacity_, max_size) - size;
+    const ssize_t got = ::read(fd, data_.get() + size, want);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    if (got == 0) break;
+    size += static_cast<std::size_t>(got);
+    if (size >= max_size) break;
+    if (short_read_is_end && static_cast<std::size_t>(got) < want) break;
+  }
+  return std::string_view(data_.get(), size);
+}
+
+std::optional<std::string_view> ReadBuffer::read_link_at(int dirfd, const char* name) {
+  for (;;) {
+    const ssize_t got = ::readlinkat(dirfd, name, data_.get(), capacity_);
+    if (got < 0) return std::nullopt;
+    const auto length = static_cast<std::size_t>(got);
+    if (length < capacity_) return std::string_view(data_.get(), length);
+    grow(capacity_ * 2);  // possibly truncated: retry with room to spare
+  }
+}
+
+DirLister::DirLister() : data_(std::make_unique<char[]>(kBufferSize)) {}
+
+long DirLister::fill(int dirfd) {
+  ssize_t got;
+  do {
+    got = ::getdents64(dirfd, data_.get(), kBufferSize);
+  } while (got < 0 && errno == EINTR);
+  return static_cast<long>(got);
+}
+
+DirEntryView entry_at(const char* record) {
+  // struct dirent64 from getdents64 is 8-byte aligned within the buffer.
+  const auto* entry = reinterpret_cast<const struct dirent64*>(record);
+  return DirEntryView{entry->d_name, entry->d_type, entry->d_reclen};
+}
+
+}  // namespace gpureap::procfs

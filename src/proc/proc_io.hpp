@@ -1,0 +1,114 @@
+// Low-level reads relative to directory fds, into one reused buffer. Internal to src/proc.
+// Every call reports failure with errno set, so callers can tell "gone" (ENOENT, ESRCH)
+// from "denied" (EACCES, EPERM).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+namespace gpureap::procfs {
+
+// An owned file descriptor, closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_CLOEXEC), plus O_NOFOLLOW when asked.
+Fd open_dir_at(int dirfd, const char* name, bool no_follow);
+
+// Whether errno says the thing we were reading has disappeared (the process exited).
+bool errno_means_gone();
+bool errno_means_denied();
+
+// A growable byte buffer reused for every read of a scan, so that reading a file costs no
+// allocation once the buffer has grown to the largest file seen.
+class ReadBuffer {
+ public:
+  explicit ReadBuffer(std::size_t initial_capacity = 4096);
+
+  // The whole file `name` relative to dirfd, valid until the next call; nullopt on error.
+  // Files larger than max_size are cut at max_size.
+  std::optional<std::string_view> read_file_at(int dirfd, const char* name,
+                                               std::size_t max_size = 16u << 20);
+  // For procfs files generated in one piece (stat, status): a read that does not fill the
+  // buffer returned the whole file, so the read that would return 0 is skipped.
+  std::optional<std::string_view> read_proc_file_at(int dirfd, const char* name);
+  // The target of the symbolic link `name` relative to dirfd; nullopt on error.
+  std::optional<std::string_view> read_link_at(int dirfd, const char* name);
+
+ private:
+  void grow(std::size_t at_least);
+  std::optional<std::string_view> read_at(int dirfd, const char* name, std::size_t max_size,
+                                          bool short_read_is_end);
+
+  std::unique_ptr<char[]> data_;
+  std::size_t capacity_;
+};
+
+// Calls fn(const char* name, unsigned char d_type) -> bool for each entry of the open
+// directory, "." and ".." excluded, with getdents64 into a reused buffer; fn returns false
+// to stop early. False when listing failed (errno set); entries seen before the failure
+// have been passed to fn.
+class DirLister {
+ public:
+  DirLister();
+  // short_batch_is_end: the directory is on procfs, which fills each getdents64 batch until
+  // the buffer is full or the entries run out; a batch with room left was the last one.
+  template <typename Fn>
+  bool for_each(int dirfd, Fn&& fn, bool short_batch_is_end = false);
+
+ private:
+  static constexpr long kBufferSize = 32 * 1024;
+  static constexpr long kMaxRecordSize = 24 + 256;  // struct dirent64 with a 255-byte name
+
+  // One getdents64 call: bytes placed in the buffer, 0 at the end, -1 on error.
+  long fill(int dirfd);
+  std::unique_ptr<char[]> data_;
+};
+
+struct DirEntryView {
+  const char* name;
+  unsigned char type;
+  unsigned short record_length;
+};
+DirEntryView entry_at(const char* record);
+
+template <typename Fn>
+bool DirLister::for_each(int dirfd, Fn&& fn, bool short_batch_is_end) {
+  for (bool more = true; more;) {
+    const long filled = fill(dirfd);
+    if (filled < 0) return false;
+    if (filled == 0) return true;
+    more = !short_batch_is_end || filled > kBufferSize - kMaxRecordSize;
+    for (long offset = 0; offset < filled;) {
+      const DirEntryView entry = entry_at(data_.get() + offset);
+      offset += entry.record_length;
+      const char* n = entry.name;
+      if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))) continue;
+      if (!fn(n, entry.type)) return true;
+    }
+  }
+  return true;
+}
+
+}  // namespace gpureap::procfs

@@ -1,0 +1,177 @@
+// Per process: one directory fd (O_NOFOLLOW), files read relative to it into one reused
+// buffer. Everything read through that fd belongs to one process: once it exits, reads
+// through the fd fail with ESRCH even if its PID number is reused.
+#include "proc/process_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <sys/stat.h>
+
+#include "proc/parse_util.hpp"
+#include "proc/proc_parse.hpp"
+
+namespace gpureap::procfs {
+namespace {
+
+constexpr unsigned kPfKthread = 0x00200000;
+
+struct PidName {
+  char text[16];
+  explicit PidName(pid_t pid) {
+    const auto result = std::to_chars(text, text + sizeof(text) - 1, pid);
+    *result.ptr = '\0';
+  }
+};
+
+}  // namespace
+
+ProcessReader::ProcessReader(const ScanClock& clock, std::string_view dev_dir, bool is_procfs)
+    : clock_(clock), dev_dir_(dev_dir), is_procfs_(is_procfs) {}
+
+std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid) {
+  const PidName name(pid);
+  const Fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+  if (!dir) return std::nullopt;  // exited since the listing
+  const auto text = buffer_.read_proc_file_at(dir.get(), "stat");
+  if (!text) return std::nullopt;
+  std::optional<StatFields> stat = parse_stat(*text);
+  if (!stat || stat->pid != pid) return std::nullopt;
+  std::optional<ProcessInfo> info(std::in_place);
+  fill_from_stat(*info, *stat);
+  read_device_files(dir.get(), *info);
+  return info;
+}
+
+void ProcessReader::fill_from_stat(ProcessInfo& info, StatFields& stat) const {
+  const double hz = clock_.ticks_per_second;
+  info.pid = stat.pid;
+  info.ppid = stat.ppid;
+  info.pgid = stat.pgid;
+  info.session = stat.session;
+  info.state = stat.state;
+  info.comm = std::move(stat.comm);
+  info.start_time_ticks = stat.start_time_ticks;
+  info.kernel_thread = (stat.flags & kPfKthread) != 0;
+  info.cpu_seconds = static_cast<double>(stat.utime_ticks + stat.stime_ticks) / hz;
+  info.start_time_unix = clock_.boot_time_unix + static_cast<double>(stat.start_time_ticks) / hz;
+  info.elapsed_seconds = std::max(0.0, clock_.now_unix - info.start_time_unix);
+  info.cpu_percent =
+      info.elapsed_seconds > 0 ? info.cpu_seconds / info.elapsed_seconds * 100.0 : 0.0;
+  info.rss_bytes = stat.rss_pages * clock_.page_size;
+}
+
+void ProcessReader::read_device_files(int pid_fd, ProcessInfo& info) {
+  if (info.kernel_thread) return;  // no file table
+  if (info.state == 'Z' || info.state == 'X') {
+    // A zombie's descriptors are closed, unless only its main thread exited
+    // (pthread_exit in main): then the live threads still hold the file table, which
+    // /proc/<pid>/fd no longer shows but /proc/<pid>/task/<tid>/fd does.
+    const Fd tasks = open_dir_at(pid_fd, "task", false);
+    if (!tasks) return;
+    std::vector<pid_t> tids;
+    lister_.for_each(tasks.get(), [&tids, &info](const char* name, unsigned char) {
+      pid_t tid = 0;
+      if (parse_pid_name(name, tid) && tid != info.pid) tids.push_back(tid);
+      return true;
+    });
+    for (const pid_t tid : tids) {
+      const PidName tid_name(tid);
+      const Fd task = open_dir_at(tasks.get(), tid_name.text, true);
+      if (!task) continue;
+      const Fd fd_dir = open_dir_at(task.get(), "fd", false);
+      if (fd_dir && list_device_files(fd_dir.get(), info)) return;
+    }
+    return;
+  }
+  const Fd fd_dir = open_dir_at(pid_fd, "fd", false);
+  if (!fd_dir) {
+    info.fd_access = errno_means_denied() ? FdAccess::Denied : FdAccess::Gone;
+    return;
+  }
+  list_device_files(fd_dir.get(), info);
+}
+
+// Reads every link of an open fd/ directory. False when the listing failed.
+bool ProcessReader::list_device_files(int fd_dir, ProcessInfo& info) {
+  const bool listed = lister_.for_each(
+      fd_dir,
+      [&](const char* name, unsigned char) {
+        const auto target = buffer_.read_link_at(fd_dir, name);
+        if (!target) {
+          if (!errno_means_denied()) return true;  // closed since the listing
+          info.fd_access = FdAccess::Denied;        // e.g. a process with more privileges
+          return false;
+        }
+        std::optional<DeviceFileHandle> handle = classify_device_path(*target, dev_dir_);
+        if (handle && parse_whole_unsigned(std::string_view(name), handle->fd)) {
+          info.device_files.push_back(std::move(*handle));
+        }
+        return true;
+      },
+      is_procfs_);
+  if (!listed && info.fd_access == FdAccess::Ok) {
+    info.fd_access = errno_means_denied() ? FdAccess::Denied : FdAccess::Gone;
+  }
+  std::sort(info.device_files.begin(), info.device_files.end(),
+            [](const DeviceFileHandle& a, const DeviceFileHandle& b) { return a.fd < b.fd; });
+  return listed;
+}
+
+bool ProcessReader::read_details(int root_fd, ProcessInfo& info, UserNames& users) {
+  const PidName name(info.pid);
+  const Fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+  if (!dir) return false;
+  // The PID may have been reused since phase 1: go on only if this is still the process
+  // read then (same start time). Later reads go through `dir`, bound to this process.
+  const auto text = buffer_.read_proc_file_at(dir.get(), "stat");
+  if (!text) return false;
+  const std::optional<StatFields> stat = parse_stat(*text);
+  if (!stat || stat->pid != info.pid || stat->start_time_ticks != info.start_time_ticks) {
+    return false;
+  }
+  info.state = stat->state;  // wchan below must match the state shown
+  read_detail_files(dir.get(), info, users);
+  return true;
+}
+
+void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& users) {
+  info.details_loaded = true;
+  std::optional<StatusFields> status;
+  if (const auto text = buffer_.read_proc_file_at(pid_fd, "status")) status = parse_status(*text);
+  info.ns_pids.clear();
+  if (status) {
+    info.uid = status->effective_uid;  // like ps's USER column
+    info.ns_pids = std::move(status->ns_pids);
+  } else if (struct stat st {}; fstat(pid_fd, &st) == 0) {
+    info.uid = st.st_uid;  // /proc/<pid> is owned by the effective uid of a dumpable process
+  }
+  info.user = users.name(info.uid);
+  if (info.ns_pids.empty()) info.ns_pids = {info.pid};  // kernels before 4.1 have no NSpid
+
+  if (const auto text = buffer_.read_file_at(pid_fd, "cmdline")) {
+    info.cmdline = parse_cmdline(*text);
+  } else {
+    info.cmdline.clear();
+  }
+  if (const auto target = buffer_.read_link_at(pid_fd, "exe")) {
+    info.exe.assign(*target);
+  } else {
+    info.exe.clear();  // denied, a kernel thread, or gone
+  }
+  if (const auto text = buffer_.read_file_at(pid_fd, "cgroup")) {
+    info.container = parse_cgroup(*text);
+  } else {
+    info.container.reset();
+  }
+  info.wchan.clear();
+  if (info.state == 'D') {
+    if (const auto text = buffer_.read_file_at(pid_fd, "wchan")) {
+      std::string_view wchan = *text;
+      const std::string_view symbol = take_token(wchan);
+      if (symbol != "0") info.wchan.assign(symbol);
+    }
+  }
+}
+
+}  // namespace gpureap::procfs

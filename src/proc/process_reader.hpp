@@ -1,0 +1,50 @@
+// Reads one process from /proc: phase 1 (stat and the fd links, for every process) and
+// phase 2 (status, cmdline, exe, cgroup, wchan; for the processes asked for).
+// One reader per thread: it owns the reused buffers. Internal to src/proc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "proc/proc_io.hpp"
+#include "proc/process_info.hpp"
+#include "proc/user_names.hpp"
+
+namespace gpureap::procfs {
+
+// What turns clock ticks and pages into seconds and bytes, fixed for one scan.
+struct ScanClock {
+  double boot_time_unix = 0;
+  double now_unix = 0;
+  double ticks_per_second = 100;
+  std::uint64_t page_size = 4096;
+};
+
+class ProcessReader {
+ public:
+  // is_procfs: proc_root is a procfs mount (allows procfs-only shortcuts), not a fixture tree.
+  ProcessReader(const ScanClock& clock, std::string_view dev_dir, bool is_procfs);
+
+  // Phase 1: stat and GPU device descriptors of /proc/<pid>. nullopt when the process is
+  // gone (or its stat unreadable); a denied fd/ is reported in fd_access, not as failure.
+  std::optional<ProcessInfo> read(int root_fd, pid_t pid);
+
+  // Phase 2 for a process read in phase 1. False, with `info` untouched, when the process
+  // has gone or its PID now names another process (a different start time).
+  bool read_details(int root_fd, ProcessInfo& info, UserNames& users);
+
+ private:
+  void fill_from_stat(ProcessInfo& info, StatFields& stat) const;
+  void read_device_files(int pid_fd, ProcessInfo& info);
+  bool list_device_files(int fd_dir, ProcessInfo& info);
+  void read_detail_files(int pid_fd, ProcessInfo& info, UserNames& users);
+
+  ScanClock clock_;
+  std::string_view dev_dir_;
+  bool is_procfs_;
+  ReadBuffer buffer_;
+  DirLister lister_;
+};
+
+}  // namespace gpureap::procfs

@@ -1,0 +1,242 @@
+// The /proc scanner: lists the PIDs, reads them (in parallel when there are many: the work
+// is system calls, which scale with cores), then builds the parent → children index and
+// reads the details of every GPU device holder.
+#include "proc/process_table.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <ctime>
+#include <exception>
+#include <system_error>
+#include <thread>
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sched.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "proc/parse_util.hpp"
+#include "proc/proc_io.hpp"
+#include "proc/process_reader.hpp"
+
+namespace gpureap {
+namespace {
+
+using procfs::Fd;
+
+// PROC_PID_INIT_INO: the inode number the kernel gives the initial PID namespace.
+constexpr std::string_view kInitPidNamespace = "pid:[4026531836]";
+// Below this many processes one thread is as fast as several.
+constexpr std::size_t kPidsPerExtraThread = 400;
+constexpr unsigned kMaxThreads = 4;
+constexpr std::size_t kChunk = 32;  // PIDs a thread takes at a time
+
+double clock_seconds(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// CPUs this process may run on (taskset, cpuset), at least 1.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+Fd open_root(const std::string& proc_root) {
+  return procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), /*no_follow=*/false);
+}
+
+}  // namespace
+
+class ProcessTableBuilder {
+ public:
+  explicit ProcessTableBuilder(ProcessTable& table) : table_(table) {}
+
+  void scan(int root_fd);
+  void load_details(int root_fd, std::span<const pid_t> pids);
+
+ private:
+  void read_clock(int root_fd);
+  std::vector<pid_t> list_pids(int root_fd);
+  void read_all(int root_fd, const std::vector<pid_t>& pids);
+  void build_children();
+
+  ProcessTable& table_;
+  procfs::ScanClock clock_;
+  bool is_procfs_ = false;  // proc_root is a procfs mount, not a fixture tree
+};
+
+void ProcessTableBuilder::scan(int root_fd) {
+  struct statfs fs {};
+  is_procfs_ = fstatfs(root_fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+  read_clock(root_fd);
+  if (is_procfs_) {
+    // Our own PID namespace as this /proc shows it; fixture trees have none.
+    procfs::ReadBuffer buffer(256);
+    const auto ns = buffer.read_link_at(root_fd, "self/ns/pid");
+    table_.in_child_pid_namespace_ = ns.has_value() && *ns != kInitPidNamespace;
+  }
+  read_all(root_fd, list_pids(root_fd));
+  build_children();
+
+  std::vector<pid_t> holders;
+  for (const auto& [pid, info] : table_.processes_) {
+    if (info.holds_any_device_file()) holders.push_back(pid);
+  }
+  std::sort(holders.begin(), holders.end());
+  load_details(root_fd, holders);
+}
+
+void ProcessTableBuilder::read_clock(int root_fd) {
+  const long ticks = sysconf(_SC_CLK_TCK);
+  table_.clock_ticks_ = ticks > 0 ? ticks : 100;
+  clock_.ticks_per_second = static_cast<double>(table_.clock_ticks_);
+  const long page = sysconf(_SC_PAGESIZE);
+  clock_.page_size = page > 0 ? static_cast<std::uint64_t>(page) : 4096;
+  clock_.now_unix = clock_seconds(CLOCK_REALTIME);
+  // For the live /proc the clocks give boot time exactly (btime is whole seconds);
+  // a fixture tree brings its own btime in <root>/stat.
+  table_.boot_time_unix_ = clock_.now_unix - clock_seconds(CLOCK_BOOTTIME);
+  if (!is_procfs_) {
+    procfs::ReadBuffer buffer;
+    if (const auto text = buffer.read_file_at(root_fd, "stat")) {
+      std::string_view rest = *text;
+      while (!rest.empty()) {
+        std::string_view line = procfs::take_line(rest);
+        if (!line.starts_with("btime ")) continue;
+        line.remove_prefix(6);
+        std::uint64_t btime = 0;
+        if (procfs::take_unsigned(line, btime)) table_.boot_time_unix_ = static_cast<double>(btime);
+        break;
+      }
+    }
+  }
+  clock_.boot_time_unix = table_.boot_time_unix_;
+}
+
+std::vector<pid_t> ProcessTableBuilder::list_pids(int root_fd) {
+  std::vector<pid_t> pids;
+  pids.reserve(1024);
+  procfs::DirLister lister;
+  lister.for_each(root_fd, [&pids](const char* name, unsigned char) {
+    pid_t pid = 0;
+    if (procfs::parse_pid_name(name, pid)) pids.push_back(pid);
+    return true;
+  });
+  return pids;
+}
+
+void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids) {
+  const auto threads = static_cast<unsigned>(std::min<std::size_t>(
+      {usable_cpus(), kMaxThreads, 1 + pids.size() / kPidsPerExtraThread}));
+
+  std::vector<std::vector<ProcessInfo>> results(threads);
+  std::vector<std::exception_ptr> errors(threads);
+  std::atomic<std::size_t> next{0};
+  const auto work = [&](unsigned slot) {
+    try {
+      procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
+      std::vector<ProcessInfo>& out = results[slot];
+      out.reserve(pids.size() / threads + kChunk);
+      for (;;) {
+        const std::size_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
+        if (begin >= pids.size()) break;
+        const std::size_t end = std::min(pids.size(), begin + kChunk);
+        for (std::size_t i = begin; i < end; ++i) {
+          if (std::optional<ProcessInfo> info = reader.read(root_fd, pids[i])) {
+            out.push_back(std::move(*info));
+          }
+        }
+      }
+    } catch (...) {
+      errors[slot] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  helpers.reserve(threads - 1);
+  for (unsigned slot = 1; slot < threads; ++slot) {
+    try {
+      helpers.emplace_back(work, slot);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had (RLIMIT_NPROC): the others take its share
+    }
+  }
+  work(0);
+  for (std::thread& helper : helpers) helper.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+
+  auto& processes = table_.processes_;
+  processes.reserve(pids.size());
+  for (std::vector<ProcessInfo>& part : results) {
+    for (ProcessInfo& info : part) {
+      const pid_t pid = info.pid;
+      processes.emplace(pid, std::move(info));
+    }
+  }
+}
+
+void ProcessTableBuilder::load_details(int root_fd, std::span<const pid_t> pids) {
+  procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
+  for (const pid_t pid : pids) {
+    const auto it = table_.processes_.find(pid);
+    if (it != table_.processes_.end()) reader.read_details(root_fd, it->second, table_.user_names_);
+  }
+}
+
+void ProcessTableBuilder::build_children() {
+  auto& children = table_.children_;
+  children.clear();
+  for (const auto& [pid, info] : table_.processes_) children[info.ppid].push_back(pid);
+  for (auto& [ppid, list] : children) std::sort(list.begin(), list.end());
+}
+
+ProcessTable ProcessTable::scan(const ProcScanOptions& options) {
+  ProcessTable table;
+  table.options_ = options;
+  const Fd root = open_root(options.proc_root);
+  if (!root) {
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot open " + options.proc_root + " to list processes");
+  }
+  ProcessTableBuilder builder(table);
+  builder.scan(root.get());
+  return table;
+}
+
+void ProcessTable::load_details(std::span<const pid_t> pids) {
+  const Fd root = open_root(options_.proc_root);
+  if (!root) return;
+  ProcessTableBuilder builder(*this);
+  builder.load_details(root.get(), pids);
+}
+
+const ProcessInfo* ProcessTable::find(pid_t pid) const {
+  const auto it = processes_.find(pid);
+  return it == processes_.end() ? nullptr : &it->second;
+}
+
+std::vector<pid_t> ProcessTable::children_of(pid_t pid) const {
+  const auto it = children_.find(pid);
+  return it == children_.end() ? std::vector<pid_t>{} : it->second;
+}
+
+std::vector<pid_t> ProcessTable::ancestry(pid_t pid) const {
+  std::vector<pid_t> chain{pid};
+  const ProcessInfo* info = find(pid);
+  // Bounded by the table size, so a ppid cycle in a hostile fixture cannot loop forever.
+  while (info != nullptr && pid != 1 && info->ppid > 0 && chain.size() <= processes_.size()) {
+    pid = info->ppid;
+    chain.push_back(pid);
+    info = find(pid);
+  }
+  return chain;
+}
+
+}  // namespace gpureap

@@ -1,0 +1,221 @@
+#include "snapshot/snapshot.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+namespace gpureap {
+namespace {
+
+bool holds_any_gpu_file(const ProcessInfo& process) {
+  return std::any_of(process.device_files.begin(), process.device_files.end(),
+                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Gpu; });
+}
+
+void classify_identity(GpuProcessView& view, const GpuView& gpu, const Snapshot& snapshot) {
+  const ProcessInfo* process = snapshot.table.find(static_cast<pid_t>(view.driver.pid));
+  view.linux_process = process;
+  if (process == nullptr) {
+    view.identity = Identity::Foreign;
+    view.identity_reason =
+        snapshot.in_child_pid_namespace
+            ? "the driver reports host PIDs and gpureap runs in a PID namespace (container) "
+              "without the host's: run it on the host or with --pid=host"
+            : "no process with this PID here: it runs in another PID namespace, or has exited";
+    return;
+  }
+  const auto& types = view.driver.types;
+  if (types.mps && !types.compute && !types.graphics) {
+    view.identity = Identity::Unverified;
+    view.identity_reason = "MPS client: its GPU work runs through the MPS server, which holds the device files";
+    return;
+  }
+  if (process->fd_access == FdAccess::Denied) {
+    view.identity = Identity::Unverified;
+    view.identity_reason = fmt::format(
+        "cannot read /proc/{}/fd to check its GPU descriptors: run as root or as {}", process->pid,
+        process->user);
+    return;
+  }
+  const auto minor = gpu.reading.minor_number;
+  const bool holds = minor ? process->holds_gpu_minor(static_cast<int>(*minor)) : holds_any_gpu_file(*process);
+  if (holds && !process->kernel_thread) {
+    view.identity = Identity::Ok;
+    return;
+  }
+  view.identity = Identity::Mismatch;
+  view.identity_reason = fmt::format(
+      "PID {} here ({}) holds no descriptor of {}: it is not the process the driver means "
+      "(another PID namespace, or the PID was reused)",
+      process->pid, process->command(),
+      minor ? fmt::format("/dev/nvidia{}", *minor) : std::string("any GPU device file"));
+}
+
+}  // namespace
+
+std::string identity_name(Identity identity) {
+  switch (identity) {
+    case Identity::Ok: return "ok";
+    case Identity::Foreign: return "foreign";
+    case Identity::Mismatch: return "mismatch";
+    case Identity::Unverified: return "unverified";
+  }
+  return "unverified";
+}
+
+const GpuView* Snapshot::gpu_by_minor(unsigned minor) const {
+  for (const auto& gpu : gpus) {
+    if (gpu.reading.minor_number == minor) return &gpu;
+  }
+  return nullptr;
+}
+
+const GpuView* Snapshot::gpu_by_index(unsigned index) const {
+  for (const auto& gpu : gpus) {
+    if (gpu.reading.index == index) return &gpu;
+  }
+  return nullptr;
+}
+
+SnapshotOptions default_snapshot_options() {
+  SnapshotOptions options;
+  if (const char* dev = std::getenv("GPUREAP_DEV_DIR"); dev != nullptr && dev[0] != '\0') {
+    options.proc.dev_dir = dev;
+  }
+  return options;
+}
+
+void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
+  snapshot.gpus.clear();
+  snapshot.processes.clear();
+  snapshot.holders.clear();
+  for (const auto& gpu_reading : reading.gpus) {
+    GpuView gpu;
+    gpu.reading = gpu_reading;
+    const auto& m = gpu_reading.memory;
+    gpu.memory.total = m.total;
+    gpu.memory.used = m.used;
+    gpu.memory.reserved = m.reserved;
+    gpu.memory.free = m.free;
+    gpu.memory.source = m.source;
+    snapshot.gpus.push_back(std::move(gpu));
+  }
+
+  std::unordered_set<pid_t> listed;
+  for (auto& gpu : snapshot.gpus) {
+    bool all_known = gpu.reading.processes_complete;
+    std::uint64_t attributed = 0;
+    for (const auto& driver_process : gpu.reading.processes) {
+      GpuProcessView view;
+      view.gpu_index = gpu.reading.index;
+      view.driver = driver_process;
+      classify_identity(view, gpu, snapshot);
+      if (driver_process.used_memory) {
+        attributed += *driver_process.used_memory;
+      } else {
+        all_known = false;
+      }
+      listed.insert(static_cast<pid_t>(driver_process.pid));
+      snapshot.processes.push_back(std::move(view));
+    }
+    auto& account = gpu.memory;
+    account.attributed = attributed;
+    if (account.used && all_known) {
+      account.unattributed = *account.used > attributed ? *account.used - attributed : 0;
+    }
+  }
+
+  for (const auto& [pid, process] : snapshot.table.processes()) {
+    if (!process.holds_any_device_file()) continue;
+    HolderView holder;
+    holder.pid = pid;
+    holder.linux_process = &process;
+    std::set<unsigned> gpus;
+    for (const auto& file : process.device_files) {
+      if (file.kind != DeviceFileKind::Gpu || file.minor < 0) continue;
+      if (const GpuView* gpu = snapshot.gpu_by_minor(static_cast<unsigned>(file.minor))) {
+        gpus.insert(gpu->reading.index);
+      }
+    }
+    holder.gpus.assign(gpus.begin(), gpus.end());
+    holder.listed_by_driver = listed.count(pid) > 0;
+    auto chain = snapshot.table.ancestry(pid);
+    if (!chain.empty() && chain.front() == pid) chain.erase(chain.begin());
+    holder.ancestry = chain;
+    for (pid_t ancestor : holder.ancestry) {
+      if (listed.count(ancestor)) {
+        holder.listed_ancestor = ancestor;
+        break;
+      }
+    }
+    if (holder.listed_by_driver) {
+      holder.role = "gpu-process";
+    } else if (!holds_any_gpu_file(process)) {
+      holder.role = "client";  // control/UVM files only: an NVML client such as a monitor
+    } else if (holder.listed_ancestor) {
+      holder.role = "worker";
+    } else if (process.ppid <= 1 ||
+               (process.pgid != pid && snapshot.table.find(process.pgid) == nullptr)) {
+      // Reparented to init, or (under a subreaper) its process-group leader is gone: the
+      // job that forked it has died and it keeps the descriptors alive.
+      holder.role = "orphan";
+    } else {
+      holder.role = "unlisted";
+    }
+    snapshot.holders.push_back(std::move(holder));
+  }
+  std::sort(snapshot.holders.begin(), snapshot.holders.end(),
+            [](const HolderView& a, const HolderView& b) { return a.pid < b.pid; });
+}
+
+SnapshotSource::SnapshotSource(SnapshotOptions options)
+    : options_(std::move(options)), load_(NvmlLibrary::load()) {}
+
+SnapshotSource::~SnapshotSource() = default;
+
+std::unique_ptr<Snapshot> SnapshotSource::take() {
+  auto snapshot = std::make_unique<Snapshot>();
+  snapshot->taken_at = std::chrono::system_clock::now();
+  DriverReading reading;
+  DriverStatus& driver = snapshot->driver;
+  driver.failure = load_.failure;
+  driver.nvml_code = load_.nvml_code;
+  driver.message = load_.message;
+  if (load_.library) {
+    reading = read_driver(*load_.library);
+    driver.loaded = true;
+    driver.library_path = reading.library_path;
+    driver.driver_version = reading.driver_version;
+    driver.nvml_version = reading.nvml_version;
+    driver.cuda_driver_version = reading.cuda_driver_version;
+    driver.count_error = reading.error;
+  }
+  snapshot->table = ProcessTable::scan(options_.proc);
+  snapshot->in_child_pid_namespace = snapshot->table.in_child_pid_namespace();
+
+  // Details for every driver-listed PID present here and the descendants of each (for --tree).
+  std::vector<pid_t> wanted;
+  for (const auto& gpu : reading.gpus) {
+    for (const auto& process : gpu.processes) {
+      const auto pid = static_cast<pid_t>(process.pid);
+      if (!snapshot->table.find(pid)) continue;
+      std::vector<pid_t> stack{pid};
+      while (!stack.empty()) {
+        const pid_t next = stack.back();
+        stack.pop_back();
+        wanted.push_back(next);
+        for (pid_t child : snapshot->table.children_of(next)) stack.push_back(child);
+      }
+    }
+  }
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  snapshot->table.load_details(wanted);
+  join_snapshot(*snapshot, reading);
+  return snapshot;
+}
+
+}  // namespace gpureap

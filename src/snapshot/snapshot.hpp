@@ -1,0 +1,106 @@
+// One snapshot at the centre: the driver's view and Linux's view joined.
+// Every command (ps, kill, doctor, watch, export, top) is a view or an action over this.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvml/driver_reading.hpp"
+#include "nvml/nvml_library.hpp"
+#include "proc/process_table.hpp"
+
+namespace gpureap {
+
+// How far a driver-listed PID can be trusted to be the process using the GPU.
+enum class Identity {
+  Ok,          // exists here and holds that GPU's device file
+  Foreign,     // no such PID in this PID namespace: a container's process, or gone
+  Mismatch,    // a process with that PID exists here but holds no device file of that GPU
+  Unverified,  // cannot check (no permission), or an MPS client
+};
+std::string identity_name(Identity identity);
+
+struct DriverStatus {
+  bool loaded = false;           // library loaded and initialised
+  LoadFailure failure = LoadFailure::None;
+  int nvml_code = 0;
+  std::string message;           // one line for a person when !loaded
+  std::string library_path;
+  std::string driver_version;
+  std::string nvml_version;
+  std::optional<int> cuda_driver_version;
+  std::optional<NvmlError> count_error;
+};
+
+struct GpuMemoryAccount {
+  std::optional<std::uint64_t> total, used, reserved, free;
+  std::string source;                         // "v2" or "v1"
+  std::uint64_t attributed = 0;               // sum of listed processes' known memory
+  std::optional<std::uint64_t> unattributed;  // used - attributed; unknown when any part is
+};
+
+struct GpuView {
+  GpuReading reading;
+  GpuMemoryAccount memory;
+};
+
+struct GpuProcessView {
+  unsigned gpu_index = 0;
+  DriverProcess driver;
+  Identity identity = Identity::Unverified;
+  std::string identity_reason;  // why, in words, when not Ok
+  const ProcessInfo* linux_process = nullptr;  // into Snapshot::table; null when not found here
+};
+
+struct HolderView {
+  pid_t pid = 0;
+  const ProcessInfo* linux_process = nullptr;  // never null
+  std::vector<unsigned> gpus;                  // indices of GPUs whose nvidia<minor> it holds
+  bool listed_by_driver = false;
+  std::string role;  // "gpu-process", "worker", "orphan", "client", "unlisted"
+  std::optional<pid_t> listed_ancestor;        // nearest ancestor the driver lists
+  std::vector<pid_t> ancestry;                 // parent, grandparent, ... up to PID 1
+};
+
+struct Snapshot {
+  std::chrono::system_clock::time_point taken_at;
+  DriverStatus driver;
+  std::vector<GpuView> gpus;
+  std::vector<GpuProcessView> processes;
+  std::vector<HolderView> holders;
+  ProcessTable table;
+  bool in_child_pid_namespace = false;
+
+  const GpuView* gpu_by_minor(unsigned minor) const;
+  const GpuView* gpu_by_index(unsigned index) const;
+};
+
+struct SnapshotOptions {
+  ProcScanOptions proc;  // proc_root, dev_dir (from GPUREAP_DEV_DIR by default)
+};
+
+SnapshotOptions default_snapshot_options();  // honours GPUREAP_DEV_DIR
+
+// Keeps the NVML library loaded between snapshots (watch mode re-reads without re-loading).
+class SnapshotSource {
+ public:
+  explicit SnapshotSource(SnapshotOptions options);
+  ~SnapshotSource();
+  SnapshotSource(const SnapshotSource&) = delete;
+  SnapshotSource& operator=(const SnapshotSource&) = delete;
+
+  std::unique_ptr<Snapshot> take();
+
+ private:
+  SnapshotOptions options_;
+  NvmlLoadResult load_;
+};
+
+// The join itself, separated so it can be tested on hand-made readings and tables.
+void join_snapshot(Snapshot& snapshot, const DriverReading& reading);
+
+}  // namespace gpureap

@@ -1,0 +1,108 @@
+// parse_cgroup on /proc/<pid>/cgroup files of each container runtime and cgroup driver.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "proc/proc_parse.hpp"
+
+namespace gpureap {
+namespace {
+
+constexpr const char* kDockerId = "3f1c1a2b4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8";
+constexpr const char* kCriId = "9e8d7c6b5a49382716f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0f9";
+constexpr const char* kPodUid = "1f3e4c2a-5b6d-4e7f-8a9b-0c1d2e3f4a5b";
+
+std::optional<ContainerRef> parse_fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUREAP_FIXTURE_DIR) + "/proc/cgroup/" + name + ".cgroup");
+  EXPECT_TRUE(in.good()) << name;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_cgroup(text.str());
+}
+
+struct Expected {
+  const char* fixture;
+  const char* runtime;
+  const char* id;
+  const char* pod_uid;
+};
+
+void PrintTo(const Expected& expected, std::ostream* out) { *out << expected.fixture; }
+
+class ProcContainerTest : public testing::TestWithParam<Expected> {};
+
+TEST_P(ProcContainerTest, RecognisesContainer) {
+  const Expected& e = GetParam();
+  const auto ref = parse_fixture(e.fixture);
+  ASSERT_TRUE(ref) << e.fixture;
+  EXPECT_EQ(ref->runtime, e.runtime);
+  EXPECT_EQ(ref->id, e.id);
+  EXPECT_EQ(ref->pod_uid, e.pod_uid);
+  EXPECT_FALSE(ref->cgroup_path.empty());
+  EXPECT_EQ(ref->cgroup_path.front(), '/');
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtimes, ProcContainerTest,
+    testing::Values(
+        Expected{"docker_cgroupfs_v1", "docker", kDockerId, ""},
+        Expected{"docker_systemd_v2", "docker", kDockerId, ""},
+        Expected{"hybrid_docker_systemd", "docker", kDockerId, ""},
+        Expected{"containerd_cri_systemd", "containerd", kCriId, kPodUid},
+        Expected{"crio_systemd", "cri-o", kCriId, kPodUid},
+        Expected{"crio_cgroupfs", "cri-o", kCriId, kPodUid},
+        Expected{"podman_systemd", "podman", kDockerId, ""},
+        Expected{"podman_rootless", "podman", kDockerId, ""},
+        Expected{"podman_cgroupfs_v1", "podman", kDockerId, ""},
+        Expected{"podman_payload", "podman", kDockerId, ""},
+        // cgroupfs driver: the bare id does not tell the runtime.
+        Expected{"kubepods_cgroupfs_v1", "kubernetes", kCriId, kPodUid},
+        Expected{"kubepods_cgroupfs_guaranteed", "kubernetes", kCriId, kPodUid},
+        Expected{"kubepods_systemd_docker", "docker", kCriId, kPodUid},
+        Expected{"kubepods_pod_only", "kubernetes", "", kPodUid},
+        // cri-o's conmon is not in the container, but it is in the pod.
+        Expected{"crio_conmon", "kubernetes", "", kPodUid},
+        // A kind node is a docker container; the pod's container inside it wins.
+        Expected{"kind_systemd", "containerd", kCriId, kPodUid},
+        Expected{"kind_cgroupfs_v1", "kubernetes", kCriId, kPodUid}),
+    [](const testing::TestParamInfo<Expected>& param_info) {
+      return std::string(param_info.param.fixture);
+    });
+
+TEST(ProcContainer, HostProcessesAndRuntimeHelpersAreNotContainers) {
+  for (const char* name : {"host_user_v2", "host_service_v2", "host_v1", "host_cgroupns_root",
+                           "podman_conmon"}) {
+    EXPECT_FALSE(parse_fixture(name)) << name;
+  }
+}
+
+TEST(ProcContainer, CgroupPathIsTheMatchedLinesPath) {
+  const auto ref = parse_fixture("hybrid_docker_systemd");
+  ASSERT_TRUE(ref);
+  EXPECT_EQ(ref->cgroup_path, std::string("/system.slice/docker-") + kDockerId + ".scope");
+  const auto v1 = parse_fixture("docker_cgroupfs_v1");
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->cgroup_path, std::string("/docker/") + kDockerId);
+}
+
+TEST(ProcContainer, RejectsLookalikes) {
+  for (const char* text : {
+           "0::/system.slice/docker.service\n",
+           "0::/system.slice/docker-compose@app.service\n",
+           "0::/docker/notanid\n",
+           "0::/docker/3F1C1A2B4D5E6F708192A3B4C5D6E7F8091A2B3C4D5E6F708192A3B4C5D6E7F8\n",
+           "0::/pod1f3e4c2a-5b6d-4e7f-8a9b-0c1d2e3f4a5b/abc\n",  // "pod" outside kubepods
+           "0::/kubepods/burstable/podxyz/\n",
+           "0::/system.slice/docker-abc.scope\n",  // too short to be an id
+           "garbage without colons\n",
+           "1:cpu\n",
+           "",
+       }) {
+    EXPECT_FALSE(parse_cgroup(text)) << text;
+  }
+}
+
+}  // namespace
+}  // namespace gpureap

@@ -1,0 +1,381 @@
+// ProcessTable::scan on the real /proc, against real child processes that hold files named
+// like GPU device nodes in a temporary "dev dir". Every child is killed and reaped.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc/process_table.hpp"
+
+namespace gpureap {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// A temporary directory standing in for /dev, with empty files nvidia0 and nvidiactl.
+class FakeDevDir {
+ public:
+  FakeDevDir() {
+    char pattern[] = "/tmp/gpureap-dev-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) std::abort();
+    path_ = fs::canonical(pattern).string();  // fd links show the resolved path
+    std::ofstream(path_ + "/nvidia0").put('\0');
+    std::ofstream(path_ + "/nvidiactl").put('\0');
+  }
+  ~FakeDevDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+  std::string file(const char* name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A forked child, SIGKILLed and reaped when the guard goes out of scope.
+class Child {
+ public:
+  explicit Child(const std::function<void()>& body) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      body();
+      _exit(0);
+    }
+  }
+  ~Child() { kill_and_reap(); }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void kill_and_reap() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+  int wait_exit_code() {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+struct Pipe {
+  Pipe() {
+    if (pipe2(fds, O_CLOEXEC) != 0) std::abort();
+  }
+  ~Pipe() {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  void send(pid_t value) const {
+    if (write(fds[1], &value, sizeof value) != sizeof value) _exit(90);
+  }
+  pid_t receive() const {
+    pid_t value = -1;
+    if (read(fds[0], &value, sizeof value) != sizeof value) return -1;
+    return value;
+  }
+  int fds[2];
+};
+
+ProcessTable scan_live(const std::string& dev_dir) {
+  ProcScanOptions options;
+  options.dev_dir = dev_dir;
+  return ProcessTable::scan(options);
+}
+
+// Scans until every pid shows state `state` (children take a moment to reach pause()).
+ProcessTable scan_until_state(const std::string& dev_dir, std::initializer_list<pid_t> pids,
+                              char state) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    ProcessTable table = scan_live(dev_dir);
+    const bool all = std::all_of(pids.begin(), pids.end(), [&](pid_t pid) {
+      const ProcessInfo* info = table.find(pid);
+      return info != nullptr && info->state == state;
+    });
+    if (all || std::chrono::steady_clock::now() > deadline) return table;
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+std::vector<std::string> own_cmdline() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  return args;
+}
+
+void open_or_die(const std::string& path) {
+  if (open(path.c_str(), O_RDONLY) < 0) _exit(91);  // deliberately kept open (no CLOEXEC needed)
+}
+
+TEST(ProcTableLive, FindsAChildHoldingDeviceFiles) {
+  const FakeDevDir dev;
+  const Pipe ready;
+  Child child([&] {
+    open_or_die(dev.file("nvidia0"));
+    open_or_die(dev.file("nvidiactl"));
+    ready.send(getpid());
+    pause();
+  });
+  ASSERT_EQ(ready.receive(), child.pid());
+
+  const ProcessTable table = scan_until_state(dev.path(), {child.pid()}, 'S');
+  const ProcessInfo* info = table.find(child.pid());
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->state, 'S');
+  EXPECT_EQ(info->ppid, getpid());
+  EXPECT_EQ(info->fd_access, FdAccess::Ok);
+  ASSERT_EQ(info->device_files.size(), 2u);
+  EXPECT_EQ(info->device_files[0].kind, DeviceFileKind::Gpu);
+  EXPECT_EQ(info->device_files[0].minor, 0);
+  EXPECT_EQ(info->device_files[0].path, dev.file("nvidia0"));
+  EXPECT_EQ(info->device_files[1].kind, DeviceFileKind::Control);
+  EXPECT_EQ(info->device_files[1].path, dev.file("nvidiactl"));
+  EXPECT_TRUE(info->holds_gpu_minor(0));
+  EXPECT_GT(info->rss_bytes, 0u);
+  EXPECT_GE(info->elapsed_seconds, 0);
+  EXPECT_LT(info->elapsed_seconds, 60);
+  EXPECT_NEAR(info->start_time_unix,
+              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), 60);
+
+  // Holders get their details without being asked.
+  EXPECT_TRUE(info->details_loaded);
+  EXPECT_EQ(info->cmdline, own_cmdline());
+  EXPECT_EQ(info->exe, fs::read_symlink("/proc/self/exe").string());
+  EXPECT_EQ(info->uid, geteuid());
+  EXPECT_FALSE(info->user.empty());
+  ASSERT_FALSE(info->ns_pids.empty());
+  EXPECT_EQ(info->ns_pids.front(), child.pid());
+
+  // The test process opened and closed the files: it holds nothing.
+  const ProcessInfo* self = table.find(getpid());
+  ASSERT_NE(self, nullptr);
+  EXPECT_FALSE(self->holds_any_device_file());
+  EXPECT_FALSE(self->details_loaded);
+  EXPECT_EQ(table.children_of(getpid()), std::vector<pid_t>{child.pid()});
+
+  // The same dev dir spelled with a trailing slash finds the same files.
+  const ProcessTable again = scan_live(dev.path() + "/");
+  ASSERT_NE(again.find(child.pid()), nullptr);
+  EXPECT_EQ(again.find(child.pid())->device_files.size(), 2u);
+}
+
+TEST(ProcTableLive, GrandchildInheritingTheDescriptorIsAHolderToo) {
+  const FakeDevDir dev;
+  const Pipe grandchild_pid;
+  Child child([&] {
+    open_or_die(dev.file("nvidia0"));
+    const pid_t grandchild = fork();
+    if (grandchild == 0) {
+      pause();
+      _exit(0);
+    }
+    grandchild_pid.send(grandchild);
+    int status = 0;
+    waitpid(grandchild, &status, 0);  // the test kills the grandchild first
+  });
+  const pid_t grandchild = grandchild_pid.receive();
+  ASSERT_GT(grandchild, 0);
+
+  const ProcessTable table = scan_until_state(dev.path(), {child.pid(), grandchild}, 'S');
+  const ProcessInfo* parent_info = table.find(child.pid());
+  const ProcessInfo* worker = table.find(grandchild);
+  ASSERT_NE(parent_info, nullptr);
+  ASSERT_NE(worker, nullptr);
+  EXPECT_TRUE(parent_info->holds_gpu_minor(0));
+  EXPECT_TRUE(worker->holds_gpu_minor(0));
+  EXPECT_EQ(worker->ppid, child.pid());
+  EXPECT_TRUE(worker->details_loaded);
+  EXPECT_EQ(table.children_of(child.pid()), std::vector<pid_t>{grandchild});
+  const std::vector<pid_t> chain = table.ancestry(grandchild);
+  ASSERT_GE(chain.size(), 3u);
+  EXPECT_EQ(chain[0], grandchild);
+  EXPECT_EQ(chain[1], child.pid());
+  EXPECT_EQ(chain[2], getpid());
+
+  kill(grandchild, SIGKILL);
+  EXPECT_EQ(child.wait_exit_code(), 0);
+}
+
+TEST(ProcTableLive, ZombieChildHoldsNothing) {
+  const FakeDevDir dev;
+  Child child([&] {
+    open_or_die(dev.file("nvidia0"));
+    _exit(0);  // the descriptor closes at exit
+  });
+  siginfo_t exited{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child.pid()), &exited, WEXITED | WNOWAIT), 0);
+
+  ProcessTable table = scan_live(dev.path());
+  const ProcessInfo* zombie = table.find(child.pid());
+  ASSERT_NE(zombie, nullptr);
+  EXPECT_EQ(zombie->state, 'Z');
+  EXPECT_FALSE(zombie->holds_any_device_file());
+  EXPECT_EQ(zombie->ppid, getpid());
+  const pid_t asked[] = {child.pid()};
+  table.load_details(asked);
+  zombie = table.find(child.pid());
+  EXPECT_TRUE(zombie->details_loaded);
+  EXPECT_TRUE(zombie->cmdline.empty());
+  EXPECT_EQ(zombie->command(), "[" + zombie->comm + "]");
+}
+
+// When only the main thread exits (pthread_exit in main), the process shows as a zombie
+// but its other threads still hold the file table, and with it the GPU.
+TEST(ProcTableLive, ZombieLeaderWithLiveThreadsStillHolds) {
+  const FakeDevDir dev;
+  const Pipe ready;
+  Child child([&] {
+    open_or_die(dev.file("nvidia0"));
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, [](void*) -> void* { for (;;) pause(); }, nullptr) != 0) {
+      _exit(92);
+    }
+    ready.send(getpid());
+    syscall(SYS_exit, 0);  // ends this thread only, without unwinding through gtest
+  });
+  ASSERT_EQ(ready.receive(), child.pid());
+  const ProcessTable table = scan_until_state(dev.path(), {child.pid()}, 'Z');
+  const ProcessInfo* info = table.find(child.pid());
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->state, 'Z');
+  EXPECT_TRUE(info->holds_gpu_minor(0));
+}
+
+TEST(ProcTableLive, ScanningWhileProcessesComeAndGoNeverThrows) {
+  const FakeDevDir dev;
+  std::atomic<bool> done{false};
+  std::atomic<int> spawned{0};
+  const std::string nvidia0 = dev.file("nvidia0");
+  std::thread spawner([&] {
+    std::vector<pid_t> live;
+    for (int i = 0; i < 200; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        if (i % 2 == 0) open(nvidia0.c_str(), O_RDONLY);  // some of them are holders
+        const timespec nap{0, (i % 7) * 300'000L};
+        nanosleep(&nap, nullptr);
+        _exit(0);
+      }
+      if (pid > 0) {
+        live.push_back(pid);
+        spawned.fetch_add(1);
+      }
+      if (live.size() >= 16) {
+        waitpid(live.front(), nullptr, 0);
+        live.erase(live.begin());
+      }
+    }
+    for (const pid_t pid : live) waitpid(pid, nullptr, 0);
+    done = true;
+  });
+  int scans = 0;
+  while (!done || scans < 3) {
+    try {
+      ProcessTable table = scan_live(dev.path());
+      EXPECT_NE(table.find(getpid()), nullptr);
+      std::vector<pid_t> all;
+      for (const auto& [pid, info] : table.processes()) all.push_back(pid);
+      table.load_details(all);  // many of them have exited by now
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "scan threw: " << e.what();
+    }
+    ++scans;
+  }
+  spawner.join();
+  EXPECT_EQ(spawned.load(), 200);
+  EXPECT_GE(scans, 3);
+}
+
+// Without the rights to read another user's descriptors, the process is still listed, marked
+// Denied, and the scan goes on. Needs root to become an unprivileged user.
+TEST(ProcTableLive, OtherUsersDescriptorsAreDeniedNotFatal) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
+  const pid_t test_pid = getpid();
+  Child child([test_pid] {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(80);
+    prctl(PR_SET_DUMPABLE, 1);
+    ProcessTable table = scan_live("/dev");
+    const ProcessInfo* root_process = table.find(test_pid);
+    const ProcessInfo* self = table.find(getpid());
+    if (root_process == nullptr || self == nullptr) _exit(81);
+    if (root_process->fd_access != FdAccess::Denied) _exit(82);
+    if (self->fd_access != FdAccess::Ok) _exit(83);
+    const pid_t asked[] = {test_pid, getpid()};
+    table.load_details(asked);
+    if (table.find(test_pid)->exe != "") _exit(84);  // exe of another user: denied
+    if (table.find(getpid())->user != "nobody" && table.find(getpid())->user != "65534") _exit(85);
+    _exit(0);
+  });
+  EXPECT_EQ(child.wait_exit_code(), 0);
+}
+
+// /proc mounted by a process in a new PID namespace shows that namespace: a scan of it
+// must say we are in a child namespace and list only the processes inside.
+TEST(ProcTableLive, DetectsAChildPidNamespace) {
+  {
+    const ProcessTable host = scan_live("/dev");
+    std::error_code error;
+    const auto ns = fs::read_symlink("/proc/self/ns/pid", error);
+    if (!error) {
+      EXPECT_EQ(host.in_child_pid_namespace(), ns.string() != "pid:[4026531836]");
+    }
+  }
+  char pattern[] = "/tmp/gpureap-procmnt-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string mount_point = pattern;
+  Child outer([&] {
+    if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) _exit(77);
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(77);
+    const pid_t init = fork();  // PID 1 of the new namespace
+    if (init == 0) {
+      if (mount("proc", mount_point.c_str(), "proc", 0, nullptr) != 0) _exit(77);
+      ProcScanOptions options;
+      options.proc_root = mount_point;
+      const ProcessTable table = ProcessTable::scan(options);
+      if (!table.in_child_pid_namespace()) _exit(1);
+      if (table.find(1) == nullptr || table.processes().size() != 1) _exit(2);
+      _exit(0);
+    }
+    int status = 0;
+    if (init < 0 || waitpid(init, &status, 0) != init) _exit(3);
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 4);
+  });
+  const int code = outer.wait_exit_code();
+  rmdir(mount_point.c_str());
+  if (code == 77) GTEST_SKIP() << "cannot create a PID namespace here (needs CAP_SYS_ADMIN)";
+  EXPECT_EQ(code, 0);
+}
+
+}  // namespace
+}  // namespace gpureap
