@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# A demonstration of `gpureap ps` on SIMULATED GPUs, for hosts without an NVIDIA driver.
+# Real processes hold the simulated GPUs (sim/): a training job with DataLoader-style workers,
+# a job in its own PID namespace (like a container), a job killed with -9 whose workers still
+# hold its memory, and a leaked allocation that no process explains. Cleans up after itself.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${GPUREAP_BUILD_DIR:-$root/build}
+for f in "$build/src/gpureap" "$build/sim/gpusim" "$build/sim/gpusim-cuda"; do
+  [ -x "$f" ] || { echo "demo: $f missing: run scripts/build.sh first" >&2; exit 2; }
+done
+
+state=$(mktemp -d /tmp/gpureap-demo-XXXXXX)
+groups=()
+cleanup() {
+  for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$state"
+}
+trap cleanup EXIT INT TERM
+
+export GPUSIM_STATE_DIR="$state" GPUREAP_DEV_DIR="$state/dev"
+export GPUREAP_NVML_LIBRARY="$build/sim/drivers/r550/libnvidia-ml.so.1"
+
+# Starts a simulated CUDA program in its own process group; prints its READY line.
+start() {
+  local out="$state/ready.${#groups[@]}"
+  setsid "$build/sim/gpusim-cuda" "$@" >"$out" &
+  groups+=($!)
+  for _ in $(seq 1 200); do grep -q READY "$out" 2>/dev/null && break; sleep 0.05; done
+  grep READY "$out" || { echo "demo: gpusim-cuda $* did not start" >&2; exit 1; }
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+banner() {
+  local line="================================================================================"
+  printf '%s\n  %s\n%s\n' "$line" "$1" "$line"
+}
+
+banner "SIMULATED GPUs: no NVIDIA driver on this host. Everything below runs against
+  gpureap's GPU simulator (a stand-in libnvidia-ml.so.1) with real Linux processes."
+
+"$build/sim/gpusim" init --gpus 2 --memory 80GiB --name "NVIDIA H100 80GB HBM3 (simulated)" >/dev/null
+
+echo "Scenario:"
+echo "  GPU 0: a training job (18 GiB) with 4 DataLoader workers that inherited its descriptors;"
+echo "         a second job killed with SIGKILL whose 2 workers still hold its 6 GiB."
+echo "  GPU 1: a job in its own PID namespace (as in a container), and 3 GiB leaked by a"
+echo "         process that is gone (no holder at all)."
+echo
+start --alloc 0:18GiB --workers 4 --sm-util 87 --mem-util 45 >/dev/null
+killed=$(start --alloc 0:6GiB --workers 2)
+kill -KILL "$(field pid "$killed")"
+if [ "$(id -u)" -eq 0 ] && unshare --pid --fork true 2>/dev/null; then
+  start --pidns --alloc 1:9GiB >/dev/null
+else
+  echo "(not root: the PID-namespace job is left out)"
+  start --alloc 1:9GiB >/dev/null
+fi
+leak=$(start --alloc 1:3GiB --leak)
+kill -KILL "$(field pid "$leak")"
+sleep 0.2
+
+banner "gpureap ps   (simulated GPUs)"
+"$build/src/gpureap" ps || true
+echo
+banner "gpureap ps --tree   (simulated GPUs)"
+"$build/src/gpureap" ps --tree || true
+echo
+echo "Simulated GPUs and their processes are removed on exit. Try it on a real GPU host with:"
+echo "  $build/src/gpureap ps"

@@ -1,0 +1,53 @@
+// Observes every published allocation and applies the driver's release rules.
+//
+//   owner alive                      -> Active:    memory used, process listed
+//   owner dead, inheritors hold it   -> Orphaned:  memory used, NO process listed
+//   nobody holds it, --leak          -> Leaked:    memory used forever, no process
+//   nobody holds it, within delay    -> Releasing: memory used until stamp + delay
+//   nobody holds it, delay over      -> Released:  files deleted, memory free
+//
+// The delay counts from the first observation without holders (the release stamp), which is
+// when an observer can first know; see docs/simulator.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/alloc_record.hpp"
+#include "common/config.hpp"
+#include "common/layout.hpp"
+#include "common/result.hpp"
+
+namespace gpusim {
+
+enum class AllocState { Active, Orphaned, Leaked, Releasing, Released };
+const char* alloc_state_name(AllocState s);
+
+struct AllocView {
+  AllocRecord rec;
+  AllocState state = AllocState::Active;
+  bool held = false;
+  bool owner_alive = false;
+  std::optional<std::int64_t> released_at_ns;  // the stamp, once no holder is left
+  std::optional<std::int64_t> release_due_ns;  // when the memory goes back to the pool
+
+  bool counts_memory() const { return state != AllocState::Released; }
+  bool listed() const { return state == AllocState::Active; }
+};
+
+// Reads allocs/, probes every context and deletes those whose release is complete. Records
+// that vanish or are unreadable mid-scan are skipped. Sorted by creation time.
+Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Config& config,
+                                                std::int64_t now_ns);
+
+// Bytes held by live (not yet released) allocations on a GPU, or on one of its MIG instances.
+std::uint64_t allocated_bytes(const std::vector<AllocView>& views, unsigned gpu);
+std::uint64_t allocated_bytes_on_instance(const std::vector<AllocView>& views, unsigned gpu,
+                                          unsigned gi);
+
+// Deletes an allocation's files (json first, so it disappears from scans atomically).
+void delete_allocation_files(const Layout& layout, const std::string& id);
+
+}  // namespace gpusim

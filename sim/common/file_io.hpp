@@ -1,0 +1,49 @@
+// Small POSIX file helpers shared by the library, the control program and the CUDA program.
+// All descriptors are O_CLOEXEC; failures come back as values carrying errno's text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace gpusim {
+
+// Whole-file read. A missing file is an error whose `missing` flag is set.
+struct ReadError {
+  std::string message;
+  bool missing = false;
+};
+struct ReadResult {
+  std::string data;
+  ReadError error;
+  bool ok() const { return error.message.empty(); }
+};
+ReadResult read_file(const std::string& path);
+
+// Writes `data` to a temporary file beside `path` and renames it into place, so readers see
+// the old content or the new, never a torn one. `mode` is applied with fchmod (umask-proof).
+Status write_file_atomic(const std::string& path, const std::string& data, unsigned mode);
+
+// mkdir that accepts an existing directory; `mode` applied with chmod (umask-proof).
+Status make_dir(const std::string& path, unsigned mode);
+
+// mkdir(0755) that accepts an existing directory and leaves its mode alone.
+Status make_dir_if_missing(const std::string& path);
+
+// Creates the file empty if missing (existing content is kept) and sets `mode`.
+Status touch_file(const std::string& path, unsigned mode);
+
+// Removes a directory tree; a missing path is success.
+Status remove_tree(const std::string& path);
+
+// Names in a directory, without "." and "..". A missing directory is an empty list.
+Result<std::vector<std::string>> list_dir(const std::string& path);
+
+// errno as text, for messages.
+std::string errno_text(int err);
+
+// Random lowercase hex string of 2*bytes characters (getrandom).
+std::string random_hex(unsigned bytes);
+
+}  // namespace gpusim

@@ -1,0 +1,54 @@
+// The `gpusim` subcommands. Each returns the process exit status (0 success, 1 failure) and
+// reports its own errors on stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/layout.hpp"
+
+namespace gpusim::ctl {
+
+struct InitOptions {
+  unsigned gpus = 1;
+  std::string memory = "80GiB";
+  std::string reserved = "512MiB";
+  std::string name;                   // empty: kDefaultGpuName
+  std::string minors;                 // "0,1,..."; empty: minor = index
+  std::vector<std::string> mig;       // "GPU:INSTANCES"
+};
+int run_init(const Layout& layout, const InitOptions& opts);
+
+struct SetOptions {
+  unsigned gpu = 0;
+  std::vector<std::string> assignments;  // KEY=VALUE
+};
+int run_set(const Layout& layout, const SetOptions& opts);
+
+struct FaultOptions {
+  std::string call;
+  int code = 0;
+  bool has_code = false;
+  unsigned gpu = 0;
+  bool has_gpu = false;
+  bool clear = false;
+};
+int run_fault(const Layout& layout, const FaultOptions& opts);
+
+int run_status(const Layout& layout, bool json);
+
+struct FreeOptions {
+  bool all = false;
+  unsigned gpu = 0;
+  bool has_gpu = false;
+};
+int run_free(const Layout& layout, const FreeOptions& opts);
+
+struct ResetOptions {
+  unsigned gpu = 0;
+  bool has_gpu = false;
+  bool force = false;
+};
+int run_reset(const Layout& layout, const ResetOptions& opts);
+
+}  // namespace gpusim::ctl

@@ -1,0 +1,85 @@
+// gpusim: control program of the GPU simulator (docs/simulator.md).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "ctl/commands.hpp"
+#include "ctl/ctl_common.hpp"
+
+using namespace gpusim;
+using namespace gpusim::ctl;
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpusim: control the simulated NVIDIA driver (state in --state DIR or $GPUSIM_STATE_DIR)"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --state is accepted after the subcommand too
+  std::string state;
+  app.add_option("--state", state, "simulator state directory (default: $GPUSIM_STATE_DIR)");
+
+  InitOptions init;
+  auto* init_cmd = app.add_subcommand("init", "create a fresh simulated machine (wipes allocations)");
+  init_cmd->add_option("--gpus", init.gpus, "number of GPUs (default 1)");
+  init_cmd->add_option("--memory", init.memory, "memory per GPU: bytes or KiB/MiB/GiB/TiB (default 80GiB)");
+  init_cmd->add_option("--reserved", init.reserved, "driver-reserved memory per GPU (default 512MiB)");
+  init_cmd->add_option("--name", init.name, "GPU product name (default \"NVIDIA H100 80GB HBM3\")");
+  init_cmd->add_option("--minors", init.minors, "comma-separated /dev/nvidia<N> minors (default: the index)");
+  init_cmd->add_option("--mig", init.mig, "GPU_INDEX:INSTANCES, enables MIG with that many instances")
+      ->allow_extra_args(false);
+
+  SetOptions set;
+  auto* set_cmd = app.add_subcommand("set", "change a GPU's state: KEY=VALUE...");
+  set_cmd->add_option("--gpu", set.gpu, "GPU index")->required();
+  set_cmd->add_option("assignments", set.assignments,
+                      "lost, no_permission, memory_not_available, persistence (0/1); temperature, "
+                      "power_mw, util_gpu, util_mem, compute_mode, release_delay_ms (integers); "
+                      "base_used (SIZE); name");
+
+  FaultOptions fault;
+  auto* fault_cmd = app.add_subcommand("fault", "make an NVML symbol return an error code");
+  fault_cmd->add_option("--call", fault.call, "NVML symbol (versioned variants included; a trailing * matches a prefix)");
+  auto* code_opt = fault_cmd->add_option("--code", fault.code, "nvmlReturn_t value to return");
+  auto* gpu_opt = fault_cmd->add_option("--gpu", fault.gpu, "only calls on this GPU (default: all)");
+  fault_cmd->add_flag("--clear", fault.clear, "remove faults (all, or those matching --call/--gpu)");
+
+  bool status_json = false;
+  auto* status_cmd = app.add_subcommand("status", "show GPUs, memory, allocations and faults");
+  status_cmd->add_flag("--json", status_json, "machine-readable output");
+
+  FreeOptions free_opts;
+  auto* free_cmd = app.add_subcommand("free", "drop allocations unconditionally (like a GPU reset)");
+  free_cmd->add_flag("--all", free_opts.all, "every allocation");
+  auto* free_gpu = free_cmd->add_option("--gpu", free_opts.gpu, "allocations on this GPU");
+
+  ResetOptions reset;
+  auto* reset_cmd = app.add_subcommand("reset", "reset GPUs like nvidia-smi -r: refuses while a process holds the device");
+  auto* reset_gpu = reset_cmd->add_option("--gpu", reset.gpu, "GPU index (default: all)");
+  reset_cmd->add_flag("--force", reset.force, "reset even while processes hold the device");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  auto layout = resolve_state(state);
+  if (!layout.ok()) return fail(layout.error().message);
+  if (init_cmd->parsed()) return run_init(*layout, init);
+  if (set_cmd->parsed()) return run_set(*layout, set);
+  if (fault_cmd->parsed()) {
+    fault.has_code = code_opt->count() > 0;
+    fault.has_gpu = gpu_opt->count() > 0;
+    return run_fault(*layout, fault);
+  }
+  if (status_cmd->parsed()) return run_status(*layout, status_json);
+  if (free_cmd->parsed()) {
+    free_opts.has_gpu = free_gpu->count() > 0;
+    return run_free(*layout, free_opts);
+  }
+  if (reset_cmd->parsed()) {
+    reset.has_gpu = reset_gpu->count() > 0;
+    return run_reset(*layout, reset);
+  }
+  return fail("no subcommand");
+}

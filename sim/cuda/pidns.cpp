@@ -1,0 +1,70 @@
+#include "cuda/pidns.hpp"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace gpusim::cuda {
+
+namespace {
+
+volatile sig_atomic_t g_inner_pid = 0;
+
+void forward(int sig) {
+  int saved = errno;
+  if (g_inner_pid > 0) ::kill(static_cast<pid_t>(g_inner_pid), sig);
+  errno = saved;
+}
+
+[[noreturn]] void wait_and_mirror(pid_t inner) {
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(inner, &status, 0);
+    if (r == inner) break;
+    if (r < 0 && errno != EINTR) std::_Exit(1);
+  }
+  if (WIFEXITED(status)) std::_Exit(WEXITSTATUS(status));
+  int sig = WTERMSIG(status);
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+  std::_Exit(128 + sig);
+}
+
+}  // namespace
+
+Status enter_pid_namespace() {
+  if (::unshare(CLONE_NEWPID) != 0) {
+    return Error{std::string("unshare(CLONE_NEWPID): ") + std::strerror(errno)};
+  }
+  // Install the forwarders before fork so no early signal is lost.
+  struct sigaction sa {};
+  sa.sa_handler = forward;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return Error{std::string("fork into the new PID namespace: ") + std::strerror(errno)};
+  if (pid == 0) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+    return ok_status();
+  }
+  g_inner_pid = pid;
+  wait_and_mirror(pid);
+}
+
+}  // namespace gpusim::cuda

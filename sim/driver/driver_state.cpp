@@ -1,0 +1,179 @@
+#include "driver/driver_state.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/clock.hpp"
+#include "common/file_io.hpp"
+
+namespace gpusim::driver {
+
+namespace {
+
+constexpr std::uint64_t kHandleMagic = 0x67707573696d4456ULL;  // "gpusimDV"
+
+// Enough of a file's identity to notice `gpusim` replacing it (write temp + rename).
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::int64_t mtime_ns = 0;
+  off_t size = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino,
+                static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec,
+                st.st_size};
+}
+
+struct DriverState {
+  std::mutex mu;
+  unsigned refcount = 0;
+  std::optional<Layout> layout;
+  Config config;
+  std::optional<FileId> config_id;
+  nvmlDevice_st slots[kMaxGpus][1 + kMaxMigSlots] = {};
+};
+
+DriverState& state() {
+  static DriverState s;
+  return s;
+}
+
+// Marks the slots the configuration uses. Slot addresses never change, so handles taken
+// before a reconfiguration stay valid pointers (and are rejected if their slot went away).
+void apply_config(DriverState& s, Config config) {
+  s.config = std::move(config);
+  for (unsigned g = 0; g < kMaxGpus; ++g) {
+    for (unsigned m = 0; m < 1 + kMaxMigSlots; ++m) {
+      nvmlDevice_st& d = s.slots[g][m];
+      d.magic = kHandleMagic;
+      d.gpu = g;
+      d.mig_slot = static_cast<int>(m) - 1;
+      bool gpu_present = g < s.config.gpus.size();
+      d.present = gpu_present && (m == 0 || (s.config.gpus[g].mig_enabled &&
+                                             m - 1 < s.config.gpus[g].mig.size()));
+    }
+  }
+}
+
+// Picks up a configuration `gpusim` has replaced. A config that vanished or does not parse
+// keeps the last good one: a running driver does not forget its GPUs.
+void refresh(DriverState& s) {
+  if (!s.layout) return;
+  auto id = file_id(s.layout->config());
+  if (!id || id == s.config_id) return;
+  auto cfg = load_config(s.layout->config());
+  if (!cfg.ok()) return;
+  s.config_id = id;
+  apply_config(s, std::move(*cfg));
+}
+
+}  // namespace
+
+Call::Call(const char* symbol) : lock_(state().mu), symbol_(symbol) {
+  DriverState& s = state();
+  if (s.refcount == 0) {
+    rc_ = NVML_ERROR_UNINITIALIZED;
+    return;
+  }
+  refresh(s);
+  if (auto code = find_fault(s.config, symbol_, std::nullopt)) rc_ = *code;
+}
+
+nvmlReturn_t Call::resolve(nvmlDevice_t handle, Target* out, OnLost on_lost) {
+  DriverState& s = state();
+  if (handle == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  // Validate by address before touching it: a foreign pointer must not be dereferenced.
+  auto addr = reinterpret_cast<std::uintptr_t>(handle);
+  auto base = reinterpret_cast<std::uintptr_t>(&s.slots[0][0]);
+  auto end = base + sizeof(s.slots);
+  if (addr < base || addr >= end || (addr - base) % sizeof(nvmlDevice_st) != 0) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  const nvmlDevice_st& d = *handle;
+  if (d.magic != kHandleMagic || !d.present || d.gpu >= s.config.gpus.size()) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (auto code = find_fault(s.config, symbol_, d.gpu)) return *code;
+  const Gpu& gpu = s.config.gpus[d.gpu];
+  if (gpu.lost && on_lost == OnLost::Fail) return NVML_ERROR_GPU_IS_LOST;
+  out->handle = handle;
+  out->gpu_index = d.gpu;
+  out->gpu = &gpu;
+  out->mig = d.mig_slot >= 0 ? &gpu.mig[static_cast<unsigned>(d.mig_slot)] : nullptr;
+  return NVML_SUCCESS;
+}
+
+std::optional<int> Call::gpu_fault(unsigned gpu) const {
+  return find_fault(state().config, symbol_, gpu);
+}
+
+const Config& Call::config() const { return state().config; }
+const Layout& Call::layout() const { return *state().layout; }
+
+nvmlDevice_t Call::physical_handle(unsigned gpu) const { return &state().slots[gpu][0]; }
+nvmlDevice_t Call::mig_handle(unsigned gpu, unsigned slot) const {
+  return &state().slots[gpu][1 + slot];
+}
+
+std::optional<std::vector<AllocView>> Call::scan() const {
+  auto views = scan_allocations(layout(), config(), realtime_ns());
+  if (!views.ok()) return std::nullopt;
+  return std::move(*views);
+}
+
+nvmlReturn_t driver_init(const char* symbol, unsigned flags, bool legacy_v1) {
+  DriverState& s = state();
+  std::lock_guard lock(s.mu);
+  // A library without its kernel driver: no state directory, no config, or no control node.
+  auto dir = state_dir_from_env();
+  if (!dir) return NVML_ERROR_DRIVER_NOT_LOADED;
+  Layout layout(*dir);
+  auto id = file_id(layout.config());
+  ReadResult raw = read_file(layout.config());
+  if (!raw.ok()) return raw.error.missing ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_ERROR_NO_PERMISSION;
+  if (::access(layout.dev("nvidiactl").c_str(), F_OK) != 0) return NVML_ERROR_DRIVER_NOT_LOADED;
+  auto cfg = parse_config(raw.data);
+  if (!cfg.ok()) return NVML_ERROR_UNKNOWN;
+  if (auto code = find_fault(*cfg, symbol, std::nullopt)) return *code;
+  if (cfg->gpus.empty() && !(flags & NVML_INIT_FLAG_NO_GPUS)) return NVML_ERROR_DRIVER_NOT_LOADED;
+  if (legacy_v1) {
+    for (const Gpu& g : cfg->gpus) {
+      if (g.lost) return NVML_ERROR_GPU_IS_LOST;
+    }
+  }
+  if (s.refcount == 0) {
+    s.layout = std::move(layout);
+    s.config_id = id;
+    apply_config(s, std::move(*cfg));
+  }
+  ++s.refcount;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t driver_shutdown() {
+  DriverState& s = state();
+  std::lock_guard lock(s.mu);
+  if (s.refcount == 0) return NVML_ERROR_UNINITIALIZED;
+  if (--s.refcount == 0) {
+    apply_config(s, Config{});  // every handle slot becomes invalid
+    s.layout.reset();
+    s.config_id.reset();
+  }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t copy_out(const std::string& s, char* buf, unsigned length) {
+  if (buf == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (length < s.size() + 1) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(buf, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+}  // namespace gpusim::driver

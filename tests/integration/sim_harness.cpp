@@ -1,0 +1,302 @@
+#include "sim_harness.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+extern char** environ;
+
+namespace gpureap::test {
+namespace {
+
+std::vector<std::string> build_env(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos && extra.count(entry.substr(0, eq))) continue;
+    env.push_back(entry);
+  }
+  for (const auto& [key, value] : extra) env.push_back(key + "=" + value);
+  return env;
+}
+
+std::vector<char*> c_array(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// In the forked child: process group, user, environment, exec. Never returns.
+[[noreturn]] void exec_child(std::vector<std::string> argv, const SpawnOptions& options) {
+  if (options.new_process_group) setpgid(0, 0);
+  auto env = build_env(options.env);
+  if (options.uid) {
+    const passwd* pw = getpwuid(*options.uid);
+    const gid_t gid = pw != nullptr ? pw->pw_gid : static_cast<gid_t>(*options.uid);
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(*options.uid) != 0) _exit(126);
+  }
+  auto args = c_array(argv);
+  auto envp = c_array(env);
+  execve(args[0], args.data(), envp.data());
+  dprintf(STDERR_FILENO, "exec %s failed: %s\n", args[0], strerror(errno));
+  _exit(127);
+}
+
+int wait_with_timeout(pid_t pid, int timeout_ms, bool* timed_out) {
+  int status = 0;
+  const bool done = eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout_ms);
+  if (!done) {
+    *timed_out = true;
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  return status;
+}
+
+std::string library_for(const std::string& generation) {
+  return std::string(GPUSIM_DRIVER_DIR) + "/" + generation + "/libnvidia-ml.so.1";
+}
+
+}  // namespace
+
+std::string gpureap_binary() { return GPUREAP_BINARY; }
+
+bool running_as_root() { return geteuid() == 0; }
+
+CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptions& options, int timeout_ms) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    exec_child(argv, options);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  CommandResult result;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buffer[65536];
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) break;
+    if (poll(fds, 2, static_cast<int>(left)) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      (i == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  bool timed_out = false;
+  const int status = wait_with_timeout(pid, std::max<int>(100, static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count())), &timed_out);
+  result.exit_code = (!timed_out && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+SimProcess::SimProcess(SimProcess&& other) noexcept { *this = std::move(other); }
+
+SimProcess& SimProcess::operator=(SimProcess&& other) noexcept {
+  if (this != &other) {
+    kill_all();
+    pid = other.pid;
+    launcher_pid = other.launcher_pid;
+    ns_pid = other.ns_pid;
+    workers = std::move(other.workers);
+    ready_line = std::move(other.ready_line);
+    pgid_ = other.pgid_;
+    reaped_ = other.reaped_;
+    other.pgid_ = -1;
+    other.launcher_pid = -1;
+    other.reaped_ = true;
+  }
+  return *this;
+}
+
+SimProcess::~SimProcess() { kill_all(); }
+
+int SimProcess::wait_exit(int timeout_ms) {
+  if (reaped_ || launcher_pid <= 0) return -1;
+  int status = 0;
+  if (!eventually([&] { return waitpid(launcher_pid, &status, WNOHANG) == launcher_pid; }, timeout_ms)) return -1;
+  reaped_ = true;
+  return status;
+}
+
+void SimProcess::kill_all() {
+  if (pgid_ > 0) kill(-pgid_, SIGKILL);
+  for (pid_t w : workers) kill(w, SIGKILL);
+  if (pid > 0) kill(pid, SIGKILL);
+  if (!reaped_ && launcher_pid > 0) {
+    kill(launcher_pid, SIGKILL);
+    waitpid(launcher_pid, nullptr, 0);
+  }
+  reaped_ = true;
+  pgid_ = -1;
+}
+
+SimHost::SimHost(const std::vector<std::string>& init_args, std::string generation)
+    : generation_(std::move(generation)) {
+  char templ[] = "/tmp/gpureap-test-XXXXXX";
+  if (mkdtemp(templ) == nullptr) throw std::runtime_error("mkdtemp");
+  state_dir_ = templ;
+  std::vector<std::string> args = {"init"};
+  args.insert(args.end(), init_args.begin(), init_args.end());
+  ctl(args);
+  // Simulated programs may run as another user in some tests.
+  run_command({"/bin/chmod", "-R", "a+rwX", state_dir_});
+}
+
+SimHost::~SimHost() {
+  run_command({"/bin/rm", "-rf", state_dir_});
+}
+
+std::string SimHost::library_path() const { return library_for(generation_); }
+
+std::map<std::string, std::string> SimHost::env() const {
+  return {{"GPUSIM_STATE_DIR", state_dir_},
+          {"GPUREAP_DEV_DIR", dev_dir()},
+          {"GPUREAP_NVML_LIBRARY", library_path()},
+          {"NO_COLOR", ""}};
+}
+
+void SimHost::ctl(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {GPUSIM_CTL_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--state");
+  argv.push_back(state_dir_);
+  const auto result = run_command(argv);
+  ASSERT_EQ(result.exit_code, 0) << "gpusim failed: " << result.err << result.out;
+}
+
+SimProcess SimHost::start(const std::vector<std::string>& args, std::optional<uid_t> uid) const {
+  std::vector<std::string> argv = {GPUSIM_CUDA_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  int out_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  SpawnOptions options;
+  options.env = env();
+  options.uid = uid;
+  const pid_t child = fork();
+  if (child == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    exec_child(argv, options);
+  }
+  close(out_pipe[1]);
+  setpgid(child, child);  // both sides, so the group exists before we might signal it
+  SimProcess process;
+  process.launcher_pid = child;
+  process.pgid_ = child;
+  process.reaped_ = false;
+  std::string line;
+  pollfd fd{out_pipe[0], POLLIN, 0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    if (poll(&fd, 1, 100) <= 0) continue;
+    char buffer[512];
+    const ssize_t n = read(out_pipe[0], buffer, sizeof(buffer));
+    if (n <= 0) break;
+    line.append(buffer, static_cast<std::size_t>(n));
+  }
+  // Keep the pipe's read end open in a leaked fd? No: the program prints only READY, so
+  // closing it is safe; later writes would be a sim bug and would show as SIGPIPE.
+  close(out_pipe[0]);
+  line = line.substr(0, line.find('\n'));
+  process.ready_line = line;
+  if (line.rfind("READY", 0) != 0) {
+    ADD_FAILURE() << "gpusim-cuda did not become ready: '" << line << "'";
+    return process;
+  }
+  auto field = [&line](const std::string& key) -> std::string {
+    const auto at = line.find(" " + key + "=");
+    if (at == std::string::npos) return {};
+    const auto start = at + key.size() + 2;
+    return line.substr(start, line.find(' ', start) - start);
+  };
+  process.pid = static_cast<pid_t>(std::stol(field("pid")));
+  const auto ns = field("nspid");
+  process.ns_pid = ns.empty() ? process.pid : static_cast<pid_t>(std::stol(ns));
+  const auto workers = field("workers");
+  std::size_t start_at = 0;
+  while (start_at < workers.size()) {
+    const auto comma = workers.find(',', start_at);
+    process.workers.push_back(static_cast<pid_t>(std::stol(workers.substr(start_at, comma - start_at))));
+    if (comma == std::string::npos) break;
+    start_at = comma + 1;
+  }
+  return process;
+}
+
+CommandResult SimHost::gpureap(const std::vector<std::string>& args,
+                               const std::map<std::string, std::string>& extra_env) const {
+  std::vector<std::string> argv = {GPUREAP_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  SpawnOptions options;
+  options.env = env();
+  for (const auto& [k, v] : extra_env) options.env[k] = v;
+  return run_command(argv, options);
+}
+
+nlohmann::json SimHost::ps_json(const std::vector<std::string>& args, int* exit_code) const {
+  std::vector<std::string> argv = {"ps", "--json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto result = gpureap(argv);
+  if (exit_code != nullptr) *exit_code = result.exit_code;
+  try {
+    return nlohmann::json::parse(result.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "gpureap ps --json gave invalid JSON (" << e.what() << "), exit " << result.exit_code
+                  << "\nstdout: " << result.out << "\nstderr: " << result.err;
+    return nlohmann::json::object();
+  }
+}
+
+const nlohmann::json* find_process(const nlohmann::json& ps, pid_t pid, int gpu) {
+  if (!ps.contains("processes")) return nullptr;
+  for (const auto& p : ps["processes"]) {
+    if (p["pid"] == pid && (gpu < 0 || p["gpu"] == gpu)) return &p;
+  }
+  return nullptr;
+}
+
+const nlohmann::json* find_holder(const nlohmann::json& ps, pid_t pid) {
+  if (!ps.contains("holders")) return nullptr;
+  for (const auto& h : ps["holders"]) {
+    if (h["pid"] == pid) return &h;
+  }
+  return nullptr;
+}
+
+const nlohmann::json& gpu_entry(const nlohmann::json& ps, unsigned index) {
+  static const nlohmann::json kMissing = nlohmann::json::object();
+  if (!ps.contains("gpus")) return kMissing;
+  for (const auto& g : ps["gpus"]) {
+    if (g["index"] == index) return g;
+  }
+  return kMissing;
+}
+
+}  // namespace gpureap::test

@@ -1,0 +1,106 @@
+// Test harness: a simulated GPU host per test (state dir + device files), real processes of
+// the simulated CUDA program, and the real gpureap binary run against them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpureap::test {
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed by a signal or timed out
+  std::string out;
+  std::string err;
+};
+
+struct SpawnOptions {
+  std::map<std::string, std::string> env;  // added to the harness environment
+  std::optional<uid_t> uid;                // run as this user (needs root)
+  bool new_process_group = true;
+};
+
+// Runs a program to completion (argv[0] is a path), capturing stdout and stderr.
+CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptions& options = {},
+                          int timeout_ms = 30000);
+
+// A running gpusim-cuda; killed (whole process group) and reaped on destruction.
+class SimProcess {
+ public:
+  SimProcess() = default;
+  SimProcess(SimProcess&& other) noexcept;
+  SimProcess& operator=(SimProcess&& other) noexcept;
+  ~SimProcess();
+
+  pid_t pid = -1;          // host pid of the owner (from READY)
+  pid_t launcher_pid = -1; // the process we forked (differs from pid with --pidns)
+  pid_t ns_pid = -1;
+  std::vector<pid_t> workers;
+  std::string ready_line;
+
+  // Waits for the launcher to exit (after a signal the test sent); returns its wait status.
+  int wait_exit(int timeout_ms = 10000);
+  void kill_all();
+
+ private:
+  friend class SimHost;
+  pid_t pgid_ = -1;
+  bool reaped_ = true;
+};
+
+class SimHost {
+ public:
+  // `gpusim init` with these arguments in a fresh state dir.
+  explicit SimHost(const std::vector<std::string>& init_args = {"--gpus", "2"},
+                   std::string generation = "r550");
+  ~SimHost();
+  SimHost(const SimHost&) = delete;
+  SimHost& operator=(const SimHost&) = delete;
+
+  const std::string& state_dir() const { return state_dir_; }
+  std::string dev_dir() const { return state_dir_ + "/dev"; }
+  std::string library_path() const;
+  void set_generation(std::string generation) { generation_ = std::move(generation); }
+
+  // Environment under which both gpureap and simulated programs see this host.
+  std::map<std::string, std::string> env() const;
+
+  // gpusim <args...> --state <dir>; fails the test when it exits non-zero.
+  void ctl(const std::vector<std::string>& args) const;
+
+  // Starts gpusim-cuda <args...> and waits for its READY line.
+  SimProcess start(const std::vector<std::string>& args, std::optional<uid_t> uid = std::nullopt) const;
+
+  // Runs the real gpureap binary with this host's environment (plus extra).
+  CommandResult gpureap(const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& extra_env = {}) const;
+  // gpureap ps --json (plus args), parsed; fails the test on invalid JSON.
+  nlohmann::json ps_json(const std::vector<std::string>& args = {}, int* exit_code = nullptr) const;
+
+ private:
+  std::string state_dir_;
+  std::string generation_;
+};
+
+// Helpers over ps JSON.
+const nlohmann::json* find_process(const nlohmann::json& ps, pid_t pid, int gpu = -1);
+const nlohmann::json* find_holder(const nlohmann::json& ps, pid_t pid);
+const nlohmann::json& gpu_entry(const nlohmann::json& ps, unsigned index);
+
+bool running_as_root();
+// Polls until predicate() is true or timeout; returns the final value.
+template <typename Predicate>
+bool eventually(Predicate predicate, int timeout_ms = 5000);
+
+std::string gpureap_binary();
+constexpr unsigned long long GiB = 1ull << 30;
+constexpr unsigned long long MiB = 1ull << 20;
+
+}  // namespace gpureap::test
+
+#include "sim_harness_inl.hpp"
