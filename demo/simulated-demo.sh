@@ -14,7 +14,6 @@ state=$(mktemp -d /tmp/gpureap-demo-XXXXXX)
 groups=()
 cleanup() {
   for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  wait 2>/dev/null || true
   rm -rf "$state"
 }
 trap cleanup EXIT INT TERM
@@ -22,13 +21,16 @@ trap cleanup EXIT INT TERM
 export GPUSIM_STATE_DIR="$state" GPUREAP_DEV_DIR="$state/dev"
 export GPUREAP_NVML_LIBRARY="$build/sim/drivers/r550/libnvidia-ml.so.1"
 
-# Starts a simulated CUDA program in its own process group; prints its READY line.
+# Starts a simulated CUDA program in its own process group (remembered for cleanup, so it
+# must not run in a subshell) and sets READY to its READY line.
+READY=""
 start() {
   local out="$state/ready.${#groups[@]}"
-  setsid "$build/sim/gpusim-cuda" "$@" >"$out" &
+  setsid "$build/sim/gpusim-cuda" "$@" >"$out" 2>>"$state/sim.log" </dev/null &
   groups+=($!)
+  disown "$!"  # killed on purpose below: no "Killed" job notices
   for _ in $(seq 1 200); do grep -q READY "$out" 2>/dev/null && break; sleep 0.05; done
-  grep READY "$out" || { echo "demo: gpusim-cuda $* did not start" >&2; exit 1; }
+  READY=$(grep READY "$out") || { echo "demo: gpusim-cuda $* did not start:" >&2; cat "$state/sim.log" >&2; exit 1; }
 }
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
@@ -48,17 +50,17 @@ echo "         a second job killed with SIGKILL whose 2 workers still hold its 6
 echo "  GPU 1: a job in its own PID namespace (as in a container), and 3 GiB leaked by a"
 echo "         process that is gone (no holder at all)."
 echo
-start --alloc 0:18GiB --workers 4 --sm-util 87 --mem-util 45 >/dev/null
-killed=$(start --alloc 0:6GiB --workers 2)
-kill -KILL "$(field pid "$killed")"
+start --alloc 0:18GiB --workers 4 --sm-util 87 --mem-util 45
+start --alloc 0:6GiB --workers 2
+kill -KILL "$(field pid "$READY")"
 if [ "$(id -u)" -eq 0 ] && unshare --pid --fork true 2>/dev/null; then
-  start --pidns --alloc 1:9GiB >/dev/null
+  start --pidns --alloc 1:9GiB
 else
   echo "(not root: the PID-namespace job is left out)"
-  start --alloc 1:9GiB >/dev/null
+  start --alloc 1:9GiB
 fi
-leak=$(start --alloc 1:3GiB --leak)
-kill -KILL "$(field pid "$leak")"
+start --alloc 1:3GiB --leak
+kill -KILL "$(field pid "$READY")"
 sleep 0.2
 
 banner "gpureap ps   (simulated GPUs)"

@@ -150,30 +150,22 @@ std::string process_row(const GpuProcessView& view, const TerminalStyle& style) 
 }
 
 std::string holder_note(const HolderView& holder) {
-  if (holder.role == "worker") {
-    return fmt::format("worker of GPU process {} (inherited descriptors)", *holder.listed_ancestor);
-  }
-  if (holder.role == "orphan") return "ORPHAN: parent gone, still holds the GPU";
-  if (holder.role == "client") return "driver client (no GPU context)";
+  if (holder.role == "worker") return fmt::format("worker of {} (inherited)", *holder.listed_ancestor);
+  if (holder.role == "orphan") return "ORPHAN: its job is gone";
+  if (holder.role == "client") return "driver client, no memory";
   return "not listed by the driver";
 }
 
 std::string holder_row(const HolderView& holder, const TerminalStyle& style) {
   const ProcessInfo& p = *holder.linux_process;
-  std::string files;
-  for (const auto& f : p.device_files) {
-    const auto slash = f.path.rfind('/');
-    std::string name = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
-    if (files.find(name) != std::string::npos) continue;
-    if (!files.empty()) files += ",";
-    files += name;
-  }
-  std::string note = holder_note(holder);
+  std::string note = fmt::format("{:<28}", holder_note(holder));
   note = holder.role == "orphan" ? style.red(note) : style.yellow(note);
-  return fmt::format("  {:>7} {:<9} ppid {:<7} {:<2} {:>6}  {}  {}\n    {}\n", holder.pid, clip(p.user, 9),
-                     p.ppid, std::string(1, p.state), format_duration(p.elapsed_seconds), note,
-                     style.dim(files), clip(p.command(), kCommandWidth + 20));
+  return fmt::format("  {:>7} {:<9} {:>7} {:<2} {:>6} {} {}\n", holder.pid, clip(p.user, 9), p.ppid,
+                     std::string(1, p.state), format_duration(p.elapsed_seconds), note,
+                     clip(p.command(), kCommandWidth));
 }
+
+const char* kHolderHeader = "      PID USER         PPID S     AGE ROLE                         COMMAND\n";
 
 const char* kProcessHeader =
     "      PID USER      TYPE    GPU MEM IDENTITY   S     AGE  CPU%   SM CONTAINER        COMMAND\n";
@@ -207,7 +199,8 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
       shown_holders.insert(holder.pid);
     }
     if (!holder_rows.empty()) {
-      out += "  " + style.bold("Also holding this GPU's device files, not listed by the driver:") + "\n" + holder_rows;
+      out += "  " + style.bold("Also holding this GPU's device files, not listed by the driver:") + "\n" +
+             style.dim(kHolderHeader) + holder_rows;
     }
   }
   std::string others;
@@ -218,7 +211,7 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
   if (!others.empty()) {
     out += "\n" + style.bold(snapshot.driver.loaded ? "Other holders of GPU device files:"
                                                     : "Holders of GPU device files:") +
-           "\n" + others;
+           "\n" + style.dim(kHolderHeader) + others;
   }
   if (snapshot.holders.empty()) {
     out += fmt::format("\nNo process holds a GPU device file under {}.\n", snapshot.table.options().dev_dir);
