@@ -46,12 +46,13 @@ files=("$state"/dev/nvidiactl "$state"/dev/nvidia-uvm "$state"/dev/nvidia[0-9]*)
 
 echo "host: $(nproc) cores, $procs processes in /proc, 8 simulated GPUs, 40 GPU processes"
 "$build/src/gpureap" ps --json >"$state/ps.json"
-echo "gpureap sees $(grep -c '"pid"' "$state/ps.json") pid entries; fuser sees $(fuser "${files[@]}" 2>/dev/null | wc -w) holders"
+holders=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["holders"]))' "$state/ps.json")
+echo "holders of the device files: gpureap $holders processes; fuser $(fuser "${files[@]}" 2>/dev/null | tr ' ' '\n' | grep -c .) (process, file) pairs"
 
 hyperfine -i --style basic --warmup 3 --runs "$runs" --export-json "$state/hf.json" \
   -n "gpureap ps --json" "$build/src/gpureap ps --json" \
   -n "fuser -v" "fuser -v ${files[*]}" \
-  -n "lsof" "lsof -w ${files[*]}" >/dev/null
+  -n "lsof" "lsof -w ${files[*]}" >"$state/hyperfine.log" 2>&1
 
 python3 - "$state/hf.json" <<'PY'
 import json, sys

@@ -21,27 +21,36 @@ struct ProcEntry {
   unsigned ci = NVML_INVALID_INSTANCE_ID;
 };
 
-// One record per (process, instance): a process with several contexts of the same kind on
-// the same device is listed once, with their memory summed, as the driver does.
+// One record per (process, instance) that has a context of this kind. The memory is the
+// process's whole usage on that device or instance, whatever the kind of each context: the
+// driver accounts video memory per process, so a C+G process shows the same figure in the
+// compute and the graphics list (summing the two lists would count it twice).
 std::vector<ProcEntry> collect(const Target& t, ProcType type, const std::vector<AllocView>& views) {
   std::vector<ProcEntry> out;
-  for (const auto& v : views) {
-    const AllocRecord& r = v.rec;
-    if (!v.listed() || r.gpu != t.gpu_index || r.type != type) continue;
-    if (t.is_mig() && r.gi != t.mig->gi) continue;
+  auto key_of = [&](const AllocRecord& r) {
     ProcEntry e;
     e.pid = r.owner_pid;
     if (t.gpu->mig_enabled && r.gi) {
       e.gi = *r.gi;
       e.ci = r.ci;
     }
+    return e;
+  };
+  auto on_target = [&](const AllocView& v) {
+    const AllocRecord& r = v.rec;
+    return v.listed() && r.gpu == t.gpu_index && !(t.is_mig() && r.gi != t.mig->gi);
+  };
+  for (const auto& v : views) {
+    if (!on_target(v) || v.rec.type != type) continue;
+    const ProcEntry e = key_of(v.rec);
     auto same = [&](const ProcEntry& x) { return x.pid == e.pid && x.gi == e.gi && x.ci == e.ci; };
-    auto it = std::find_if(out.begin(), out.end(), same);
-    if (it == out.end()) {
-      e.used = r.bytes;
-      out.push_back(e);
-    } else {
-      it->used += r.bytes;
+    if (std::find_if(out.begin(), out.end(), same) == out.end()) out.push_back(e);
+  }
+  for (const auto& v : views) {
+    if (!on_target(v)) continue;
+    const ProcEntry e = key_of(v.rec);
+    for (auto& x : out) {
+      if (x.pid == e.pid && x.gi == e.gi && x.ci == e.ci) x.used += v.rec.bytes;
     }
   }
   if (t.gpu->memory_not_available) {

@@ -71,11 +71,12 @@ TEST_F(ProcessList, OneRecordPerProcessAndKind) {
   ASSERT_EQ(nvml.processes("nvmlDeviceGetComputeRunningProcesses_v3", nvml.device(0), 24, &recs), NVML_SUCCESS);
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0].pid, p->pid());
-  EXPECT_EQ(recs[0].usedGpuMemory, 1 * GiB + 512 * MiB);
+  // The process's whole usage on the device, in each list it appears in.
+  EXPECT_EQ(recs[0].usedGpuMemory, 1 * GiB + 512 * MiB + 256 * MiB);
 
   ASSERT_EQ(nvml.processes("nvmlDeviceGetGraphicsRunningProcesses_v3", nvml.device(0), 24, &recs), NVML_SUCCESS);
   ASSERT_EQ(recs.size(), 1u);
-  EXPECT_EQ(recs[0].usedGpuMemory, 256 * MiB);
+  EXPECT_EQ(recs[0].usedGpuMemory, 1 * GiB + 512 * MiB + 256 * MiB);
 
   ASSERT_EQ(nvml.processes("nvmlDeviceGetMPSComputeRunningProcesses_v3", nvml.device(0), 24, &recs), NVML_SUCCESS);
   EXPECT_TRUE(recs.empty());
@@ -133,7 +134,7 @@ TEST_F(ProcessList, DetailList) {
   ASSERT_EQ(detail(dev, &list), NVML_SUCCESS);
   ASSERT_EQ(list.numProcArrayEntries, 1u);
   EXPECT_EQ(arr[0].pid, p->pid());
-  EXPECT_EQ(arr[0].usedGpuMemory, 1 * GiB);
+  EXPECT_EQ(arr[0].usedGpuMemory, 1 * GiB + 64 * MiB);  // per process, not per kind
   EXPECT_EQ(arr[0].gpuInstanceId, NVML_INVALID_INSTANCE_ID);
   EXPECT_EQ(arr[0].usedGpuCcProtectedMemory, 0u);
 
@@ -141,7 +142,7 @@ TEST_F(ProcessList, DetailList) {
   list.numProcArrayEntries = 4;
   ASSERT_EQ(detail(dev, &list), NVML_SUCCESS);
   ASSERT_EQ(list.numProcArrayEntries, 1u);
-  EXPECT_EQ(arr[0].usedGpuMemory, 64 * MiB);
+  EXPECT_EQ(arr[0].usedGpuMemory, 1 * GiB + 64 * MiB);
 
   list.mode = NVML_PROCESS_MODE_MPS;
   list.numProcArrayEntries = 4;

@@ -225,6 +225,8 @@ TEST(Ps, GraphicsAndComputeMergeIntoOneRow) {
   const auto* p = find_process(ps, both.pid);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ((*p)["type"], "C+G");
+  EXPECT_EQ((*p)["gpu_memory_bytes"], 1280 * MiB);
+  EXPECT_EQ(gpu_entry(ps, 0)["memory"]["unattributed_bytes"], 0) << "not counted twice, not missed";
 }
 
 TEST(Ps, FiltersSelectGpusAndPids) {
