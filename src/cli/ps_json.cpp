@@ -112,6 +112,7 @@ Json process_json(const GpuProcessView& view) {
   out["container"] = container_json(p);
   out["start_time_unix"] = p ? Json(p->start_time_unix) : Json(nullptr);
   out["elapsed_seconds"] = p ? Json(p->elapsed_seconds) : Json(nullptr);
+  out["cpu_seconds"] = p ? Json(p->cpu_seconds) : Json(nullptr);
   out["cpu_percent"] = p ? Json(p->cpu_percent) : Json(nullptr);
   out["rss_bytes"] = p ? Json(p->rss_bytes) : Json(nullptr);
   return out;
@@ -171,7 +172,8 @@ nlohmann::ordered_json ps_to_json(const Snapshot& snapshot, const PsFilter& filt
   }
   out["driver"] = driver;
   out["host"] = Json{{"in_child_pid_namespace", snapshot.in_child_pid_namespace},
-                     {"dev_dir", snapshot.table.options().dev_dir}};
+                     {"dev_dir", snapshot.table.options().dev_dir},
+                     {"processes_not_inspected", snapshot.processes_not_inspected}};
 
   Json gpus = Json::array();
   for (const auto& gpu : snapshot.gpus) {

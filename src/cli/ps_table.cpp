@@ -44,6 +44,13 @@ std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
     out += style.red(fmt::format("The driver could not count GPUs: {} ({})", d.count_error->name(),
                                  d.count_error->message)) + "\n";
   }
+  if (snapshot.processes_not_inspected > 0) {
+    out += style.yellow(fmt::format(
+               "{} processes of other users could not be inspected (permission denied): holders "
+               "among them are not shown. Run as root to see every holder.",
+               snapshot.processes_not_inspected)) +
+           "\n";
+  }
   if (snapshot.in_child_pid_namespace) {
     out += style.yellow(
                "gpureap runs in a PID namespace (container): the driver reports host PIDs, which "

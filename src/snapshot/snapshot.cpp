@@ -128,7 +128,9 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
     }
   }
 
+  snapshot.processes_not_inspected = 0;
   for (const auto& [pid, process] : snapshot.table.processes()) {
+    if (process.fd_access == FdAccess::Denied && !process.kernel_thread) ++snapshot.processes_not_inspected;
     if (!process.holds_any_device_file()) continue;
     HolderView holder;
     holder.pid = pid;

@@ -74,6 +74,9 @@ struct Snapshot {
   std::vector<HolderView> holders;
   ProcessTable table;
   bool in_child_pid_namespace = false;
+  // Processes whose descriptors we may not read (other users', when not root): holders
+  // among them are invisible, and the views must say so.
+  std::size_t processes_not_inspected = 0;
 
   const GpuView* gpu_by_minor(unsigned minor) const;
   const GpuView* gpu_by_index(unsigned index) const;

@@ -1,9 +1,13 @@
 // `gpureap ps` against real processes on simulated GPUs: the right PIDs, memory, users,
 // states, holders, and unattributed memory.
+#include <fcntl.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -114,6 +118,8 @@ TEST(Ps, UnprivilegedViewerSeesOtherUsersProcessesAsUnverified) {
   EXPECT_EQ(p->at("identity"), "unverified");
   EXPECT_NE(p->at("identity_reason").get<std::string>().find("run as root"), std::string::npos);
   EXPECT_EQ(p->at("user"), "root");
+  EXPECT_GT(ps["host"]["processes_not_inspected"].get<int>(), 0) << "the blind spot is reported";
+  EXPECT_EQ(find_holder(ps, roots.pid), nullptr) << "root's descriptors are not readable";
 }
 
 TEST(Ps, WorkersThatInheritDescriptorsAreHolders) {
@@ -267,6 +273,52 @@ TEST(Ps, ColourOnlyWhenAskedOrOnATerminal) {
   EXPECT_EQ(plain.out.find("\x1b["), std::string::npos) << "a pipe is not a terminal";
   const auto forced = host.gpureap({"ps", "--color", "always"});
   EXPECT_NE(forced.out.find("\x1b["), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpureap::test
+
+namespace gpureap::test {
+namespace {
+
+// --watch keeps refreshing (one JSON object per line) until interrupted, then exits 0.
+TEST(PsWatch, EmitsOneObjectPerRefreshUntilInterrupted) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  int out_pipe[2];
+  ASSERT_EQ(pipe2(out_pipe, O_CLOEXEC), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    for (const auto& [k, v] : host.env()) setenv(k.c_str(), v.c_str(), 1);
+    const std::string binary = gpureap_binary();
+    execl(binary.c_str(), binary.c_str(), "ps", "--json", "--watch", "0.2", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  std::string out;
+  ASSERT_TRUE(eventually([&] {
+    char buffer[65536];
+    pollfd fd{out_pipe[0], POLLIN, 0};
+    if (poll(&fd, 1, 10) > 0) {
+      const ssize_t n = read(out_pipe[0], buffer, sizeof(buffer));
+      if (n > 0) out.append(buffer, static_cast<std::size_t>(n));
+    }
+    return std::count(out.begin(), out.end(), '\n') >= 3;
+  }, 10000)) << out;
+  kill(child, SIGINT);
+  int status = 0;
+  ASSERT_TRUE(eventually([&] { return waitpid(child, &status, WNOHANG) == child; }, 5000));
+  close(out_pipe[0]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::size_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto end = out.find('\n', start);
+    const auto frame = nlohmann::json::parse(out.substr(start, end - start));
+    EXPECT_EQ(frame["schema"], "gpureap.ps/1");
+    EXPECT_NE(find_process(frame, job.pid), nullptr);
+    start = end + 1;
+  }
 }
 
 }  // namespace
