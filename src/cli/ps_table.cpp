@@ -114,6 +114,15 @@ std::string memory_lines(const GpuView& gpu, const TerminalStyle& style) {
   return out;
 }
 
+// Title, then either the GPU's error or its memory and the driver's warnings.
+std::string gpu_heading(const GpuView& gpu, const TerminalStyle& style) {
+  std::string out = gpu_title(gpu, style);
+  if (gpu.reading.error) return out + gpu_error_line(gpu, style);
+  out += memory_lines(gpu, style);
+  for (const auto& w : gpu.reading.warnings) out += "  " + style.yellow("warning: " + w) + "\n";
+  return out;
+}
+
 std::string identity_cell(Identity identity, const TerminalStyle& style) {
   const std::string name = fmt::format("{:<10}", identity_name(identity));
   switch (identity) {
@@ -184,13 +193,8 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
   std::set<pid_t> shown_holders;
   for (const auto& gpu : snapshot.gpus) {
     if (!filter.gpu_selected(gpu.reading.index)) continue;
-    out += "\n" + gpu_title(gpu, style);
-    if (gpu.reading.error) {
-      out += gpu_error_line(gpu, style);
-      continue;
-    }
-    out += memory_lines(gpu, style);
-    for (const auto& w : gpu.reading.warnings) out += "  " + style.yellow("warning: " + w) + "\n";
+    out += "\n" + gpu_heading(gpu, style);
+    if (gpu.reading.error) continue;
     std::string rows;
     for (const auto& process : snapshot.processes) {
       if (process.gpu_index == gpu.reading.index && filter.process_selected(process)) {
@@ -265,12 +269,8 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
 
   for (const auto& gpu : snapshot.gpus) {
     if (!filter.gpu_selected(gpu.reading.index)) continue;
-    out += "\n" + gpu_title(gpu, style);
-    if (gpu.reading.error) {
-      out += gpu_error_line(gpu, style);
-      continue;
-    }
-    out += memory_lines(gpu, style);
+    out += "\n" + gpu_heading(gpu, style);
+    if (gpu.reading.error) continue;
     const int minor = gpu.reading.minor_number ? static_cast<int>(*gpu.reading.minor_number) : -1;
     bool any = false;
     for (const auto& process : snapshot.processes) {

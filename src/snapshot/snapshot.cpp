@@ -1,6 +1,7 @@
 #include "snapshot/snapshot.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <set>
 #include <unordered_set>
@@ -83,7 +84,9 @@ const GpuView* Snapshot::gpu_by_index(unsigned index) const {
 SnapshotOptions default_snapshot_options() {
   SnapshotOptions options;
   if (const char* dev = std::getenv("GPUREAP_DEV_DIR"); dev != nullptr && dev[0] != '\0') {
-    options.proc.dev_dir = dev;
+    // Descriptor links name canonical absolute paths: compare against the same form.
+    char resolved[PATH_MAX];
+    options.proc.dev_dir = realpath(dev, resolved) != nullptr ? resolved : dev;
   }
   return options;
 }

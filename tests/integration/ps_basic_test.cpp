@@ -323,3 +323,21 @@ TEST(PsWatch, EmitsOneObjectPerRefreshUntilInterrupted) {
 
 }  // namespace
 }  // namespace gpureap::test
+
+namespace gpureap::test {
+namespace {
+
+TEST(PsDevDir, SymlinkedDevDirStillFindsHolders) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  const std::string link = host.state_dir() + "/devlink";
+  ASSERT_EQ(symlink((host.state_dir() + "/dev").c_str(), link.c_str()), 0);
+  const auto ps = nlohmann::json::parse(host.gpureap({"ps", "--json"}, {{"GPUREAP_DEV_DIR", link}}).out);
+  EXPECT_NE(find_holder(ps, job.pid), nullptr) << ps.dump(2);
+  const auto* p = find_process(ps, job.pid);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ((*p)["identity"], "ok");
+}
+
+}  // namespace
+}  // namespace gpureap::test
