@@ -70,10 +70,18 @@ void wait_interval(double seconds) {
 
 CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
   CLI::App* ps = app.add_subcommand("ps", "Show every GPU process and every holder of a GPU device file");
+  ps->footer(
+      "Identity of a driver-listed PID: ok (holds that GPU's device file here), foreign (no such\n"
+      "PID in this PID namespace), mismatch (that PID here is another process: never the GPU\n"
+      "process), unverified (no permission to check, or an MPS client).\n\n"
+      "Exit status: 0 ok, 2 usage error, 3 no libnvidia-ml.so.1 (device-file holders still\n"
+      "listed), 4 driver failed to initialise, 5 a GPU reported an error (others still listed).\n\n"
+      "Environment: GPUREAP_NVML_LIBRARY (NVML library to load), GPUREAP_DEV_DIR (where the\n"
+      "GPU device files are, default /dev), NO_COLOR.");
   ps->add_flag("--json", options.json, "Machine-readable output (schema gpureap.ps/1, see docs/ps-json.md)");
   ps->add_flag("--tree", options.tree, "Show each GPU process with its descendants and their roles");
   ps->add_option("--watch", options.watch_seconds, "Refresh every SECONDS (with --json: one object per line)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0.1, 86400.0));
   ps->add_option("--gpu", options.filter.gpus, "Only these GPU indices (comma-separated)")->delimiter(',');
   ps->add_option("--user", options.filter.users, "Only processes of this user (name or uid)")->delimiter(',');
   ps->add_option("--pid", options.filter.pids, "Only these PIDs")->delimiter(',');
