@@ -32,21 +32,8 @@ static json to_json(const MigInstance& m) {
               {"cap_ci_minor", m.cap_ci_minor}};
 }
 
-static json to_json(const Gpu& g) {
-  json mig = json::array();
-  for (const auto& m : g.mig) mig.push_back(to_json(m));
-  return json{{"name", g.name},
-              {"uuid", g.uuid},
-              {"pci", {{"domain", g.pci_domain},
-                       {"bus", g.pci_bus},
-                       {"device", g.pci_device},
-                       {"device_id", g.pci_device_id},
-                       {"subsystem_id", g.pci_subsystem_id}}},
-              {"minor", g.minor},
-              {"memory_total", g.memory_total},
-              {"memory_reserved", g.memory_reserved},
-              {"base_used", g.base_used},
-              {"lost", g.lost},
+json gpu_knobs_json(const Gpu& g) {
+  return json{{"lost", g.lost},
               {"no_permission", g.no_permission},
               {"memory_not_available", g.memory_not_available},
               {"temperature", g.temperature},
@@ -56,8 +43,26 @@ static json to_json(const Gpu& g) {
               {"persistence", g.persistence},
               {"compute_mode", g.compute_mode},
               {"release_delay_ms", g.release_delay_ms},
-              {"mig_enabled", g.mig_enabled},
-              {"mig", mig}};
+              {"mig_enabled", g.mig_enabled}};
+}
+
+static json to_json(const Gpu& g) {
+  json mig = json::array();
+  for (const auto& m : g.mig) mig.push_back(to_json(m));
+  json j{{"name", g.name},
+         {"uuid", g.uuid},
+         {"pci", {{"domain", g.pci_domain},
+                  {"bus", g.pci_bus},
+                  {"device", g.pci_device},
+                  {"device_id", g.pci_device_id},
+                  {"subsystem_id", g.pci_subsystem_id}}},
+         {"minor", g.minor},
+         {"memory_total", g.memory_total},
+         {"memory_reserved", g.memory_reserved},
+         {"base_used", g.base_used},
+         {"mig", mig}};
+  j.update(gpu_knobs_json(g));
+  return j;
 }
 
 // Optional keys keep their defaults, so hand-written configs can be short.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,10 @@ struct Config {
   std::vector<Gpu> gpus;
   std::vector<Fault> faults;
 };
+
+// A GPU's knobs (flags, sensors, modes) under their config.json keys; `gpusim status --json`
+// reports them under the same keys.
+nlohmann::json gpu_knobs_json(const Gpu& g);
 
 Result<Config> parse_config(const std::string& json_text);
 std::string serialize_config(const Config& config);

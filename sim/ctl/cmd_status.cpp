@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/alloc_scan.hpp"
 #include "common/clock.hpp"
@@ -66,26 +67,17 @@ json status_json(const Layout& layout, const Config& cfg, const std::vector<Allo
                                      {"free", inst.memory_total > used ? inst.memory_total - used : 0}}},
                          {"cap_devices", {layout.cap_dev(inst.cap_gi_minor), layout.cap_dev(inst.cap_ci_minor)}}});
     }
-    gpus.push_back(json{{"index", i},
-                        {"name", g.name},
-                        {"uuid", g.uuid},
-                        {"pci_bus_id", g.pci_bus_id()},
-                        {"minor", g.minor},
-                        {"device", layout.gpu_dev(g.minor)},
-                        {"memory", {{"total", m.total}, {"reserved", m.reserved}, {"used", m.used},
-                                    {"free", m.free}, {"base_used", g.base_used}}},
-                        {"lost", g.lost},
-                        {"no_permission", g.no_permission},
-                        {"memory_not_available", g.memory_not_available},
-                        {"temperature", g.temperature},
-                        {"power_mw", g.power_mw},
-                        {"util_gpu", g.util_gpu},
-                        {"util_mem", g.util_mem},
-                        {"persistence", g.persistence},
-                        {"compute_mode", g.compute_mode},
-                        {"release_delay_ms", g.release_delay_ms},
-                        {"mig_enabled", g.mig_enabled},
-                        {"mig", mig}});
+    json gpu{{"index", i},
+             {"name", g.name},
+             {"uuid", g.uuid},
+             {"pci_bus_id", g.pci_bus_id()},
+             {"minor", g.minor},
+             {"device", layout.gpu_dev(g.minor)},
+             {"memory", {{"total", m.total}, {"reserved", m.reserved}, {"used", m.used},
+                         {"free", m.free}, {"base_used", g.base_used}}},
+             {"mig", mig}};
+    gpu.update(gpu_knobs_json(g));
+    gpus.push_back(std::move(gpu));
   }
   json allocs = json::array();
   for (const auto& v : views) {

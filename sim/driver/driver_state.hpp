@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/alloc_scan.hpp"
@@ -90,6 +91,25 @@ nvmlReturn_t guarded(F&& body) noexcept {
   } catch (...) {
     return NVML_ERROR_UNKNOWN;
   }
+}
+
+// The preamble every per-device entry point shares, in this order: the call's gate (not
+// initialized, an injected fault), then the handle (a lost GPU refused unless `on_lost` is
+// OnLost::Allow), then `body(call, target)`, all under `guarded`.
+template <class Body>
+nvmlReturn_t on_device(const char* symbol, nvmlDevice_t device, OnLost on_lost, Body&& body) noexcept {
+  return guarded([&]() -> nvmlReturn_t {
+    Call call(symbol);
+    if (call.rc() != NVML_SUCCESS) return call.rc();
+    Target t;
+    if (auto rc = call.resolve(device, &t, on_lost)) return rc;
+    return body(call, static_cast<const Target&>(t));
+  });
+}
+
+template <class Body>
+nvmlReturn_t on_device(const char* symbol, nvmlDevice_t device, Body&& body) noexcept {
+  return on_device(symbol, device, OnLost::Fail, std::forward<Body>(body));
 }
 
 }  // namespace gpusim::driver

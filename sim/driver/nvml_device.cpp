@@ -86,11 +86,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevic
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetIndex");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceGetIndex", device, OnLost::Allow, [&](Call&, const Target& t) {
     if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *index = t.gpu_index;
@@ -100,33 +96,21 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int*
 
 // MIG devices are named after their parent and profile, e.g. "NVIDIA H100 80GB HBM3 MIG 2g.20gb".
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetName");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceGetName", device, OnLost::Allow, [&](Call&, const Target& t) {
     std::string n = t.is_mig() ? t.gpu->name + " " + t.mig->name : t.gpu->name;
     return copy_out(n, name, length);
   });
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetUUID");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceGetUUID", device, OnLost::Allow, [&](Call&, const Target& t) {
     return copy_out(t.is_mig() ? t.mig->uuid : t.gpu->uuid, uuid, length);
   });
 }
 
 // MIG handles report their parent's PCI location.
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetPciInfo_v3");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceGetPciInfo_v3", device, OnLost::Allow, [&](Call&, const Target& t) {
     if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     nvmlPciInfo_t out{};
     std::string legacy = t.gpu->pci_bus_id_legacy();
@@ -146,11 +130,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciI
 // The old 52-byte layout: 16-byte bus id first, reserved words last. Writing the 68-byte
 // struct here would overrun every caller that still uses _v2.
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_v2_t* pci) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetPciInfo_v2");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceGetPciInfo_v2", device, OnLost::Allow, [&](Call&, const Target& t) {
     if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     nvmlPciInfo_v2_t out{};
     std::string legacy = t.gpu->pci_bus_id_legacy();
@@ -166,11 +146,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciI
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetMinorNumber");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceGetMinorNumber", device, OnLost::Allow, [&](Call&, const Target& t) {
     if (minorNumber == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *minorNumber = t.gpu->minor;

@@ -39,11 +39,7 @@ unsigned long long saturating_sub(unsigned long long a, unsigned long long b) {
 }  // namespace
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetMemoryInfo");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetMemoryInfo", device, [&](Call& call, const Target& t) {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     auto f = figures(call, t);
     if (!f) return NVML_ERROR_UNKNOWN;
@@ -57,11 +53,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemo
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetMemoryInfo_v2");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetMemoryInfo_v2", device, [&](Call& call, const Target& t) {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     auto f = figures(call, t);
@@ -80,11 +72,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlM
 // Confidential computing is never enabled on a simulated GPU: nothing is protected.
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device,
                                                               nvmlConfComputeMemSizeInfo_t* memInfo) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetConfComputeMemSizeInfo");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetConfComputeMemSizeInfo", device, [&](Call&, const Target& t) {
     if (memInfo == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     memInfo->protectedMemSizeKib = 0;

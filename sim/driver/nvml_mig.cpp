@@ -8,11 +8,7 @@ using namespace gpusim::driver;
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
                                                unsigned int* pendingMode) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetMigMode");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetMigMode", device, [&](Call&, const Target& t) {
     if (currentMode == nullptr || pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     unsigned mode = t.gpu->mig_enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
@@ -23,11 +19,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned in
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetMaxMigDeviceCount");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetMaxMigDeviceCount", device, [&](Call&, const Target& t) {
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *count = t.gpu->mig_enabled ? kMaxMigSlots : 0;
@@ -37,11 +29,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, u
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
                                                               nvmlDevice_t* migDevice) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetMigDeviceHandleByIndex");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetMigDeviceHandleByIndex", device, [&](Call& call, const Target& t) {
     if (migDevice == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     if (!t.gpu->mig_enabled || index >= kMaxMigSlots) return NVML_ERROR_INVALID_ARGUMENT;
@@ -52,11 +40,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t devi
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetGpuInstanceId");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetGpuInstanceId", device, [&](Call&, const Target& t) {
     if (id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *id = t.mig->gi;
@@ -65,11 +49,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsig
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetComputeInstanceId");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetComputeInstanceId", device, [&](Call&, const Target& t) {
     if (id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *id = t.mig->ci;
@@ -78,11 +58,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, u
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* isMigDevice) {
-  return guarded([&] {
-    Call call("nvmlDeviceIsMigDeviceHandle");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceIsMigDeviceHandle", device, OnLost::Allow, [&](Call&, const Target& t) {
     if (isMigDevice == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     *isMigDevice = t.is_mig() ? 1u : 0u;
     return NVML_SUCCESS;
@@ -91,11 +67,8 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsi
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
                                                                        nvmlDevice_t* device) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(migDevice, &t, OnLost::Allow)) return rc;
+  return on_device("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", migDevice, OnLost::Allow,
+                   [&](Call& call, const Target& t) {
     if (device == nullptr || !t.is_mig()) return NVML_ERROR_INVALID_ARGUMENT;
     *device = call.physical_handle(t.gpu_index);
     return NVML_SUCCESS;

@@ -17,11 +17,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                                           nvmlProcessUtilizationSample_t* utilization,
                                                           unsigned int* processSamplesCount,
                                                           unsigned long long lastSeenTimeStamp) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetProcessUtilization");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetProcessUtilization", device, [&](Call& call, const Target& t) {
     if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig() || t.gpu->mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
     auto views = call.scan();

@@ -73,11 +73,7 @@ void write_record(void* base, std::size_t index, std::size_t stride, const ProcE
 
 nvmlReturn_t list_processes(const char* symbol, nvmlDevice_t device, unsigned* infoCount,
                             void* infos, ProcType type, std::size_t stride) {
-  return guarded([&] {
-    Call call(symbol);
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device(symbol, device, [&](Call& call, const Target& t) {
     if (infoCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (stride == 0) return NVML_ERROR_FUNCTION_NOT_FOUND;  // not in this generation
     auto views = call.scan();
@@ -139,11 +135,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,
                                                                 nvmlProcessDetailList_v1_t* plist) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetRunningProcessDetailList");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetRunningProcessDetailList", device, [&](Call& call, const Target& t) {
     if (plist == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (plist->version != nvmlProcessDetailList_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     ProcType type;

@@ -11,11 +11,7 @@ using namespace gpusim::driver;
 // Device utilization = the configured baseline plus what the listed processes report.
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                         nvmlUtilization_t* utilization) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetUtilizationRates");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetUtilizationRates", device, [&](Call& call, const Target& t) {
     if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig() || t.gpu->mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
     auto views = call.scan();
@@ -38,11 +34,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
                                                    nvmlTemperatureSensors_t sensorType,
                                                    unsigned int* temp) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetTemperature");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetTemperature", device, [&](Call&, const Target& t) {
     if (temp == nullptr || sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *temp = t.gpu->temperature;
@@ -51,11 +43,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetPowerUsage");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetPowerUsage", device, [&](Call&, const Target& t) {
     if (power == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *power = t.gpu->power_mw;
@@ -65,11 +53,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device,
                                                        nvmlEnableState_t* mode) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetPersistenceMode");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetPersistenceMode", device, [&](Call&, const Target& t) {
     if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     *mode = t.gpu->persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
@@ -78,11 +62,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device,
 }
 
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t* mode) {
-  return guarded([&] {
-    Call call("nvmlDeviceGetComputeMode");
-    if (call.rc() != NVML_SUCCESS) return call.rc();
-    Target t;
-    if (auto rc = call.resolve(device, &t)) return rc;
+  return on_device("nvmlDeviceGetComputeMode", device, [&](Call&, const Target& t) {
     if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!t.is_mig() && t.gpu->mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
     *mode = t.gpu->compute_mode;
