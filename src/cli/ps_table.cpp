@@ -4,6 +4,8 @@
 #include <ctime>
 #include <set>
 
+#include <unistd.h>
+
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -45,10 +47,11 @@ std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
                                  d.count_error->message)) + "\n";
   }
   if (snapshot.processes_not_inspected > 0) {
+    const std::size_t n = snapshot.processes_not_inspected;
     out += style.yellow(fmt::format(
-               "{} processes of other users could not be inspected (permission denied): holders "
-               "among them are not shown. Run as root to see every holder.",
-               snapshot.processes_not_inspected)) +
+               "{} process{} could not be inspected (permission denied): GPU holders among them "
+               "are not shown.{}",
+               n, n == 1 ? "" : "es", geteuid() == 0 ? "" : " Run as root to see every holder.")) +
            "\n";
   }
   if (snapshot.in_child_pid_namespace) {
