@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/exit_codes.hpp"
+#include "cli/kill_command.hpp"
 #include "cli/ps_command.hpp"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   gpureap::PsOptions ps_options;
   CLI::App* ps = gpureap::add_ps_command(app, ps_options);
+  gpureap::KillOptions kill_options;
+  CLI::App* kill = gpureap::add_kill_command(app, kill_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -19,6 +22,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? gpureap::exit_code::kOk : gpureap::exit_code::kUsage;
   }
   try {
+    if (app.got_subcommand(kill)) return gpureap::run_kill(kill_options);
     if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {
     std::cerr << "gpureap: internal error: " << error.what() << "\n";

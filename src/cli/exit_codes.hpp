@@ -9,5 +9,11 @@ inline constexpr int kUsage = 2;
 inline constexpr int kNoDriverLibrary = 3;   // libnvidia-ml.so.1 not found; holders still listed
 inline constexpr int kDriverInitFailed = 4;  // library found, nvmlInit failed (module, mismatch)
 inline constexpr int kGpuError = 5;          // at least one GPU reported an error (lost, ...)
+// kill
+inline constexpr int kNotFreed = 6;          // a target survived, or its memory was not verified free
+inline constexpr int kPermissionDenied = 7;  // a target belongs to someone we may not signal
+inline constexpr int kRefused = 8;           // a target was refused (identity, protected, self, PID 1)
+inline constexpr int kNothingSelected = 9;   // the selection matched no process
+inline constexpr int kAborted = 10;          // the user declined at the confirmation prompt
 
 }  // namespace gpureap::exit_code

@@ -1,0 +1,314 @@
+#include "cli/kill_command.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cli/exit_codes.hpp"
+#include "cli/terminal_style.hpp"
+#include "kill/audit_log.hpp"
+#include "kill/escalation.hpp"
+#include "kill/kill_config.hpp"
+#include "kill/kill_execution.hpp"
+#include "kill/kill_plan.hpp"
+#include "kill/kill_report.hpp"
+#include "kill/memory_verification.hpp"
+#include "kill/pid_ref.hpp"
+#include "nvml/nvml_library.hpp"
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+namespace {
+
+void write_out(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Asks on the terminal; true only for an explicit yes.
+bool confirm(const std::string& plan_text, bool plan_already_shown) {
+  if (!plan_already_shown) std::fputs(plan_text.c_str(), stderr);
+  std::fputs("Proceed? [y/N] ", stderr);
+  std::fflush(stderr);
+  char line[64] = {0};
+  if (std::fgets(line, sizeof line, stdin) == nullptr) return false;
+  return line[0] == 'y' || line[0] == 'Y';
+}
+
+bool needs_confirmation(const KillPlan& plan, const KillOptions& options) {
+  if (options.yes || options.dry_run) return false;
+  // Never prompt a script: without a terminal on both ends we proceed (documented).
+  if (isatty(STDIN_FILENO) != 1 || isatty(STDOUT_FILENO) != 1) return false;
+  std::size_t count = 0;
+  bool other_user = false;
+  const uid_t me = getuid();
+  for (const auto& t : plan.targets) {
+    if (!t.actionable()) continue;
+    ++count;
+    if (t.uid && *t.uid != me) other_user = true;
+  }
+  return count > 1 || other_user;
+}
+
+std::string usage_check(const KillOptions& options) {
+  if (options.criteria.pids.empty() && !options.criteria.has_filters()) {
+    return "gpureap kill: name what to end: PIDs, or --gpu, --user, --name, --container, --holders or --all";
+  }
+  for (pid_t pid : options.criteria.pids) {
+    if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
+  }
+  if (options.timeout_s < 0 || options.verify_timeout_s < 0) return "gpureap kill: timeouts must be >= 0";
+  return {};
+}
+
+}  // namespace
+
+CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
+  CLI::App* kill = app.add_subcommand(
+      "kill", "End GPU processes gracefully (SIGTERM, then SIGKILL), with their workers, and verify the memory was freed");
+  kill->footer(
+      "Targets: the PIDs named, plus the GPU processes matching every filter given (--gpu, --user,\n"
+      "--name, --container; --all for every GPU process; --holders adds unlisted holders of the\n"
+      "GPUs' device files, such as orphaned workers). By default each target's descendants that\n"
+      "hold GPU device files or share its process group are included (--no-tree to turn off).\n"
+      "Never signalled: PID <= 1, gpureap and its ancestors, kernel threads, driver PIDs whose\n"
+      "identity is foreign or mismatch, and protected processes (display servers,\n"
+      "nvidia-persistenced, nv-hostengine/DCGM, nvidia-smi; --protect adds names, --force overrides\n"
+      "protection only).\n\n"
+      "Confirmation: on a terminal, without --yes, gpureap asks before signalling more than one\n"
+      "process or another user's process. Without a terminal it proceeds without asking.\n\n"
+      "Exit status: 0 every target ended and the memory was verified free, 2 usage error,\n"
+      "3/4 driver unavailable for a GPU selection, 6 a target survived or memory was not freed,\n"
+      "7 permission denied, 8 a target was refused, 9 nothing matched, 10 declined at the prompt.\n\n"
+      "Configuration: $GPUREAP_CONFIG, else /etc/gpureap/config.toml: [kill] protect = [\"name\", ...],\n"
+      "audit_log = \"/path\".\n\n"
+      "Environment: GPUREAP_AUDIT_LOG (audit log path), GPUREAP_CONFIG, GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR,\n"
+      "NO_COLOR.");
+  kill->add_option("pids", options.criteria.pids, "PIDs to end");
+  kill->add_option("--gpu", options.criteria.gpus, "Every GPU process on these GPU indices (comma-separated)")
+      ->delimiter(',');
+  kill->add_option("--user", options.criteria.users, "GPU processes of this user (name or uid)")->delimiter(',');
+  kill->add_option("--name", options.criteria.name_regex, "GPU processes whose command line matches this regex");
+  kill->add_option("--container", options.criteria.containers, "GPU processes in this container (id or pod UID prefix)")
+      ->delimiter(',');
+  kill->add_flag("--holders", options.criteria.holders,
+                 "Also unlisted holders of the GPUs' device files (orphaned workers)");
+  kill->add_flag("--all", options.criteria.all, "Every GPU process");
+  kill->add_flag("--no-tree", options.no_tree, "Do not include descendants");
+  kill->add_flag("--group", options.criteria.group, "Signal each target's whole process group");
+  kill->add_option("--signal,-s", options.signal, "First signal (TERM, INT, HUP, ... or a number; default TERM)");
+  kill->add_option("--timeout", options.timeout_s, "Seconds to wait after the first signal before SIGKILL (default 10)");
+  kill->add_flag("--no-escalate", options.no_escalate, "Send only the first signal, never SIGKILL");
+  kill->add_flag("--dry-run,-n", options.dry_run, "Show the plan and signal nothing");
+  kill->add_flag("--yes,-y", options.yes, "Do not ask for confirmation");
+  kill->add_flag("--json", options.json, "Machine-readable output (schema gpureap.kill/1, see docs/kill-json.md)");
+  kill->add_option("--verify-timeout", options.verify_timeout_s,
+                   "Seconds to wait for the driver to release the memory (default 30)");
+  kill->add_flag("--no-verify", options.no_verify, "Do not wait for the memory release (the exit status then says nothing about it)");
+  kill->add_flag("--reap-zombies", options.reap_zombies, "Send SIGCHLD to the parents of zombie targets");
+  kill->add_flag("--force", options.force, "Also end protected processes (never overrides identity checks)");
+  kill->add_option("--protect", options.protect, "Also protect processes with this name (comm or exe basename; NAME* for a prefix)");
+  kill->add_option("--audit-log", options.audit_log, "Append one JSON line per signal to this file (mode 0600)");
+  kill->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  return kill;
+}
+
+int run_kill(KillOptions options) {
+  if (auto error = usage_check(options); !error.empty()) {
+    std::cerr << error << "\n";
+    return exit_code::kUsage;
+  }
+  options.criteria.tree = !options.no_tree;
+  const auto first_signal = parse_signal(options.signal);
+  if (!first_signal || *first_signal <= 0 || *first_signal >= 65) {
+    std::cerr << fmt::format("gpureap kill: --signal {}: unknown signal (try TERM, INT, HUP, KILL or a number)\n",
+                             options.signal);
+    return exit_code::kUsage;
+  }
+  if (options.criteria.group && options.no_tree) {
+    // Allowed: the group is explicit; --no-tree only stops descendant expansion.
+  }
+  const ColorChoice choice = options.color == "always"  ? ColorChoice::Always
+                             : options.color == "never" ? ColorChoice::Never
+                                                        : ColorChoice::Auto;
+  const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
+
+  std::string config_error;
+  const auto config = load_kill_config(config_error);
+  if (!config) {
+    std::cerr << "gpureap kill: " << config_error << "\n";
+    return exit_code::kUsage;
+  }
+
+  // The audit log first: if it cannot be written, nothing may be signalled.
+  std::optional<AuditLog> audit;
+  if (options.audit_log.empty()) {
+    if (const char* env = std::getenv("GPUREAP_AUDIT_LOG"); env != nullptr) options.audit_log = env;
+  }
+  if (options.audit_log.empty()) options.audit_log = config->audit_log;
+  if (!options.audit_log.empty() && !options.dry_run) {
+    std::string error;
+    audit = AuditLog::open(options.audit_log, Requester::current(), error);
+    if (!audit) {
+      std::cerr << "gpureap kill: " << error << "; nothing was signalled\n";
+      return exit_code::kUsage;
+    }
+  }
+
+  SnapshotSource source(default_snapshot_options());
+  auto snapshot = source.take();
+  const bool driver_needed = !options.criteria.gpus.empty() || options.criteria.all;
+  if (!snapshot->driver.loaded && driver_needed) {
+    std::cerr << "gpureap kill: " << snapshot->driver.message << "\n";
+    return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
+                                                                    : exit_code::kDriverInitFailed;
+  }
+  for (unsigned wanted : options.criteria.gpus) {
+    if (snapshot->gpu_by_index(wanted) == nullptr) {
+      std::string known;
+      for (const auto& gpu : snapshot->gpus) known += (known.empty() ? "" : ", ") + std::to_string(gpu.reading.index);
+      std::cerr << fmt::format("gpureap kill: --gpu {}: no such GPU (this host has: {})\n", wanted,
+                               known.empty() ? "none" : known);
+      return exit_code::kUsage;
+    }
+  }
+
+  Selection selection;
+  try {
+    selection = select_targets(*snapshot, options.criteria);
+  } catch (const std::regex_error& error) {
+    std::cerr << fmt::format("gpureap kill: --name '{}': not a valid regular expression ({})\n",
+                             options.criteria.name_regex, error.what());
+    return exit_code::kUsage;
+  }
+  std::vector<pid_t> detail_pids;
+  for (const auto& s : selection.processes) {
+    if (!s.present) continue;
+    // The process and all its descendants: the sweep's safety check looks at each of them.
+    std::vector<pid_t> stack{s.pid};
+    while (!stack.empty()) {
+      const pid_t pid = stack.back();
+      stack.pop_back();
+      detail_pids.push_back(pid);
+      if (options.criteria.tree) {
+        for (pid_t child : snapshot->table.children_of(pid)) stack.push_back(child);
+      }
+    }
+  }
+  std::sort(detail_pids.begin(), detail_pids.end());
+  detail_pids.erase(std::unique(detail_pids.begin(), detail_pids.end()), detail_pids.end());
+  snapshot->table.load_details(detail_pids);
+
+  PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);
+  policy.force = options.force;
+  for (const auto& name : config->protect) policy.protect.add(name);
+  for (const auto& name : options.protect) policy.protect.add(name);
+  const KillPlan plan = build_plan(*snapshot, selection, policy);
+
+  KillReport report;
+  report.settings.signal = signal_name(*first_signal);
+  report.settings.timeout_s = options.timeout_s;
+  report.settings.escalate = !options.no_escalate;
+  report.settings.verify = !options.no_verify;
+  report.settings.dry_run = options.dry_run;
+  report.settings.group = options.criteria.group;
+  report.settings.tree = options.criteria.tree;
+
+  if (plan.targets.empty()) {
+    if (options.json) {
+      write_out(kill_report_json(plan, report).dump(2) + "\n");
+    }
+    std::string missing;
+    for (pid_t pid : plan.missing) missing += (missing.empty() ? " (no such process: " : ", ") + std::to_string(pid);
+    if (!missing.empty()) missing += ")";
+    std::cerr << "gpureap kill: nothing matched the selection" << missing << "\n";
+    return exit_code::kNothingSelected;
+  }
+
+  // Pin every target now, from the start time this snapshot read: whatever happens to the PIDs
+  // from here on, only these processes can receive our signals.
+  std::map<pid_t, PinResult> pins;
+  for (const auto& t : plan.targets) {
+    if (!t.actionable()) continue;
+    pins.emplace(t.pid, PidRef::pin(t.pid, t.start_time_ticks, snapshot->table.options().proc_root));
+  }
+
+  const std::string plan_text = render_plan(plan, report.settings, style);
+  if (!options.json) write_out(plan_text);
+  report.targets = planned_outcomes(plan);
+
+  if (options.dry_run) {
+    if (options.json) write_out(kill_report_json(plan, report).dump(2) + "\n");
+    return kill_exit_status(report);
+  }
+  if (needs_confirmation(plan, options) && !confirm(plan_text, !options.json)) {
+    std::cerr << "gpureap kill: not confirmed; nothing was signalled\n";
+    return exit_code::kAborted;
+  }
+
+  // The ladder over the pinned targets, then the zombies' parents.
+  ExecutionOptions execution;
+  execution.engine.first_signal = *first_signal;
+  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  execution.engine.escalate = !options.no_escalate;
+  execution.engine.proc_root = snapshot->table.options().proc_root;
+  execution.tree = options.criteria.tree;
+  execution.group = options.criteria.group;
+  execution.reap_zombies = options.reap_zombies;
+  try {
+    execute_plan(plan, pins, *snapshot, policy, execution, audit ? &*audit : nullptr, report);
+  } catch (const std::runtime_error& error) {
+    // Only the audit log throws: stop rather than signal without a record.
+    std::cerr << "gpureap kill: " << error.what() << "; stopped before sending further signals\n";
+    return exit_code::kInternalError;
+  }
+
+  // Verification: the driver, polled until the expected memory is released. When a target
+  // survived, one reading says where things stand: waiting cannot help.
+  const bool survivor = std::any_of(report.targets.begin(), report.targets.end(), [](const TargetOutcome& o) {
+    return o.outcome == "survived" || o.outcome == "stuck-in-d";
+  });
+  if (report.settings.verify && !plan.gpus.empty()) {
+    if (!snapshot->driver.loaded) {
+      report.notes.push_back("memory release not verified: " + snapshot->driver.message);
+      for (const auto& g : plan.gpus) {
+        GpuVerification v;
+        v.index = g.index;
+        v.expected_free_bytes = g.expected_free_bytes;
+        v.message = fmt::format("GPU {}: not verified: the driver could not be read", g.index);
+        report.gpus.push_back(v);
+      }
+    } else {
+      NvmlLoadResult reader = NvmlLibrary::load();
+      DriverPoll poll_driver = [&reader]() -> std::optional<DriverReading> {
+        if (!reader.library) return std::nullopt;
+        return read_driver(*reader.library);
+      };
+      SnapshotPoll take = [&source]() { return source.take(); };
+      VerifyOptions verify;
+      verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(options.verify_timeout_s * 1000));
+      report.gpus = verify_release(plan, poll_driver, take, verify);
+    }
+  }
+
+  if (options.json) {
+    write_out(kill_report_json(plan, report).dump(2) + "\n");
+  } else {
+    write_out(render_results(plan, report, style));
+  }
+  return kill_exit_status(report);
+}
+
+}  // namespace gpureap

@@ -1,0 +1,36 @@
+// The `kill` subcommand: select from one snapshot, pin, show the plan, confirm, run the
+// escalation ladder, verify the memory was released, report (text or JSON), exit status.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "kill/target_selection.hpp"
+
+namespace gpureap {
+
+struct KillOptions {
+  SelectionCriteria criteria;
+  bool no_tree = false;
+  std::string signal = "TERM";
+  double timeout_s = 10;
+  bool no_escalate = false;
+  bool dry_run = false;
+  bool yes = false;
+  bool json = false;
+  double verify_timeout_s = 30;
+  bool no_verify = false;
+  bool reap_zombies = false;
+  bool force = false;
+  std::vector<std::string> protect;
+  std::string audit_log;  // "" = $GPUREAP_AUDIT_LOG, else none
+  std::string color = "auto";
+};
+
+CLI::App* add_kill_command(CLI::App& app, KillOptions& options);
+
+int run_kill(KillOptions options);
+
+}  // namespace gpureap

@@ -1,0 +1,138 @@
+#include "kill/audit_log.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kill/escalation.hpp"
+
+namespace gpureap {
+namespace {
+
+std::string iso8601_utc(double unix_time) {
+  const auto seconds = static_cast<std::time_t>(std::floor(unix_time));
+  const auto millis = static_cast<int>((unix_time - static_cast<double>(seconds)) * 1000.0);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buffer, std::min(millis, 999));
+}
+
+// "SIGCHLD" for every signal glibc knows, whatever the engine's own table covers.
+std::string audit_signal_name(int signal) {
+  if (const char* abbrev = sigabbrev_np(signal); abbrev != nullptr) return std::string("SIG") + abbrev;
+  return signal_name(signal);
+}
+
+std::string user_name(uid_t uid) {
+  passwd pw{};
+  passwd* result = nullptr;
+  char buffer[4096];
+  if (getpwuid_r(uid, &pw, buffer, sizeof buffer, &result) == 0 && result != nullptr) return pw.pw_name;
+  return std::to_string(uid);
+}
+
+}  // namespace
+
+Requester Requester::current() {
+  Requester r;
+  r.uid = getuid();
+  r.user = user_name(r.uid);
+  r.ppid = getppid();
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    char name[256];
+    if (isatty(fd) == 1 && ttyname_r(fd, name, sizeof name) == 0) {
+      r.tty = name;
+      break;
+    }
+  }
+  if (const char* sudo = std::getenv("SUDO_USER"); sudo != nullptr) r.sudo_user = sudo;
+  return r;
+}
+
+std::string audit_line(const AuditRecord& record, const Requester& requester, double unix_time) {
+  nlohmann::ordered_json by{{"uid", requester.uid}, {"user", requester.user}, {"ppid", requester.ppid}};
+  by["tty"] = requester.tty.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(requester.tty);
+  if (!requester.sudo_user.empty()) by["sudo_user"] = requester.sudo_user;
+  nlohmann::ordered_json line{
+      {"time", iso8601_utc(unix_time)},
+      {"stage", record.stage == AuditStage::Sending ? "sending" : "sent"},
+      {"pid", record.pid},
+      {"start_time_ticks", record.start_time_ticks},
+      {"signal", audit_signal_name(record.signal)},
+      {"reason", record.reason},
+      {"requested_by", by},
+      {"result", record.stage == AuditStage::Sending ? std::string("pending")
+                 : record.result_errno == 0           ? std::string("delivered")
+                                                      : fmt::format("failed: {}", std::strerror(record.result_errno))},
+  };
+  if (record.stage == AuditStage::Sent && record.result_errno != 0) line["errno"] = record.result_errno;
+  return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+AuditLog::AuditLog(AuditLog&& other) noexcept { *this = std::move(other); }
+
+AuditLog& AuditLog::operator=(AuditLog&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    requester_ = std::move(other.requester_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+AuditLog::~AuditLog() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::optional<AuditLog> AuditLog::open(const std::string& path, Requester requester, std::string& error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    error = fmt::format("cannot open the audit log {}: {}", path, std::strerror(errno));
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = fmt::format("the audit log {} is not a regular file", path);
+    close(fd);
+    return std::nullopt;
+  }
+  AuditLog log;
+  log.fd_ = fd;
+  log.path_ = path;
+  log.requester_ = std::move(requester);
+  return log;
+}
+
+void AuditLog::write(const AuditRecord& record) const {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string line = audit_line(record, requester_, now) + "\n";
+  // One write with O_APPEND: concurrent gpureap runs never interleave inside a line.
+  const ssize_t written = ::write(fd_, line.data(), line.size());
+  if (written != static_cast<ssize_t>(line.size())) {
+    throw std::runtime_error(fmt::format("cannot write the audit log {}: {}", path_,
+                                         written < 0 ? std::strerror(errno) : "short write"));
+  }
+  if (fdatasync(fd_) != 0) {
+    throw std::runtime_error(fmt::format("cannot flush the audit log {}: {}", path_, std::strerror(errno)));
+  }
+}
+
+}  // namespace gpureap

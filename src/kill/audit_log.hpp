@@ -1,0 +1,63 @@
+// The audit log: one JSON line per signal sent (time, target identity, signal, reason, who
+// asked, result), appended to a 0600 file and flushed to disk (fdatasync) before gpureap moves
+// on. A log that cannot be written stops gpureap before it signals anything.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <sys/types.h>
+
+namespace gpureap {
+
+// Who asked: the user running gpureap, its parent and terminal, and the sudo user if any.
+struct Requester {
+  uid_t uid = 0;
+  std::string user;
+  pid_t ppid = 0;
+  std::string tty;        // "" when not on a terminal
+  std::string sudo_user;  // SUDO_USER, "" when not run through sudo
+
+  static Requester current();
+};
+
+// Two lines per signal: "sending" is on disk before the signal goes out (so a crash between
+// the two still leaves a record), "sent" follows with the result.
+enum class AuditStage { Sending, Sent };
+
+struct AuditRecord {
+  AuditStage stage = AuditStage::Sent;
+  pid_t pid = 0;
+  std::uint64_t start_time_ticks = 0;
+  int signal = 0;
+  std::string reason;
+  int result_errno = 0;  // 0: delivered (for Sent)
+};
+
+class AuditLog {
+ public:
+  AuditLog() = default;
+  AuditLog(AuditLog&& other) noexcept;
+  AuditLog& operator=(AuditLog&& other) noexcept;
+  AuditLog(const AuditLog&) = delete;
+  AuditLog& operator=(const AuditLog&) = delete;
+  ~AuditLog();
+
+  // Opens (creates with mode 0600) for appending. On failure: nullopt and the reason in `error`.
+  static std::optional<AuditLog> open(const std::string& path, Requester requester, std::string& error);
+
+  // Appends one line and fdatasyncs it. Throws std::runtime_error when it cannot.
+  void write(const AuditRecord& record) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+  Requester requester_;
+};
+
+// The line itself (without the newline), for tests.
+std::string audit_line(const AuditRecord& record, const Requester& requester, double unix_time);
+
+}  // namespace gpureap

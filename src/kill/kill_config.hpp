@@ -1,0 +1,26 @@
+// The `[kill]` table of gpureap's configuration file ($GPUREAP_CONFIG, else
+// /etc/gpureap/config.toml): extra protected process names and a default audit log.
+//
+//   [kill]
+//   protect = ["slurmstepd", "my-exporter", "prometheus*"]
+//   audit_log = "/var/log/gpureap/kill.log"
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpureap {
+
+struct KillConfig {
+  std::string path;                  // the file read, "" when none
+  std::vector<std::string> protect;  // added to the built-in protected names
+  std::string audit_log;             // used when neither --audit-log nor GPUREAP_AUDIT_LOG is set
+};
+
+// $GPUREAP_CONFIG when set (then the file must exist), else /etc/gpureap/config.toml when it
+// exists. nullopt with `error` set when the file named cannot be read or is not valid.
+std::optional<KillConfig> load_kill_config(std::string& error);
+std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error);
+
+}  // namespace gpureap

@@ -1,0 +1,218 @@
+#include "kill/kill_execution.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace gpureap {
+namespace {
+
+std::string outcome_name(KillOutcome outcome) {
+  switch (outcome) {
+    case KillOutcome::ExitedAfterSignal: return "exited";
+    case KillOutcome::Killed: return "killed";
+    case KillOutcome::AlreadyGone: return "already-gone";
+    case KillOutcome::Zombie: return "zombie";
+    case KillOutcome::StuckInD: return "stuck-in-d";
+    case KillOutcome::Survived: return "survived";
+    case KillOutcome::PermissionDenied: return "permission-denied";
+    case KillOutcome::IdentityChanged: return "identity-changed";
+    case KillOutcome::Refused: return "refused";
+  }
+  return "survived";
+}
+
+// Group mode: the engine signals a whole group only when everything we saw in it may be
+// signalled; otherwise members are signalled one by one and the rest are reported.
+std::set<pid_t> whole_groups(const KillPlan& plan, const Snapshot& snapshot) {
+  std::set<pid_t> groups;
+  std::set<pid_t> blocked;
+  const pid_t own_group = getpgrp();
+  for (const auto& t : plan.targets) {
+    if (t.pgid <= 1) continue;
+    if (t.actionable() || t.zombie()) {
+      groups.insert(t.pgid);
+    }
+  }
+  for (const auto& [pid, info] : snapshot.table.processes()) {
+    if (!groups.count(info.pgid)) continue;
+    const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
+    if (it == plan.targets.end() || !(it->actionable() || it->zombie())) blocked.insert(info.pgid);
+  }
+  groups.erase(own_group);
+  for (pid_t g : blocked) groups.erase(g);
+  return groups;
+}
+
+// The engine's sweep signals every descendant of a swept target, including ones the plan left
+// out. Sweep only where no descendant (and no member of its process group) is refused,
+// forbidden or protected.
+bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, const PlanPolicy& policy) {
+  // The sweep freezes with SIGSTOP. If the group leader dies while a member is stopped, the
+  // kernel sends the now orphaned process group SIGHUP and SIGCONT: every member, spared ones
+  // included. So no freeze where the target's group holds a process that must be spared.
+  const ProcessInfo* root_process = snapshot.table.find(root);
+  if (root_process != nullptr && root_process->pgid > 1) {
+    for (const auto& [pid, info] : snapshot.table.processes()) {
+      if (info.pgid != root_process->pgid || pid == root) continue;
+      const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
+      if (it != plan.targets.end() ? (!it->actionable() && !it->zombie()) : (!policy.force && policy.protect.match(info))) {
+        return false;
+      }
+    }
+  }
+  std::vector<pid_t> stack = snapshot.table.children_of(root);
+  while (!stack.empty()) {
+    const pid_t pid = stack.back();
+    stack.pop_back();
+    for (pid_t child : snapshot.table.children_of(pid)) stack.push_back(child);
+    const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
+    if (it != plan.targets.end()) {
+      if (!it->actionable() && !it->zombie()) return false;
+      continue;
+    }
+    const ProcessInfo* process = snapshot.table.find(pid);
+    if (process == nullptr) continue;
+    if (!policy.force && policy.protect.match(*process)) return false;
+    if (pid == policy.self ||
+        std::find(policy.self_ancestry.begin(), policy.self_ancestry.end(), pid) != policy.self_ancestry.end()) {
+      continue;  // the engine never signals gpureap or its ancestors
+    }
+    if (process->uid != policy.effective_uid && process->uid != policy.real_uid && !policy.can_kill_any) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const Snapshot& snapshot,
+                  const PlanPolicy& policy, const ExecutionOptions& options, const AuditLog* audit,
+                  KillReport& report) {
+  const std::set<pid_t> groups = options.group ? whole_groups(plan, snapshot) : std::set<pid_t>{};
+  std::set<pid_t> group_given;
+  std::vector<EscalationTarget> escalation;
+  std::map<pid_t, std::size_t> index_of;
+  for (std::size_t i = 0; i < plan.targets.size(); ++i) index_of[plan.targets[i].pid] = i;
+  for (auto& [pid, pin] : pins) {
+    auto& outcome = report.targets[index_of[pid]];
+    const PlannedTarget& t = plan.targets[index_of[pid]];
+    switch (pin.status) {
+      case PinStatus::Ok: {
+        EscalationTarget target;
+        target.ref = std::move(pin.ref);
+        target.sweep_descendants = options.tree && sweep_is_safe(pid, plan, snapshot, policy);
+        if (options.tree && !target.sweep_descendants) {
+          report.notes.push_back(fmt::format(
+              "descendants of {} were not swept during the kill because one of them must not be signalled: "
+              "a child forked meanwhile could escape",
+              pid));
+        }
+        target.reason = t.reason;
+        if (groups.count(t.pgid) && !group_given.count(t.pgid)) {
+          target.process_group = t.pgid;
+          group_given.insert(t.pgid);
+        }
+        escalation.push_back(std::move(target));
+        break;
+      }
+      case PinStatus::Gone:
+        outcome.outcome = "already-gone";
+        outcome.detail = "it had exited before it could be pinned";
+        break;
+      case PinStatus::IdentityChanged:
+        outcome.outcome = "identity-changed";
+        outcome.detail = fmt::format("PID {} now names another process (it started at another time): not signalled", pid);
+        break;
+      case PinStatus::Unsupported:
+        outcome.outcome = "survived";
+        outcome.detail = "this kernel has no pidfd_open (Linux < 5.3): gpureap refuses to signal by bare PID";
+        break;
+      case PinStatus::Error:
+        outcome.outcome = "survived";
+        outcome.detail = fmt::format("cannot pin PID {}: {}", pid, std::strerror(pin.error));
+        break;
+    }
+  }
+
+  AuditSink sink, sink_result;
+  if (audit) {
+    sink = [audit](const SignalEvent& event) {
+      audit->write(AuditRecord{AuditStage::Sending, event.pid, event.start_time_ticks, event.signal, event.reason, 0});
+    };
+    sink_result = [audit](const SignalEvent& event) {
+      audit->write(
+          AuditRecord{AuditStage::Sent, event.pid, event.start_time_ticks, event.signal, event.reason, event.result_errno});
+    };
+  }
+  std::vector<TargetResult> results;
+  if (!escalation.empty()) {
+    results = run_escalation(std::move(escalation), options.engine, sink, sink_result);
+  }
+  for (const auto& r : results) {
+    TargetOutcome* outcome = nullptr;
+    if (auto it = index_of.find(r.pid); it != index_of.end()) {
+      outcome = &report.targets[it->second];
+    } else {
+      report.targets.push_back(TargetOutcome{});
+      outcome = &report.targets.back();
+      outcome->pid = r.pid;
+      outcome->discovered = true;
+      index_of[r.pid] = report.targets.size() - 1;
+    }
+    outcome->outcome = outcome_name(r.outcome);
+    outcome->signals = r.signals;
+    outcome->exit_ms = r.exit_ms;
+    if (r.final_state != '?') outcome->final_state = r.final_state;
+    outcome->wchan = r.wchan;
+    outcome->discovered = outcome->discovered || r.discovered;
+    if (r.outcome == KillOutcome::PermissionDenied) {
+      const PlannedTarget* t = nullptr;
+      for (const auto& p : plan.targets) {
+        if (p.pid == r.pid) t = &p;
+      }
+      outcome->detail = t != nullptr && t->uid
+                            ? fmt::format("permission denied: PID {} belongs to {} (uid {}); signalling it needs root or {}",
+                                          r.pid, t->user, *t->uid, t->user)
+                            : fmt::format("permission denied: signalling PID {} needs root or its owner", r.pid);
+    } else if (!r.detail.empty()) {
+      outcome->detail = r.detail;
+    }
+  }
+  // Targets handed to the engine that it did not report on are still planned: say so.
+  for (auto& o : report.targets) {
+    if (o.outcome == "planned") {
+      o.outcome = "survived";
+      o.detail = "the escalation reported nothing for it";
+    }
+  }
+
+  // Zombies: SIGCHLD to the parent when asked, unless the parent was ended above.
+  if (options.reap_zombies) {
+    for (const auto& t : plan.targets) {
+      if (!t.zombie() || t.refusal != Refusal::None) continue;
+      auto& outcome = report.targets[index_of[t.pid]];
+      if (index_of.count(t.ppid) && report.targets[index_of[t.ppid]].outcome != "refused") {
+        outcome.detail = fmt::format("its parent PID {} was ended with the other targets: init reaps it", t.ppid);
+        continue;
+      }
+      const ProcessInfo* parent = snapshot.table.find(t.ppid);
+      if (parent == nullptr || t.ppid <= 1) continue;
+      auto pin = PidRef::pin(t.ppid, parent->start_time_ticks, snapshot.table.options().proc_root);
+      if (pin.status != PinStatus::Ok) continue;
+      const std::string reason = fmt::format("--reap-zombies: parent of zombie {}", t.pid);
+      if (audit) audit->write(AuditRecord{AuditStage::Sending, t.ppid, parent->start_time_ticks, SIGCHLD, reason, 0});
+      const int err = pin.ref.send_signal(SIGCHLD);
+      if (audit) audit->write(AuditRecord{AuditStage::Sent, t.ppid, parent->start_time_ticks, SIGCHLD, reason, err});
+      outcome.detail = err == 0 ? fmt::format("SIGCHLD sent to its parent PID {} ({})", t.ppid, parent->comm)
+                                : fmt::format("SIGCHLD to its parent PID {} failed: {}", t.ppid, std::strerror(err));
+      outcome.detail += "; if the parent does not reap it, end the parent: gpureap kill " + std::to_string(t.ppid);
+    }
+  }
+}
+
+}  // namespace gpureap

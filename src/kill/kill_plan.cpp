@@ -1,0 +1,256 @@
+#include "kill/kill_plan.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace gpureap {
+namespace {
+
+// CAP_KILL (bit 5) in our effective capability set: signals anyone, like root.
+bool has_cap_kill() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    try {
+      const unsigned long long caps = std::stoull(line.substr(7), nullptr, 16);
+      return (caps & (1ull << 5)) != 0;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return false;
+}
+
+std::string container_words(const ProcessInfo& process) {
+  if (!process.container) return {};
+  const auto& c = *process.container;
+  if (!c.id.empty()) return fmt::format("{} {}", c.runtime, c.id.substr(0, 12));
+  if (!c.pod_uid.empty()) return fmt::format("{} pod {}", c.runtime, c.pod_uid);
+  return c.runtime;
+}
+
+std::string stop_container_hint(const ProcessInfo* process) {
+  if (process == nullptr || !process->container || process->container->id.empty()) {
+    return "run gpureap on the host or with --pid=host, or stop the container that runs it";
+  }
+  const auto& c = *process->container;
+  const std::string id = c.id.substr(0, 12);
+  if (c.runtime == "docker") return "run gpureap on the host or with --pid=host, or stop the container: docker stop " + id;
+  if (c.runtime == "podman") return "run gpureap on the host or with --pid=host, or stop the container: podman stop " + id;
+  if (c.runtime == "kubernetes" && !c.pod_uid.empty()) {
+    return "run gpureap on the host or with --pid=host, or delete the pod (UID " + c.pod_uid + ")";
+  }
+  return "run gpureap on the host or with --pid=host, or stop the container (" + c.runtime + " " + id + ")";
+}
+
+void apply_identity(PlannedTarget& target, const Snapshot& snapshot) {
+  for (const auto& view : snapshot.processes) {
+    if (static_cast<pid_t>(view.driver.pid) != target.pid) continue;
+    if (view.identity == Identity::Foreign) {
+      target.refusal = Refusal::Foreign;
+      target.refusal_text = fmt::format(
+          "identity foreign: the driver lists PID {} on GPU {} but no such process exists in this PID "
+          "namespace (the driver reports host PIDs); {}",
+          target.pid, view.gpu_index, stop_container_hint(nullptr));
+      return;
+    }
+    if (view.identity == Identity::Mismatch) {
+      target.refusal = Refusal::Mismatch;
+      target.refusal_text = fmt::format(
+          "identity mismatch: PID {} here ({}) holds no descriptor of GPU {}: it is not the process the "
+          "driver means, and signalling it would hit a stranger; {}",
+          target.pid, target.command, view.gpu_index, stop_container_hint(nullptr));
+      return;
+    }
+    if (view.identity == Identity::Unverified && snapshot.in_child_pid_namespace && !view.driver.types.mps) {
+      target.refusal = Refusal::Unverifiable;
+      target.refusal_text = fmt::format(
+          "cannot verify that PID {} here is the GPU process: gpureap runs in a PID namespace and may not "
+          "read its descriptors; {}",
+          target.pid, stop_container_hint(view.linux_process));
+      return;
+    }
+  }
+}
+
+void apply_policy(PlannedTarget& target, const ProcessInfo* process, const Snapshot& snapshot,
+                  const PlanPolicy& policy) {
+  if (target.pid <= 1) {
+    target.refusal = Refusal::PidOneOrLess;
+    target.refusal_text = fmt::format("PID {} is {}: never signalled", target.pid,
+                                      target.pid == 1 ? "init (ending it ends the system or container)" : "not a process");
+    return;
+  }
+  if (target.pid == policy.self) {
+    target.refusal = Refusal::Self;
+    target.refusal_text = "this is gpureap itself";
+    return;
+  }
+  if (std::find(policy.self_ancestry.begin(), policy.self_ancestry.end(), target.pid) != policy.self_ancestry.end()) {
+    target.refusal = Refusal::Ancestor;
+    target.refusal_text = fmt::format(
+        "PID {} is an ancestor of gpureap (the shell or job running it): ending it would end this command; "
+        "run gpureap from another session",
+        target.pid);
+    return;
+  }
+  if (process != nullptr && process->kernel_thread) {
+    target.refusal = Refusal::KernelThread;
+    target.refusal_text = "kernel thread: signals do not end it";
+    return;
+  }
+  apply_identity(target, snapshot);
+  if (target.refusal != Refusal::None) return;
+  if (process != nullptr && !policy.force) {
+    if (const auto pattern = policy.protect.match(*process)) {
+      target.refusal = Refusal::Protected;
+      target.refusal_text = fmt::format(
+          "protected process ({} matches '{}': a display server, driver daemon or GPU monitor; ending it takes "
+          "down a desktop or the node's monitoring and frees little): add --force if you really mean it",
+          process->comm, *pattern);
+    }
+  }
+}
+
+void check_permission(PlannedTarget& target, const PlanPolicy& policy) {
+  if (!target.present || !target.uid || policy.can_kill_any) return;
+  if (*target.uid == policy.real_uid || *target.uid == policy.effective_uid) return;
+  target.permission_denied = true;
+  target.permission_text = fmt::format(
+      "permission denied: PID {} belongs to {} (uid {}); signalling it needs root or {} (run with sudo)",
+      target.pid, target.user, *target.uid, target.user);
+}
+
+}  // namespace
+
+std::string refusal_name(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::None: return "none";
+    case Refusal::PidOneOrLess: return "pid-1";
+    case Refusal::Self: return "self";
+    case Refusal::Ancestor: return "ancestor";
+    case Refusal::KernelThread: return "kernel-thread";
+    case Refusal::Foreign: return "foreign";
+    case Refusal::Mismatch: return "mismatch";
+    case Refusal::Unverifiable: return "unverifiable";
+    case Refusal::Protected: return "protected";
+  }
+  return "none";
+}
+
+PlanPolicy PlanPolicy::for_current_process(const Snapshot& snapshot) {
+  PlanPolicy policy;
+  policy.self = getpid();
+  auto chain = snapshot.table.ancestry(policy.self);
+  if (!chain.empty() && chain.front() == policy.self) chain.erase(chain.begin());
+  policy.self_ancestry = chain;
+  // Our parent even when the scan missed it (it may have been filtered or raced).
+  if (std::find(chain.begin(), chain.end(), getppid()) == chain.end()) policy.self_ancestry.push_back(getppid());
+  policy.real_uid = getuid();
+  policy.effective_uid = geteuid();
+  policy.can_kill_any = policy.effective_uid == 0 || has_cap_kill();
+  return policy;
+}
+
+KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy) {
+  KillPlan plan;
+  plan.missing = selection.missing;
+  for (const auto& selected : selection.processes) {
+    PlannedTarget target;
+    target.pid = selected.pid;
+    target.present = selected.present;
+    target.reason = selected.reason;
+    target.via = selected.via;
+    target.by_group = selected.by_group;
+    const ProcessInfo* process = snapshot.table.find(selected.pid);
+    if (process != nullptr) {
+      target.start_time_ticks = process->start_time_ticks;
+      if (process->details_loaded) {
+        target.uid = process->uid;
+        target.user = process->user;
+      }
+      target.state = process->state;
+      target.wchan = process->wchan;
+      target.ppid = process->ppid;
+      target.pgid = process->pgid;
+      target.command = process->command();
+      target.container = container_words(*process);
+      if (process->container) target.container_id = process->container->id;
+      std::set<unsigned> holds;
+      for (const auto& f : process->device_files) {
+        if (f.kind != DeviceFileKind::Gpu || f.minor < 0) continue;
+        if (const GpuView* gpu = snapshot.gpu_by_minor(static_cast<unsigned>(f.minor))) holds.insert(gpu->reading.index);
+      }
+      target.holds_gpus.assign(holds.begin(), holds.end());
+    }
+    for (const auto& view : snapshot.processes) {
+      if (static_cast<pid_t>(view.driver.pid) != target.pid) continue;
+      if (view.driver.used_memory) {
+        target.gpu_memory[view.gpu_index] += *view.driver.used_memory;
+      } else {
+        target.gpu_memory[view.gpu_index] += 0;
+        target.gpu_memory_unknown = true;
+      }
+    }
+    apply_policy(target, process, snapshot, policy);
+    if (target.refusal == Refusal::None) check_permission(target, policy);
+    plan.targets.push_back(std::move(target));
+  }
+
+  // Per GPU: what the targets that will be signalled should free, against the baseline.
+  std::map<unsigned, PlannedGpu> gpus;
+  for (const auto& target : plan.targets) {
+    if (!target.actionable()) continue;
+    for (const auto& [index, bytes] : target.gpu_memory) {
+      auto& gpu = gpus[index];
+      gpu.index = index;
+      gpu.expected_free_bytes += bytes;
+      gpu.target_pids.push_back(target.pid);
+    }
+    for (unsigned index : target.holds_gpus) {
+      auto& gpu = gpus[index];
+      gpu.index = index;
+      if (std::find(gpu.target_pids.begin(), gpu.target_pids.end(), target.pid) == gpu.target_pids.end()) {
+        gpu.target_pids.push_back(target.pid);
+      }
+    }
+  }
+  for (auto& [index, gpu] : gpus) {
+    const GpuView* view = snapshot.gpu_by_index(index);
+    if (view != nullptr) gpu.baseline_used = view->memory.used;
+    // Memory no listed process explains, held by orphaned holders (a killed job's workers):
+    // when every such holder will be signalled, it should come back too.
+    bool orphans = false, all_orphans_targeted = true;
+    for (const auto& h : snapshot.holders) {
+      if (h.role != "orphan" && h.role != "unlisted") continue;
+      if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;
+      orphans = true;
+      const bool targeted = std::any_of(plan.targets.begin(), plan.targets.end(),
+                                        [&](const PlannedTarget& t) { return t.pid == h.pid && t.actionable(); });
+      if (!targeted) all_orphans_targeted = false;
+    }
+    if (orphans && all_orphans_targeted && view != nullptr && view->memory.unattributed) {
+      gpu.orphaned_bytes = *view->memory.unattributed;
+      gpu.expected_free_bytes += gpu.orphaned_bytes;
+    }
+    for (const auto& p : snapshot.processes) {
+      if (p.gpu_index != index || !p.driver.used_memory) continue;
+      if (std::find(gpu.target_pids.begin(), gpu.target_pids.end(), static_cast<pid_t>(p.driver.pid)) !=
+          gpu.target_pids.end()) {
+        continue;
+      }
+      gpu.others_listed_bytes += *p.driver.used_memory;
+    }
+    plan.gpus.push_back(gpu);
+  }
+  return plan;
+}
+
+}  // namespace gpureap

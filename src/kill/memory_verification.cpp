@@ -1,0 +1,153 @@
+#include "kill/memory_verification.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/human_format.hpp"
+
+namespace gpureap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool contains(const std::vector<pid_t>& pids, pid_t pid) {
+  return std::find(pids.begin(), pids.end(), pid) != pids.end();
+}
+
+const GpuReading* reading_for(const DriverReading& reading, unsigned index) {
+  for (const auto& gpu : reading.gpus) {
+    if (gpu.index == index) return &gpu;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> released_bytes(const PlannedGpu& planned, const GpuReading& now) {
+  if (now.error) return std::nullopt;
+  std::uint64_t others_now = 0;
+  for (const auto& p : now.processes) {
+    if (contains(planned.target_pids, static_cast<pid_t>(p.pid))) return std::nullopt;  // still listed
+    if (p.used_memory) others_now += *p.used_memory;
+  }
+  if (!planned.baseline_used || !now.memory.used) return planned.expected_free_bytes == 0 ? std::optional<std::uint64_t>(0)
+                                                                                          : std::nullopt;
+  const std::uint64_t baseline = *planned.baseline_used;
+  const std::uint64_t used = *now.memory.used;
+  const std::uint64_t growth = others_now > planned.others_listed_bytes ? others_now - planned.others_listed_bytes : 0;
+  const std::uint64_t expected = std::min(planned.expected_free_bytes, baseline);
+  if (used > baseline - expected + growth) return std::nullopt;
+  // Freed by the targets: the drop, plus what others grew meanwhile.
+  const std::uint64_t dropped = baseline > used ? baseline - used : 0;
+  return dropped + growth;
+}
+
+std::vector<pid_t> remaining_holders(const KillPlan& plan, const Snapshot& snapshot, unsigned index) {
+  std::vector<pid_t> targets;
+  for (const auto& t : plan.targets) targets.push_back(t.pid);
+  std::vector<pid_t> holders;
+  for (const auto& h : snapshot.holders) {
+    if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;
+    const bool target = contains(targets, h.pid);
+    const bool unlisted = h.role == "orphan" || h.role == "unlisted";
+    const bool worker_of_target = h.role == "worker" && h.listed_ancestor && contains(targets, *h.listed_ancestor);
+    // A worker whose listed ancestor we killed is re-classified after the kill: its ancestor is
+    // gone and no longer listed, so it shows as orphan/unlisted, which is covered above.
+    if (target || unlisted || worker_of_target) holders.push_back(h.pid);
+  }
+  std::sort(holders.begin(), holders.end());
+  return holders;
+}
+
+std::vector<GpuVerification> verify_release(const KillPlan& plan, const DriverPoll& poll_driver,
+                                            const SnapshotPoll& take_snapshot, const VerifyOptions& options) {
+  std::vector<GpuVerification> results;
+  for (const auto& gpu : plan.gpus) {
+    GpuVerification v;
+    v.index = gpu.index;
+    v.expected_free_bytes = gpu.expected_free_bytes;
+    results.push_back(v);
+  }
+  if (results.empty()) return results;
+  const auto start = Clock::now();
+  const auto deadline = start + options.timeout;
+  std::optional<DriverReading> last;
+  std::size_t pending = results.size();
+  while (true) {
+    last = poll_driver();
+    if (!last) break;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (results[i].verified) continue;
+      const GpuReading* now = reading_for(*last, plan.gpus[i].index);
+      if (now == nullptr) continue;
+      if (const auto freed = released_bytes(plan.gpus[i], *now)) {
+        results[i].verified = true;
+        results[i].freed_bytes = *freed;
+        results[i].verify_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        --pending;
+      }
+    }
+    if (pending == 0 || Clock::now() >= deadline) break;
+    poll(nullptr, 0, static_cast<int>(options.interval.count()));
+  }
+  if (pending == 0) return results;
+
+  // Not released in time: say by whom it is still held, or that nobody holds it.
+  std::unique_ptr<Snapshot> snapshot = take_snapshot ? take_snapshot() : nullptr;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto& v = results[i];
+    if (v.verified) continue;
+    const PlannedGpu& planned = plan.gpus[i];
+    if (!last) {
+      v.message = "the driver could not be read: the release cannot be verified";
+      continue;
+    }
+    const GpuReading* now = reading_for(*last, planned.index);
+    if (now == nullptr || now->error) {
+      v.message = fmt::format("GPU {} could not be read: the release cannot be verified", planned.index);
+      continue;
+    }
+    if (planned.baseline_used && now->memory.used) {
+      const auto baseline = *planned.baseline_used;
+      const auto used = *now->memory.used;
+      v.freed_bytes = baseline > used ? baseline - used : 0;
+      v.held_bytes = planned.expected_free_bytes > *v.freed_bytes ? planned.expected_free_bytes - *v.freed_bytes : 0;
+    }
+    std::vector<pid_t> listed_targets;
+    for (const auto& p : now->processes) {
+      if (contains(planned.target_pids, static_cast<pid_t>(p.pid))) listed_targets.push_back(static_cast<pid_t>(p.pid));
+    }
+    if (snapshot) v.still_held_by = remaining_holders(plan, *snapshot, planned.index);
+    for (pid_t pid : listed_targets) {
+      if (!contains(v.still_held_by, pid)) v.still_held_by.push_back(pid);
+    }
+    const std::string bytes = v.held_bytes ? format_bytes(*v.held_bytes) : std::string("memory");
+    const double waited = std::chrono::duration<double>(options.timeout).count();
+    if (!v.still_held_by.empty()) {
+      std::string pids;
+      for (pid_t pid : v.still_held_by) {
+        std::string what;
+        if (snapshot) {
+          if (const ProcessInfo* p = snapshot->table.find(pid)) what = " (" + p->comm + ")";
+        }
+        pids += fmt::format("{}{}{}", pids.empty() ? "" : ", ", pid, what);
+      }
+      v.message = fmt::format(
+          "GPU {}: {} not freed after {:.1f} s: still held by PID {} (holding the GPU's device file: "
+          "`gpureap kill {}` ends it)",
+          planned.index, bytes, waited, pids, v.still_held_by.front());
+    } else {
+      v.message = fmt::format(
+          "GPU {}: the driver still reports {} in use with no holder after {:.1f} s (leaked, or a release "
+          "still in progress): run `gpureap doctor`",
+          planned.index, bytes, waited);
+    }
+  }
+  return results;
+}
+
+}  // namespace gpureap

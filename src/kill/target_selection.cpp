@@ -1,0 +1,206 @@
+#include "kill/target_selection.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "cli/human_format.hpp"
+
+namespace gpureap {
+namespace {
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return !prefix.empty() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+class Selector {
+ public:
+  Selector(const Snapshot& snapshot, const SelectionCriteria& criteria)
+      : snapshot_(snapshot), criteria_(criteria) {
+    if (!criteria.name_regex.empty()) regex_.emplace(criteria.name_regex, std::regex::ECMAScript);
+  }
+
+  Selection run() {
+    for (pid_t pid : criteria_.pids) select_named(pid);
+    if (criteria_.has_filters()) select_by_filters();
+    // Expansions walk the targets chosen so far; new ones are appended and walked too.
+    for (std::size_t i = 0; i < selection_.processes.size(); ++i) {
+      const SelectedProcess current = selection_.processes[i];
+      if (!current.present) continue;
+      if (criteria_.tree) add_descendants(current.pid);
+      if (criteria_.group) add_group(current.pid);
+    }
+    return std::move(selection_);
+  }
+
+ private:
+  bool add(SelectedProcess process) {
+    if (!chosen_.insert(process.pid).second) return false;
+    selection_.processes.push_back(std::move(process));
+    return true;
+  }
+
+  std::string listed_text(pid_t pid) const {
+    std::string text;
+    for (const auto& p : snapshot_.processes) {
+      if (static_cast<pid_t>(p.driver.pid) != pid) continue;
+      text += fmt::format("{}GPU {} ({})", text.empty() ? "" : ", ", p.gpu_index,
+                          p.driver.used_memory ? format_bytes(*p.driver.used_memory) : std::string("memory unknown"));
+    }
+    return text;
+  }
+
+  void select_named(pid_t pid) {
+    const ProcessInfo* process = snapshot_.table.find(pid);
+    const std::string listed = listed_text(pid);
+    if (process == nullptr && listed.empty()) {
+      selection_.missing.push_back(pid);
+      return;
+    }
+    SelectedProcess selected;
+    selected.pid = pid;
+    selected.present = process != nullptr;
+    selected.reason = listed.empty() ? "named on the command line"
+                                     : "named on the command line; the driver lists it on " + listed;
+    add(std::move(selected));
+  }
+
+  bool linux_filters_match(const ProcessInfo* process) const {
+    if (!criteria_.users.empty()) {
+      if (process == nullptr) return false;
+      const auto uid_text = std::to_string(process->uid);
+      if (std::none_of(criteria_.users.begin(), criteria_.users.end(),
+                       [&](const std::string& u) { return u == process->user || u == uid_text; })) {
+        return false;
+      }
+    }
+    if (regex_) {
+      if (process == nullptr || !std::regex_search(process->command(), *regex_)) return false;
+    }
+    if (!criteria_.containers.empty()) {
+      if (process == nullptr || !process->container) return false;
+      const auto& c = *process->container;
+      if (std::none_of(criteria_.containers.begin(), criteria_.containers.end(), [&](const std::string& w) {
+            return starts_with(c.id, w) || starts_with(c.pod_uid, w);
+          })) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool gpu_wanted(unsigned index) const {
+    return criteria_.gpus.empty() ||
+           std::find(criteria_.gpus.begin(), criteria_.gpus.end(), index) != criteria_.gpus.end();
+  }
+
+  std::string filter_words() const {
+    std::vector<std::string> words;
+    if (!criteria_.users.empty()) words.push_back("--user");
+    if (!criteria_.name_regex.empty()) words.push_back("--name");
+    if (!criteria_.containers.empty()) words.push_back("--container");
+    if (words.empty()) return {};
+    std::string text = " matching ";
+    for (std::size_t i = 0; i < words.size(); ++i) text += (i ? ", " : "") + words[i];
+    return text;
+  }
+
+  void select_by_filters() {
+    const bool processes_wanted = criteria_.all || !criteria_.gpus.empty() || !criteria_.users.empty() ||
+                                  !criteria_.name_regex.empty() || !criteria_.containers.empty();
+    if (processes_wanted) {
+      for (const auto& p : snapshot_.processes) {
+        const auto pid = static_cast<pid_t>(p.driver.pid);
+        if (!gpu_wanted(p.gpu_index) || !linux_filters_match(p.linux_process)) continue;
+        SelectedProcess selected;
+        selected.pid = pid;
+        selected.present = p.linux_process != nullptr;
+        selected.reason = fmt::format("the driver lists it on {}{}", listed_text(pid), filter_words());
+        add(std::move(selected));
+      }
+    }
+    if (criteria_.holders) {
+      for (const auto& h : snapshot_.holders) {
+        if (h.role == "client" || h.role == "gpu-process") continue;  // no memory of their own / done above
+        if (std::none_of(h.gpus.begin(), h.gpus.end(), [&](unsigned g) { return gpu_wanted(g); })) continue;
+        if (!linux_filters_match(h.linux_process)) continue;
+        std::string gpus;
+        for (unsigned g : h.gpus) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g);
+        SelectedProcess selected;
+        selected.pid = h.pid;
+        selected.reason = fmt::format("{} holding GPU {}'s device file without being listed", h.role, gpus);
+        add(std::move(selected));
+      }
+    }
+  }
+
+  std::string holds_text(const ProcessInfo& process) const {
+    std::set<std::string> paths;
+    for (const auto& f : process.device_files) {
+      if (f.kind == DeviceFileKind::Gpu) paths.insert(f.path);
+    }
+    if (paths.empty()) return {};
+    std::string text;
+    for (const auto& p : paths) text += (text.empty() ? "" : ", ") + p;
+    return text;
+  }
+
+  void add_descendants(pid_t root) {
+    const ProcessInfo* root_process = snapshot_.table.find(root);
+    if (root_process == nullptr) return;
+    std::vector<pid_t> stack = snapshot_.table.children_of(root);
+    while (!stack.empty()) {
+      const pid_t pid = stack.back();
+      stack.pop_back();
+      const ProcessInfo* child = snapshot_.table.find(pid);
+      if (child == nullptr) continue;
+      for (pid_t grandchild : snapshot_.table.children_of(pid)) stack.push_back(grandchild);
+      const std::string holds = holds_text(*child);
+      const bool same_group = child->pgid == root_process->pgid;
+      if (holds.empty() && !same_group) continue;
+      SelectedProcess selected;
+      selected.pid = pid;
+      selected.via = root;
+      selected.by_tree = true;
+      selected.reason = !holds.empty()
+                            ? fmt::format("descendant of {} holding {}", root, holds)
+                            : fmt::format("descendant of {} in its process group {}", root, root_process->pgid);
+      add(std::move(selected));
+    }
+  }
+
+  void add_group(pid_t member) {
+    const ProcessInfo* process = snapshot_.table.find(member);
+    if (process == nullptr || process->pgid <= 0) return;
+    std::vector<pid_t> members;
+    for (const auto& [pid, info] : snapshot_.table.processes()) {
+      if (info.pgid == process->pgid && !info.kernel_thread) members.push_back(pid);
+    }
+    std::sort(members.begin(), members.end());
+    for (pid_t pid : members) {
+      SelectedProcess selected;
+      selected.pid = pid;
+      selected.via = member;
+      selected.by_group = true;
+      selected.reason = fmt::format("in process group {} of {}", process->pgid, member);
+      add(std::move(selected));
+    }
+  }
+
+  const Snapshot& snapshot_;
+  const SelectionCriteria& criteria_;
+  std::optional<std::regex> regex_;
+  Selection selection_;
+  std::unordered_set<pid_t> chosen_;
+};
+
+}  // namespace
+
+Selection select_targets(const Snapshot& snapshot, const SelectionCriteria& criteria) {
+  return Selector(snapshot, criteria).run();
+}
+
+}  // namespace gpureap

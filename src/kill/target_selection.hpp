@@ -1,0 +1,50 @@
+// Which processes `gpureap kill` acts on, chosen from ONE snapshot, each with the reason it
+// was chosen. Policy (what must never be signalled) is applied afterwards, in kill_plan.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+
+struct SelectionCriteria {
+  std::vector<pid_t> pids;                // named on the command line: selected whatever they are
+  // Filters over the GPU processes the driver lists (combined with AND). Any of them, or
+  // --holders/--all, selects GPU processes in addition to the named PIDs.
+  std::vector<unsigned> gpus;
+  std::vector<std::string> users;         // names or numeric uids
+  std::string name_regex;                 // ECMAScript, searched in the command line
+  std::vector<std::string> containers;    // id or pod-UID prefixes
+  bool holders = false;                   // also unlisted holders of the GPUs' device files
+  bool all = false;                       // every GPU process
+  bool tree = true;                       // add descendants holding GPU files or in the same group
+  bool group = false;                     // add every member of each target's process group
+
+  bool has_filters() const {
+    return !gpus.empty() || !users.empty() || !name_regex.empty() || !containers.empty() || holders || all;
+  }
+};
+
+struct SelectedProcess {
+  pid_t pid = 0;
+  std::string reason;          // why, in words: "named on the command line", "worker of 1234 ..."
+  std::optional<pid_t> via;    // the target it was added for (tree or group expansion)
+  bool present = true;         // exists in this PID namespace (false: only the driver lists it)
+  bool by_tree = false;        // added as a descendant
+  bool by_group = false;       // added as a process-group member
+};
+
+struct Selection {
+  std::vector<SelectedProcess> processes;  // in selection order, each PID once
+  std::vector<pid_t> missing;              // named PIDs that neither /proc nor the driver knows
+};
+
+// Throws std::regex_error for an invalid --name.
+Selection select_targets(const Snapshot& snapshot, const SelectionCriteria& criteria);
+
+}  // namespace gpureap

@@ -1,0 +1,69 @@
+// The [kill] table of the configuration file: protected names and the audit log path.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "kill/kill_config.hpp"
+
+namespace gpureap {
+namespace {
+
+class ConfigFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/gpureap-config-XXXXXX";
+    const int fd = mkstemp(templ);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    path_ = templ;
+  }
+  void TearDown() override { unlink(path_.c_str()); }
+  void write(const std::string& text) { std::ofstream(path_) << text; }
+  std::string path_;
+};
+
+TEST_F(ConfigFile, ReadsProtectedNamesAndTheAuditLog) {
+  write("# site policy\n[kill]\nprotect = [\"slurmstepd\", \"prom*\"]\naudit_log = \"/var/log/gpureap.log\"\n");
+  std::string error;
+  const auto config = load_kill_config_from(path_, true, error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_EQ(config->protect, (std::vector<std::string>{"slurmstepd", "prom*"}));
+  EXPECT_EQ(config->audit_log, "/var/log/gpureap.log");
+  EXPECT_EQ(config->path, path_);
+}
+
+TEST_F(ConfigFile, OtherTablesAndAMissingKillTableAreFine) {
+  write("[ps]\ncolor = \"never\"\n");
+  std::string error;
+  const auto config = load_kill_config_from(path_, true, error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_TRUE(config->protect.empty());
+  EXPECT_TRUE(config->audit_log.empty());
+}
+
+TEST_F(ConfigFile, InvalidFilesAreErrorsThatNameTheProblem) {
+  std::string error;
+  write("[kill\nprotect = 1\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  EXPECT_NE(error.find(path_ + ":1:"), std::string::npos) << error;
+  write("[kill]\nprotect = \"Xorg\"\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  EXPECT_NE(error.find("array"), std::string::npos) << error;
+  write("[kill]\nprotect = [1]\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  write("[kill]\naudit_log = 3\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+}
+
+TEST(Config, MissingFileIsAnErrorOnlyWhenNamedExplicitly) {
+  std::string error;
+  EXPECT_TRUE(load_kill_config_from("/nonexistent/gpureap.toml", false, error));
+  EXPECT_FALSE(load_kill_config_from("/nonexistent/gpureap.toml", true, error));
+  EXPECT_NE(error.find("GPUREAP_CONFIG"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpureap
