@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "kill/cgroup_kill.hpp"
 #include "kill/proc_peek.hpp"
 #include "kill/tree_sweep.hpp"
 #include "proc/user_names.hpp"
@@ -45,6 +46,7 @@ class Ladder {
     for (std::size_t i = 0; i < targets_.size(); ++i) classify(i);
     try {
       freeze();
+      find_own_cgroups();
       first_signal();
       wait_for_exits(Clock::now() + options_.timeout, KillOutcome::ExitedAfterSignal);
       if (options_.escalate) {
@@ -285,9 +287,56 @@ class Ladder {
   }
 
   void kill_survivors() {
+    for (std::size_t t = 0; t < targets_.size(); ++t) {
+      if (targets_[t].sweep_descendants) kill_own_cgroup(t);
+    }
     for (Member& member : members_) {
       if (member.live) send(member, SIGKILL, false);
     }
+  }
+
+  // While the tree is frozen: is it exactly its own cgroup v2? Then, before SIGKILL,
+  // cgroup.kill also takes whatever the tree forked after the last sweep, even a child
+  // reparented out of the tree when its parent exited. Decided here, while nothing can fork
+  // or exit, because later the cgroup rightly holds processes the sweep never saw.
+  void find_own_cgroups() {
+    own_cgroup_.assign(targets_.size(), std::string());
+    for (std::size_t t = 0; t < targets_.size(); ++t) {
+      if (!targets_[t].sweep_descendants) continue;
+      std::unordered_set<pid_t> tree;
+      pid_t live_pid = 0;
+      for (const Member& member : members_) {
+        if (member.target != t) continue;
+        tree.insert(member.ref.pid());
+        if (member.live && live_pid == 0) live_pid = member.ref.pid();
+      }
+      if (live_pid == 0) continue;
+      const auto dir = killtree::own_cgroup_dir(options_.proc_root, live_pid);
+      const auto root = killproc::read_stat(options_.proc_root, results_[t].pid);
+      // Our own process group is never "the job": it holds gpureap's pipeline neighbours.
+      const pid_t job_pgid = root && root->pgid != ::getpgrp() ? root->pgid : 0;
+      if (dir && killtree::cgroup_is_exactly(options_.proc_root, *dir, tree, job_pgid, excluded_)) {
+        own_cgroup_[t] = *dir;
+      }
+    }
+  }
+
+  void kill_own_cgroup(std::size_t target) {
+    if (target >= own_cgroup_.size() || own_cgroup_[target].empty()) return;
+    const std::string& dir = own_cgroup_[target];
+    const Member* root = nullptr;
+    for (const Member& member : members_) {
+      if (member.target == target && member.result == target) root = &member;
+    }
+    SignalEvent event;
+    event.pid = results_[target].pid;
+    event.start_time_ticks = root != nullptr ? root->ref.start_time_ticks() : 0;
+    event.signal = SIGKILL;
+    event.reason = targets_[target].reason + " (cgroup.kill of " + dir + ")";
+    if (audit_) audit_(event);
+    event.result_errno = killtree::write_cgroup_kill(dir);
+    if (audit_result_) audit_result_(event);
+    if (event.result_errno == 0) results_[target].cgroup_killed = dir;
   }
 
   void judge_survivors() {
@@ -333,6 +382,7 @@ class Ladder {
   std::unordered_set<pid_t> excluded_;
   UserNames user_names_;
   Clock::time_point first_signal_at_{};
+  std::vector<std::string> own_cgroup_;  // per target: its own cgroup v2 directory, or ""
 };
 
 }  // namespace

@@ -7,10 +7,11 @@
 // the moment it is seen), sweeping again until a sweep finds no new PID and all members have
 // stopped; then the first signal to all, then SIGCONT to all. Before SIGKILL the live members
 // are stopped and swept once more (they ran again after SIGCONT), so a swept root's signals
-// read SIGSTOP, SIGTERM, SIGCONT, SIGSTOP, SIGKILL. cgroup.kill is not used (yet): the
-// SIGSTOP sweep covers the same case without needing the tree to be its own cgroup.
-// Limit: a child forked after the SIGCONT whose parent then exits is reparented out of the
-// tree before the second sweep; process groups (scanned by pgid) do not have this gap.
+// read SIGSTOP, SIGTERM, SIGCONT, SIGSTOP, SIGKILL. When a swept tree is exactly its own
+// cgroup v2 (checked while it is frozen), the SIGKILL step also writes cgroup.kill, which
+// takes even a child forked after the SIGCONT whose parent then exited (reparented out of
+// the tree). Without such a cgroup that one case remains a gap of the sweep; process groups
+// (scanned by pgid) do not have it.
 // The engine itself refuses (outcome Refused, nothing sent) PID <= 1, gpureap and its
 // ancestors, kernel threads and targets without a valid pidfd.
 #pragma once
@@ -64,6 +65,7 @@ struct TargetResult {
   std::string wchan;                 // for StuckInD
   bool discovered = false;           // joined during the kill (a child forked meanwhile)
   std::string detail;                // errno text, the zombie's parent, ...
+  std::string cgroup_killed;         // the cgroup v2 directory killed with cgroup.kill, if any
 };
 
 // One line per signal, written and flushed before the engine moves on (audit log).

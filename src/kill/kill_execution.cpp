@@ -169,6 +169,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
     outcome->exit_ms = r.exit_ms;
     if (r.final_state != '?') outcome->final_state = r.final_state;
     outcome->wchan = r.wchan;
+    outcome->cgroup_killed = r.cgroup_killed;
     outcome->discovered = outcome->discovered || r.discovered;
     if (r.outcome == KillOutcome::PermissionDenied) {
       const PlannedTarget* t = nullptr;

@@ -175,6 +175,9 @@ std::string render_results(const KillPlan& plan, const KillReport& report, const
     }
     out += line + "\n";
     if (!o.detail.empty() && (t == nullptr || o.detail != t->reason)) out += "           " + o.detail + "\n";
+    if (!o.cgroup_killed.empty()) {
+      out += "           its tree was its own cgroup: ended whole with cgroup.kill (" + o.cgroup_killed + ")\n";
+    }
   }
   for (pid_t pid : plan.missing) out += fmt::format("  {:>7}  no such process\n", pid);
   for (const auto& note : report.notes) out += "  " + note + "\n";
@@ -236,6 +239,7 @@ Json kill_report_json(const KillPlan& plan, const KillReport& report) {
       j["refusal"] = nullptr;
     }
     j["detail"] = o.detail.empty() ? Json(nullptr) : Json(o.detail);
+    j["cgroup_killed"] = o.cgroup_killed.empty() ? Json(nullptr) : Json(o.cgroup_killed);
     targets.push_back(std::move(j));
   }
   out["targets"] = targets;

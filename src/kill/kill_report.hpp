@@ -28,6 +28,7 @@ struct TargetOutcome {
   std::string wchan;
   bool discovered = false;  // joined during the kill (forked meanwhile): not in the plan
   std::string detail;
+  std::string cgroup_killed;  // its tree was its own cgroup v2, ended with cgroup.kill
 };
 
 struct KillSettings {

@@ -136,10 +136,12 @@ std::vector<GpuVerification> verify_release(const KillPlan& plan, const DriverPo
         }
         pids += fmt::format("{}{}{}", pids.empty() ? "" : ", ", pid, what);
       }
+      std::string all;
+      for (pid_t pid : v.still_held_by) all += fmt::format("{}{}", all.empty() ? "" : " ", pid);
       v.message = fmt::format(
           "GPU {}: {} not freed after {:.1f} s: still held by PID {} (holding the GPU's device file: "
-          "`gpureap kill {}` ends it)",
-          planned.index, bytes, waited, pids, v.still_held_by.front());
+          "`gpureap kill {}` ends {})",
+          planned.index, bytes, waited, pids, all, v.still_held_by.size() == 1 ? "it" : "them");
     } else {
       v.message = fmt::format(
           "GPU {}: the driver still reports {} in use with no holder after {:.1f} s (leaked, or a release "

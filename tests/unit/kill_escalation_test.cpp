@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kill/cgroup_kill.hpp"
 #include "kill/escalation.hpp"
 #include "kill_test_support.hpp"
 
@@ -462,3 +464,101 @@ TEST(Escalation, ProcessInUninterruptibleSleepIsReportedWithItsWchan) {
 
 }  // namespace
 }  // namespace gpureap
+
+namespace gpureap::killtest {
+namespace {
+
+// The cgroup v2 hierarchy's mount point, from our mountinfo ("" when there is none).
+std::string cgroup2_mount_point() {
+  FILE* f = ::fopen("/proc/self/mountinfo", "r");
+  if (f == nullptr) return {};
+  char line[4096];
+  std::string found;
+  while (found.empty() && ::fgets(line, sizeof line, f) != nullptr) {
+    const std::string text(line);
+    const auto dash = text.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    char root[1024], mount[1024];
+    if (std::sscanf(line, "%*s %*s %*s %1023s %1023s", root, mount) == 2 && std::string(root) == "/") found = mount;
+  }
+  ::fclose(f);
+  return found;
+}
+
+// A tree whose middle processes exit right after forking: their children are reparented out
+// of the tree, beyond any sweep. When the tree is its own cgroup v2, cgroup.kill must take
+// them too, and only them.
+TEST(EscalationCgroup, TreeInItsOwnCgroupIsKilledWholeIncludingReparentedChildren) {
+  if (::geteuid() != 0) GTEST_SKIP() << "creating a cgroup needs root";
+  const std::string mount = cgroup2_mount_point();
+  if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
+  const std::string dir = mount + "/gpureap-test-cgkill-" + std::to_string(::getpid());
+  if (::mkdir(dir.c_str(), 0755) != 0) GTEST_SKIP() << "cannot create " << dir << ": " << std::strerror(errno);
+  if (::access((dir + "/cgroup.kill").c_str(), W_OK) != 0) {
+    ::rmdir(dir.c_str());
+    GTEST_SKIP() << "this kernel has no cgroup.kill (needs 5.14)";
+  }
+  const std::string procs = dir + "/cgroup.procs";
+  const pid_t root = spawn([&procs](int fd) {
+    const int cg = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (cg < 0 || ::write(cg, "0", 1) != 1) ::_exit(3);  // "0": move the writer itself
+    ::close(cg);
+    ::signal(SIGTERM, SIG_IGN);
+    ready(fd);
+    for (int i = 0; i < 300; ++i) {
+      if (::fork() == 0) {
+        if (::fork() == 0) pause_forever();  // reparented as soon as its parent exits
+        ::_exit(0);
+      }
+      ::usleep(3000);
+    }
+    pause_forever();
+  });
+  ASSERT_GT(root, 0);
+  ::usleep(20000);
+  const auto results = run_escalation(one_target(root, true), fast(200, 2000));
+  ASSERT_FALSE(results.empty());
+  EXPECT_EQ(results[0].cgroup_killed, dir);
+  // Every process of the cgroup is gone, escaped grandchildren included.
+  bool empty = false;
+  for (int i = 0; i < 200 && !empty; ++i) {
+    empty = gpureap::killtree::cgroup_subtree_pids(dir).empty();
+    if (!empty) ::usleep(10000);
+  }
+  EXPECT_TRUE(empty) << "processes left in " << dir;
+  if (!empty) gpureap::killtree::write_cgroup_kill(dir);  // clean up after a failure
+  reap(root);
+  for (int i = 0; i < 100 && ::rmdir(dir.c_str()) != 0; ++i) ::usleep(10000);
+}
+
+// A cgroup shared with an unrelated process (another process group) is never cgroup.killed.
+TEST(EscalationCgroup, CgroupSharedWithAnOutsiderIsNotKilledWhole) {
+  if (::geteuid() != 0) GTEST_SKIP() << "creating a cgroup needs root";
+  const std::string mount = cgroup2_mount_point();
+  if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
+  const std::string dir = mount + "/gpureap-test-cgshared-" + std::to_string(::getpid());
+  if (::mkdir(dir.c_str(), 0755) != 0) GTEST_SKIP() << "cannot create " << dir;
+  const std::string procs = dir + "/cgroup.procs";
+  auto join = [&procs](int fd) {
+    const int cg = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (cg < 0 || ::write(cg, "0", 1) != 1) ::_exit(3);
+    ::close(cg);
+    ready(fd);
+    pause_forever();
+  };
+  const pid_t outsider = spawn(join);  // its own process group (spawn calls setpgid)
+  const pid_t target = spawn(join);
+  ASSERT_GT(outsider, 0);
+  ASSERT_GT(target, 0);
+  const auto results = run_escalation(one_target(target, true), fast(500, 1000));
+  ASSERT_FALSE(results.empty());
+  EXPECT_TRUE(results[0].cgroup_killed.empty());
+  EXPECT_EQ(results[0].outcome, KillOutcome::ExitedAfterSignal);
+  EXPECT_TRUE(alive(outsider)) << "the outsider in the same cgroup must survive";
+  reap(target);
+  reap(outsider);
+  for (int i = 0; i < 100 && ::rmdir(dir.c_str()) != 0; ++i) ::usleep(10000);
+}
+
+}  // namespace
+}  // namespace gpureap::killtest
