@@ -1,7 +1,6 @@
 #include "kill/audit_log.hpp"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kill/escalation.hpp"
+#include "proc/user_names.hpp"
 
 namespace gpureap {
 namespace {
@@ -32,26 +32,12 @@ std::string iso8601_utc(double unix_time) {
   return fmt::format("{}.{:03}Z", buffer, std::min(millis, 999));
 }
 
-// "SIGCHLD" for every signal glibc knows, whatever the engine's own table covers.
-std::string audit_signal_name(int signal) {
-  if (const char* abbrev = sigabbrev_np(signal); abbrev != nullptr) return std::string("SIG") + abbrev;
-  return signal_name(signal);
-}
-
-std::string user_name(uid_t uid) {
-  passwd pw{};
-  passwd* result = nullptr;
-  char buffer[4096];
-  if (getpwuid_r(uid, &pw, buffer, sizeof buffer, &result) == 0 && result != nullptr) return pw.pw_name;
-  return std::to_string(uid);
-}
-
 }  // namespace
 
 Requester Requester::current() {
   Requester r;
   r.uid = getuid();
-  r.user = user_name(r.uid);
+  r.user = UserNames().name(r.uid);
   r.ppid = getppid();
   for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
     char name[256];
@@ -73,7 +59,7 @@ std::string audit_line(const AuditRecord& record, const Requester& requester, do
       {"stage", record.stage == AuditStage::Sending ? "sending" : "sent"},
       {"pid", record.pid},
       {"start_time_ticks", record.start_time_ticks},
-      {"signal", audit_signal_name(record.signal)},
+      {"signal", signal_name(record.signal)},
       {"reason", record.reason},
       {"requested_by", by},
       {"result", record.stage == AuditStage::Sending ? std::string("pending")

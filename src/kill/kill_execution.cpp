@@ -12,21 +12,6 @@
 namespace gpureap {
 namespace {
 
-std::string outcome_name(KillOutcome outcome) {
-  switch (outcome) {
-    case KillOutcome::ExitedAfterSignal: return "exited";
-    case KillOutcome::Killed: return "killed";
-    case KillOutcome::AlreadyGone: return "already-gone";
-    case KillOutcome::Zombie: return "zombie";
-    case KillOutcome::StuckInD: return "stuck-in-d";
-    case KillOutcome::Survived: return "survived";
-    case KillOutcome::PermissionDenied: return "permission-denied";
-    case KillOutcome::IdentityChanged: return "identity-changed";
-    case KillOutcome::Refused: return "refused";
-  }
-  return "survived";
-}
-
 // Group mode: the engine signals a whole group only when everything we saw in it may be
 // signalled; otherwise members are signalled one by one and the rest are reported.
 std::set<pid_t> whole_groups(const KillPlan& plan, const Snapshot& snapshot) {
@@ -164,7 +149,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
       outcome->discovered = true;
       index_of[r.pid] = report.targets.size() - 1;
     }
-    outcome->outcome = outcome_name(r.outcome);
+    outcome->outcome = kill_outcome_name(r.outcome);
     outcome->signals = r.signals;
     outcome->exit_ms = r.exit_ms;
     if (r.final_state != '?') outcome->final_state = r.final_state;

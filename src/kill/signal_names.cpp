@@ -1,5 +1,6 @@
 // Names of signals and of kill outcomes, for the CLI, the report and the audit log.
 #include <csignal>
+#include <cstring>
 #include <string>
 
 #include "kill/escalation.hpp"
@@ -29,6 +30,8 @@ std::string upper(const std::string& text) {
 }  // namespace
 
 std::string signal_name(int signal) {
+  // glibc knows every standard signal ("CHLD" for 17); the table is the fallback.
+  if (const char* abbrev = sigabbrev_np(signal); abbrev != nullptr) return std::string("SIG") + abbrev;
   for (const auto& entry : kSignals) {
     if (entry.number == signal) return std::string("SIG") + entry.name;
   }
