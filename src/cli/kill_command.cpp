@@ -291,11 +291,7 @@ int run_kill(KillOptions options) {
         report.gpus.push_back(v);
       }
     } else {
-      NvmlLoadResult reader = NvmlLibrary::load();
-      DriverPoll poll_driver = [&reader]() -> std::optional<DriverReading> {
-        if (!reader.library) return std::nullopt;
-        return read_driver(*reader.library);
-      };
+      DriverPoll poll_driver = [&source]() { return source.read_driver_only(); };
       SnapshotPoll take = [&source]() { return source.take(); };
       VerifyOptions verify;
       verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(options.verify_timeout_s * 1000));

@@ -11,10 +11,8 @@
 #include "kill/proc_peek.hpp"
 
 namespace gpureap::killtree {
-namespace {
 
-// Where the unified (v2) hierarchy is mounted: /sys/fs/cgroup, or /sys/fs/cgroup/unified on
-// hybrid hosts. Read from our own mountinfo (field 5 is the mount point, after " - " the type).
+// Mountinfo: field 5 is the mount point; after " - " comes the filesystem type.
 std::optional<std::string> cgroup2_mount(const std::string& proc_root) {
   std::ifstream mountinfo(proc_root + "/self/mountinfo");
   std::string line;
@@ -27,8 +25,6 @@ std::optional<std::string> cgroup2_mount(const std::string& proc_root) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 std::optional<std::string> own_cgroup_dir(const std::string& proc_root, pid_t pid) {
   std::ifstream file(proc_root + "/" + std::to_string(pid) + "/cgroup");

@@ -14,6 +14,10 @@
 
 namespace gpureap::killtree {
 
+// Where the unified (v2) hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
+// hybrid hosts), from <proc_root>/self/mountinfo; nullopt when there is none.
+std::optional<std::string> cgroup2_mount(const std::string& proc_root);
+
 // The cgroup v2 directory of pid (mount point + the "0::" path of <proc_root>/<pid>/cgroup),
 // when a cgroup2 hierarchy is mounted, the path is not the root and it has cgroup.kill.
 std::optional<std::string> own_cgroup_dir(const std::string& proc_root, pid_t pid);

@@ -181,6 +181,11 @@ SnapshotSource::SnapshotSource(SnapshotOptions options)
 
 SnapshotSource::~SnapshotSource() = default;
 
+std::optional<DriverReading> SnapshotSource::read_driver_only() const {
+  if (!load_.library) return std::nullopt;
+  return read_driver(*load_.library);
+}
+
 std::unique_ptr<Snapshot> SnapshotSource::take() {
   auto snapshot = std::make_unique<Snapshot>();
   snapshot->taken_at = std::chrono::system_clock::now();

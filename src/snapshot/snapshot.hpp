@@ -97,6 +97,9 @@ class SnapshotSource {
   SnapshotSource& operator=(const SnapshotSource&) = delete;
 
   std::unique_ptr<Snapshot> take();
+  // The driver's view alone (no /proc scan) through the library already loaded, for callers
+  // that poll it (kill's verification); nullopt when no library is loaded.
+  std::optional<DriverReading> read_driver_only() const;
 
  private:
   SnapshotOptions options_;

@@ -16,10 +16,6 @@
 namespace gpureap::test {
 namespace {
 
-bool can_unshare_pid() {
-  return run_command({"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "/bin/true"}).exit_code == 0;
-}
-
 const passwd* test_user() {
   const char* name = "gpureap-test-user";
   if (getpwnam(name) == nullptr) {

@@ -16,10 +16,6 @@
 namespace gpureap::test {
 namespace {
 
-bool can_unshare_pid() {
-  return run_command({"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "/bin/true"}).exit_code == 0;
-}
-
 TEST(Namespaces, ProcessInAPidNamespaceIsListedByHostPidWithItsNamespacePid) {
   if (!running_as_root()) GTEST_SKIP() << "creating a PID namespace needs root";
   SimHost host;

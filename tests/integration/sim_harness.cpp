@@ -75,6 +75,10 @@ std::string gpureap_binary() { return GPUREAP_BINARY; }
 
 bool running_as_root() { return geteuid() == 0; }
 
+bool can_unshare_pid() {
+  return run_command({"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "/bin/true"}).exit_code == 0;
+}
+
 CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptions& options, int timeout_ms) {
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");

@@ -93,6 +93,8 @@ const nlohmann::json* find_holder(const nlohmann::json& ps, pid_t pid);
 const nlohmann::json& gpu_entry(const nlohmann::json& ps, unsigned index);
 
 bool running_as_root();
+// unshare(1) can make a PID namespace with its own /proc here (root, kernel allows it).
+bool can_unshare_pid();
 // Polls until predicate() is true or timeout; returns the final value.
 template <typename Predicate>
 bool eventually(Predicate predicate, int timeout_ms = 5000);

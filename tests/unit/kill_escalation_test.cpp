@@ -468,21 +468,8 @@ TEST(Escalation, ProcessInUninterruptibleSleepIsReportedWithItsWchan) {
 namespace gpureap::killtest {
 namespace {
 
-// The cgroup v2 hierarchy's mount point, from our mountinfo ("" when there is none).
 std::string cgroup2_mount_point() {
-  FILE* f = ::fopen("/proc/self/mountinfo", "r");
-  if (f == nullptr) return {};
-  char line[4096];
-  std::string found;
-  while (found.empty() && ::fgets(line, sizeof line, f) != nullptr) {
-    const std::string text(line);
-    const auto dash = text.find(" - cgroup2 ");
-    if (dash == std::string::npos) continue;
-    char root[1024], mount[1024];
-    if (std::sscanf(line, "%*s %*s %*s %1023s %1023s", root, mount) == 2 && std::string(root) == "/") found = mount;
-  }
-  ::fclose(f);
-  return found;
+  return gpureap::killtree::cgroup2_mount("/proc").value_or(std::string());
 }
 
 // A tree whose middle processes exit right after forking: their children are reparented out
