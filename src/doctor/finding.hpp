@@ -1,0 +1,40 @@
+// What doctor reports: findings with evidence and remedies ordered from safest to most
+// disruptive. Every check produces these; the text and JSON views only render them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpureap {
+
+enum class Severity { Info, Warning, Critical };
+std::string_view severity_name(Severity severity);
+
+// How much a remedy can disturb: none (read-only or harmless), low (ends processes of a job
+// that is already dead, removes objects nobody uses), medium (ends live processes or restarts
+// a service), high (resets a GPU, reloads the driver, reboots).
+enum class Risk { None, Low, Medium, High };
+std::string_view risk_name(Risk risk);
+
+struct Remedy {
+  std::string command;      // exactly what to run; empty when it is an action, not a command
+  Risk risk = Risk::None;
+  std::string explanation;  // one line: what it does and why it helps
+  bool applied_by_fix = false;  // `doctor --fix` does this itself (after asking)
+};
+
+struct Finding {
+  std::string id;          // stable kind, e.g. "orphaned-holders", "xid"
+  Severity severity = Severity::Info;
+  std::optional<unsigned> gpu;  // NVML index, when the finding concerns one GPU
+  std::string summary;     // one line for a person
+  std::vector<std::string> details;  // further lines for a person (evidence in words)
+  nlohmann::json evidence = nlohmann::json::object();  // machine-readable evidence
+  std::vector<Remedy> remedies;  // safest first
+};
+
+}  // namespace gpureap
