@@ -2,7 +2,8 @@
 # Checks gpureap against a real NVIDIA GPU (needs the driver, nvidia-smi and PyTorch).
 # Starts a process that takes about 2 GiB on GPU 0, forks a worker that inherits its
 # descriptors (like a DataLoader worker), then compares `gpureap ps --json` with
-# `nvidia-smi --query-compute-apps`. Read-only towards the GPU: it never resets or
+# `nvidia-smi --query-compute-apps`, then ends the holder with `gpureap kill` and checks that
+# the worker went too and the memory came back. Read-only towards the GPU: it never resets or
 # reconfigures anything; the only processes it signals are the two it started.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,6 @@ python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null ||
   { echo "real-gpu-check: PyTorch with CUDA not available" >&2; exit 2; }
 
 work=$(mktemp -d)
-holder_pid=""
 cleanup() {
   [ -n "$holder_pid" ] && kill -TERM -- "-$holder_pid" 2>/dev/null || true
   sleep 1
@@ -45,7 +45,8 @@ nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"
 "$gpureap" ps --json >"$work/ps.json" || true
 "$gpureap" ps --tree --color never || true
 
-python3 - "$work/smi.csv" "$work/ps.json" "$pid" "$worker" <<'PY'
+ps_ok=0
+if python3 - "$work/smi.csv" "$work/ps.json" "$pid" "$worker" <<'PY'
 import json, sys
 smi_path, ps_path, pid, worker = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 smi = {}
@@ -79,3 +80,38 @@ print(f"\nGPU 0 {g['name']}: used {g['memory']['used_bytes'] / 2**30:.2f} GiB, "
       f"driver {ps['driver']['driver_version']}")
 sys.exit(0 if ok else 1)
 PY
+then ps_ok=1; fi
+
+echo; echo "== gpureap kill $pid (its tree: the worker too) =="
+kill_rc=0
+"$gpureap" kill --yes --json --timeout 5 "$pid" >"$work/kill.json" || kill_rc=$?
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$work/smi-after.csv"
+if python3 - "$work/kill.json" "$kill_rc" "$work/smi-after.csv" "$pid" "$worker" <<'PY'
+import json, os, sys
+report, rc, smi_path, pid, worker = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+ok = True
+def check(name, cond, detail=""):
+    global ok
+    ok &= bool(cond)
+    print(f"{name:<44} {'PASS' if cond else 'FAIL'} {detail}")
+outcomes = {t["pid"]: t["outcome"] for t in report["targets"]}
+check("kill exit status 0", rc == 0, f"(exit {rc})")
+check("holder ended", outcomes.get(pid) in ("exited", "killed"), f"({outcomes.get(pid)})")
+check("worker ended with it", outcomes.get(worker) in ("exited", "killed"), f"({outcomes.get(worker)})")
+def state(p):
+    try:
+        return open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+# Once its parent is gone the worker is reparented; an init that does not reap leaves a zombie,
+# which holds nothing.
+check("worker gone (or a zombie)", state(worker) in (None, "Z"), f"(state {state(worker)})")
+gpu = report["gpus"][0] if report["gpus"] else {}
+check("memory release verified", gpu.get("verified") is True,
+      f"(freed {(gpu.get('freed_bytes') or 0) / 2**30:.2f} GiB in {gpu.get('verify_ms')} ms)")
+still = [l.split(",")[0].strip() for l in open(smi_path) if l.split(",")[0].strip() == str(pid)]
+check("nvidia-smi no longer lists the holder", not still)
+sys.exit(0 if ok else 1)
+PY
+then kill_ok=1; else kill_ok=0; fi
+[ "$ps_ok" = 1 ] && [ "$kill_ok" = 1 ]
