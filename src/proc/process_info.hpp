@@ -76,6 +76,11 @@ struct ProcessInfo {
   std::optional<ContainerRef> container;
   FdAccess fd_access = FdAccess::Ok;
   std::vector<DeviceFileHandle> device_files;  // open descriptors on GPU device files
+  // Which GPU libraries it has mapped, read with the details of device-file holders only
+  // (nullopt when unknown). A CUDA process and every fork of it map libcuda; a pure NVML
+  // client (nvidia-smi, an exporter, DCGM) maps libnvidia-ml alone, yet holds the device files.
+  std::optional<bool> maps_cuda;
+  std::optional<bool> maps_nvml;
   bool details_loaded = false;  // status, cmdline, exe, cgroup (and wchan) have been read
 
   // The command line joined by spaces, or "[comm]" when there is none.

@@ -164,6 +164,7 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
   } else {
     info.container.reset();
   }
+  read_gpu_library_maps(pid_fd, info);
   info.wchan.clear();
   if (info.state == 'D') {
     if (const auto text = buffer_.read_file_at(pid_fd, "wchan")) {
@@ -172,6 +173,18 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
       if (symbol != "0") info.wchan.assign(symbol);
     }
   }
+}
+
+// Reading maps takes the process's mmap lock: skipped for D (it may be stuck holding it in a
+// page fault, and we would block too) and for zombies (no address space).
+void ProcessReader::read_gpu_library_maps(int pid_fd, ProcessInfo& info) {
+  info.maps_cuda.reset();
+  info.maps_nvml.reset();
+  if (!info.holds_any_device_file() || info.state == 'D' || info.state == 'Z' || info.state == 'X') return;
+  const auto text = buffer_.read_file_at(pid_fd, "maps");
+  if (!text) return;
+  info.maps_cuda = text->find("/libcuda.so") != std::string_view::npos;
+  info.maps_nvml = text->find("/libnvidia-ml.so") != std::string_view::npos;
 }
 
 }  // namespace gpureap::procfs

@@ -1,5 +1,5 @@
 // Reads one process from /proc: phase 1 (stat and the fd links, for every process) and
-// phase 2 (status, cmdline, exe, cgroup, wchan; for the processes asked for).
+// phase 2 (status, cmdline, exe, cgroup, wchan, and for device-file holders the GPU libraries mapped; for the processes asked for).
 // One reader per thread: it owns the reused buffers. Internal to src/proc.
 #pragma once
 
@@ -39,6 +39,7 @@ class ProcessReader {
   void read_device_files(int pid_fd, ProcessInfo& info);
   bool list_device_files(int fd_dir, ProcessInfo& info);
   void read_detail_files(int pid_fd, ProcessInfo& info, UserNames& users);
+  void read_gpu_library_maps(int pid_fd, ProcessInfo& info);
 
   ScanClock clock_;
   std::string_view dev_dir_;

@@ -135,6 +135,9 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
   for (const auto& [pid, process] : snapshot.table.processes()) {
     if (process.fd_access == FdAccess::Denied && !process.kernel_thread) ++snapshot.processes_not_inspected;
     if (!process.holds_any_device_file()) continue;
+    // gpureap itself holds them once NVML is loaded (the driver's library opens nvidiactl
+    // and nvidia<N>), like any NVML client; it is not a holder anyone wants to see.
+    if (pid == snapshot.self_pid) continue;
     HolderView holder;
     holder.pid = pid;
     holder.linux_process = &process;
@@ -158,8 +161,10 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
     }
     if (holder.listed_by_driver) {
       holder.role = "gpu-process";
-    } else if (!holds_any_gpu_file(process)) {
-      holder.role = "client";  // control/UVM files only: an NVML client such as a monitor
+    } else if (!holds_any_gpu_file(process) || (process.maps_nvml == true && process.maps_cuda == false)) {
+      // Control/UVM files only, or the NVML library mapped without CUDA: a monitor,
+      // exporter or nvidia-smi. It holds no GPU memory but does block a GPU reset.
+      holder.role = "client";
     } else if (holder.listed_ancestor) {
       holder.role = "worker";
     } else if (process.ppid <= 1 ||

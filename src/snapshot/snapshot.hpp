@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "nvml/driver_reading.hpp"
 #include "nvml/nvml_library.hpp"
 #include "proc/process_table.hpp"
@@ -74,6 +76,7 @@ struct Snapshot {
   std::vector<HolderView> holders;
   ProcessTable table;
   bool in_child_pid_namespace = false;
+  pid_t self_pid = ::getpid();  // left out of holders: gpureap's own NVML descriptors
   // Processes whose descriptors we may not read (other users', when not root): holders
   // among them are invisible, and the views must say so.
   std::size_t processes_not_inspected = 0;
