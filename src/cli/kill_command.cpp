@@ -23,6 +23,7 @@
 #include "kill/kill_execution.hpp"
 #include "kill/kill_plan.hpp"
 #include "kill/kill_report.hpp"
+#include "kill/kill_run.hpp"
 #include "kill/memory_verification.hpp"
 #include "kill/pid_ref.hpp"
 #include "nvml/nvml_library.hpp"
@@ -193,29 +194,11 @@ int run_kill(KillOptions options) {
                              options.criteria.name_regex, error.what());
     return exit_code::kUsage;
   }
-  std::vector<pid_t> detail_pids;
-  for (const auto& s : selection.processes) {
-    if (!s.present) continue;
-    // The process and all its descendants: the sweep's safety check looks at each of them.
-    std::vector<pid_t> stack{s.pid};
-    while (!stack.empty()) {
-      const pid_t pid = stack.back();
-      stack.pop_back();
-      detail_pids.push_back(pid);
-      if (options.criteria.tree) {
-        for (pid_t child : snapshot->table.children_of(pid)) stack.push_back(child);
-      }
-    }
-  }
-  std::sort(detail_pids.begin(), detail_pids.end());
-  detail_pids.erase(std::unique(detail_pids.begin(), detail_pids.end()), detail_pids.end());
-  snapshot->table.load_details(detail_pids);
-
   PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);
   policy.force = options.force;
   for (const auto& name : config->protect) policy.protect.add(name);
   for (const auto& name : options.protect) policy.protect.add(name);
-  const KillPlan plan = build_plan(*snapshot, selection, policy);
+  const KillPlan plan = plan_selected(*snapshot, selection, policy, options.criteria.tree);
 
   KillReport report;
   report.settings.signal = signal_name(*first_signal);
@@ -237,13 +220,7 @@ int run_kill(KillOptions options) {
     return exit_code::kNothingSelected;
   }
 
-  // Pin every target now, from the start time this snapshot read: whatever happens to the PIDs
-  // from here on, only these processes can receive our signals.
-  std::map<pid_t, PinResult> pins;
-  for (const auto& t : plan.targets) {
-    if (!t.actionable()) continue;
-    pins.emplace(t.pid, PidRef::pin(t.pid, t.start_time_ticks, snapshot->table.options().proc_root));
-  }
+  std::map<pid_t, PinResult> pins = pin_targets(plan, *snapshot);
 
   const std::string plan_text = render_plan(plan, report.settings, style);
   if (!options.json) write_out(plan_text);
@@ -275,29 +252,7 @@ int run_kill(KillOptions options) {
     return exit_code::kInternalError;
   }
 
-  // Verification: the driver, polled until the expected memory is released. When a target
-  // survived, one reading says where things stand: waiting cannot help.
-  const bool survivor = std::any_of(report.targets.begin(), report.targets.end(), [](const TargetOutcome& o) {
-    return o.outcome == "survived" || o.outcome == "stuck-in-d";
-  });
-  if (report.settings.verify && !plan.gpus.empty()) {
-    if (!snapshot->driver.loaded) {
-      report.notes.push_back("memory release not verified: " + snapshot->driver.message);
-      for (const auto& g : plan.gpus) {
-        GpuVerification v;
-        v.index = g.index;
-        v.expected_free_bytes = g.expected_free_bytes;
-        v.message = fmt::format("GPU {}: not verified: the driver could not be read", g.index);
-        report.gpus.push_back(v);
-      }
-    } else {
-      DriverPoll poll_driver = [&source]() { return source.read_driver_only(); };
-      SnapshotPoll take = [&source]() { return source.take(); };
-      VerifyOptions verify;
-      verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(options.verify_timeout_s * 1000));
-      report.gpus = verify_release(plan, poll_driver, take, verify);
-    }
-  }
+  verify_after_kill(plan, source, *snapshot, options.verify_timeout_s, report);
 
   if (options.json) {
     write_out(kill_report_json(plan, report).dump(2) + "\n");

@@ -1,0 +1,62 @@
+#include "kill/kill_run.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace gpureap {
+
+KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy, bool tree) {
+  std::vector<pid_t> detail_pids;
+  for (const auto& s : selection.processes) {
+    if (!s.present) continue;
+    std::vector<pid_t> stack{s.pid};
+    while (!stack.empty()) {
+      const pid_t pid = stack.back();
+      stack.pop_back();
+      detail_pids.push_back(pid);
+      if (tree) {
+        for (pid_t child : snapshot.table.children_of(pid)) stack.push_back(child);
+      }
+    }
+  }
+  std::sort(detail_pids.begin(), detail_pids.end());
+  detail_pids.erase(std::unique(detail_pids.begin(), detail_pids.end()), detail_pids.end());
+  snapshot.table.load_details(detail_pids);
+  return build_plan(snapshot, selection, policy);
+}
+
+std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& snapshot) {
+  std::map<pid_t, PinResult> pins;
+  for (const auto& t : plan.targets) {
+    if (!t.actionable()) continue;
+    pins.emplace(t.pid, PidRef::pin(t.pid, t.start_time_ticks, snapshot.table.options().proc_root));
+  }
+  return pins;
+}
+
+void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
+                       double verify_timeout_s, KillReport& report) {
+  if (!report.settings.verify || plan.gpus.empty()) return;
+  if (!snapshot.driver.loaded) {
+    report.notes.push_back("memory release not verified: " + snapshot.driver.message);
+    for (const auto& g : plan.gpus) {
+      GpuVerification v;
+      v.index = g.index;
+      v.expected_free_bytes = g.expected_free_bytes;
+      v.message = fmt::format("GPU {}: not verified: the driver could not be read", g.index);
+      report.gpus.push_back(v);
+    }
+    return;
+  }
+  const bool survivor = std::any_of(report.targets.begin(), report.targets.end(), [](const TargetOutcome& o) {
+    return o.outcome == "survived" || o.outcome == "stuck-in-d";
+  });
+  DriverPoll poll_driver = [&source]() { return source.read_driver_only(); };
+  SnapshotPoll take = [&source]() { return source.take(); };
+  VerifyOptions verify;
+  verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
+  report.gpus = verify_release(plan, poll_driver, take, verify);
+}
+
+}  // namespace gpureap
