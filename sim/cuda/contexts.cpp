@@ -89,10 +89,7 @@ Result<std::vector<int>> open_device_files(const Layout& layout, const Config& c
     return Error{err->message};
   }
   std::vector<std::string> paths;
-  if (opts.nvml_client) {
-    paths.push_back(layout.dev("nvidiactl"));
-    for (const Gpu& g : config.gpus) paths.push_back(layout.gpu_dev(g.minor));
-  } else if (!opts.allocs.empty()) {
+  if (!opts.allocs.empty()) {
     paths.push_back(layout.dev("nvidiactl"));
     paths.push_back(layout.dev("nvidia-uvm"));
     std::set<unsigned> gpus;

@@ -26,8 +26,8 @@ struct AttachError {
   int exit_status = kExitError;
 };
 
-// Opens nvidiactl, nvidia-uvm, nvidia<minor> of every GPU used (of every GPU for an NVML
-// client) and the MIG capability nodes of the instances used. Descriptors are left open and
+// Opens nvidiactl, nvidia-uvm, nvidia<minor> of every GPU used and the MIG capability nodes of
+// the instances used. (An NVML client opens nothing here: its library does.) Descriptors are left open and
 // inheritable (no O_CLOEXEC), as CUDA leaves them; their numbers are returned.
 Result<std::vector<int>> open_device_files(const Layout& layout, const Config& config,
                                            const Options& opts, AttachError* err);

@@ -1,6 +1,7 @@
-// gpusim-cuda: behaves like a CUDA application towards the simulated driver. It opens the
-// device files (inheritably, as CUDA does), creates its contexts, optionally forks workers
-// that inherit everything, prints one READY line and idles until told to stop.
+// gpusim-cuda: behaves like a CUDA application towards the simulated driver. It maps
+// libcuda.so.1, opens the device files (inheritably, as CUDA does), creates its contexts,
+// optionally forks workers that inherit everything, prints one READY line and idles until
+// told to stop. With --nvml-client it loads the simulated NVML instead and allocates nothing.
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "common/config.hpp"
 #include "common/layout.hpp"
 #include "cuda/contexts.hpp"
+#include "cuda/libraries.hpp"
 #include "cuda/options.hpp"
 #include "cuda/pidns.hpp"
 #include "cuda/process_name.hpp"
@@ -54,6 +56,13 @@ int main(int argc, char** argv) {
   }
   auto owner = identify_self();
   if (!owner.ok()) return die(owner.error().message, kExitError);
+
+  // The driver library first, as cuInit or nvmlInit would load it before touching a device.
+  if (opts.nvml_client) {
+    if (auto st = attach_as_nvml_client(layout.root()); !st.ok()) return die(st.error().message, kExitError);
+  } else if (!opts.allocs.empty()) {
+    if (auto st = load_libcuda(); !st.ok()) return die(st.error().message, kExitError);
+  }
 
   AttachError err;
   auto device_fds = open_device_files(layout, *config, opts, &err);

@@ -7,6 +7,7 @@
 
 #include "common/clock.hpp"
 #include "common/file_io.hpp"
+#include "driver/device_files.hpp"
 
 namespace gpusim::driver {
 
@@ -38,6 +39,7 @@ struct DriverState {
   Config config;
   std::optional<FileId> config_id;
   nvmlDevice_st slots[kMaxGpus][1 + kMaxMigSlots] = {};
+  DeviceFiles files;  // held from the first init to the last shutdown
 };
 
 DriverState& state() {
@@ -117,6 +119,11 @@ std::optional<int> Call::gpu_fault(unsigned gpu) const {
 const Config& Call::config() const { return state().config; }
 const Layout& Call::layout() const { return *state().layout; }
 
+nvmlReturn_t Call::attach_gpu(unsigned gpu) {
+  DriverState& s = state();
+  return s.files.open_gpu(s.layout->gpu_dev(s.config.gpus[gpu].minor));
+}
+
 nvmlDevice_t Call::physical_handle(unsigned gpu) const { return &state().slots[gpu][0]; }
 nvmlDevice_t Call::mig_handle(unsigned gpu, unsigned slot) const {
   return &state().slots[gpu][1 + slot];
@@ -149,6 +156,7 @@ nvmlReturn_t driver_init(const char* symbol, unsigned flags, bool legacy_v1) {
     }
   }
   if (s.refcount == 0) {
+    if (auto rc = s.files.open_control(layout.dev("nvidiactl"))) return rc;
     s.layout = std::move(layout);
     s.config_id = id;
     apply_config(s, std::move(*cfg));
@@ -163,6 +171,7 @@ nvmlReturn_t driver_shutdown() {
   if (s.refcount == 0) return NVML_ERROR_UNINITIALIZED;
   if (--s.refcount == 0) {
     apply_config(s, Config{});  // every handle slot becomes invalid
+    s.files.close_all();
     s.layout.reset();
     s.config_id.reset();
   }

@@ -57,6 +57,10 @@ class Call {
   // The per-GPU fault for calls that name a GPU by index or UUID instead of a handle.
   std::optional<int> gpu_fault(unsigned gpu) const;
 
+  // Opens the GPU's device file if this init session has not yet: every call that hands out
+  // a handle does this first, as the real library does.
+  nvmlReturn_t attach_gpu(unsigned gpu);
+
   const Config& config() const;
   const Layout& layout() const;
   nvmlDevice_t physical_handle(unsigned gpu) const;

@@ -47,6 +47,7 @@ static nvmlReturn_t handle_by_index(const char* symbol, unsigned index, nvmlDevi
     if (auto code = call.gpu_fault(gpu)) return *code;
     if (call.config().gpus[gpu].no_permission) return NVML_ERROR_NO_PERMISSION;
     // A lost GPU still yields a handle; the queries on it fail.
+    if (auto rc = call.attach_gpu(gpu)) return rc;
     *device = call.physical_handle(gpu);
     return NVML_SUCCESS;
   });
@@ -78,6 +79,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevic
       if (found == nullptr) continue;
       if (auto code = call.gpu_fault(g)) return *code;
       if (gpus[g].no_permission) return NVML_ERROR_NO_PERMISSION;
+      if (auto rc = call.attach_gpu(g)) return rc;
       *device = found;
       return NVML_SUCCESS;
     }

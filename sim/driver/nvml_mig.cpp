@@ -34,6 +34,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t devi
     if (t.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
     if (!t.gpu->mig_enabled || index >= kMaxMigSlots) return NVML_ERROR_INVALID_ARGUMENT;
     if (index >= t.gpu->mig.size()) return NVML_ERROR_NOT_FOUND;
+    if (auto rc = call.attach_gpu(t.gpu_index)) return rc;
     *migDevice = call.mig_handle(t.gpu_index, index);
     return NVML_SUCCESS;
   });
@@ -70,6 +71,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevi
   return on_device("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", migDevice, OnLost::Allow,
                    [&](Call& call, const Target& t) {
     if (device == nullptr || !t.is_mig()) return NVML_ERROR_INVALID_ARGUMENT;
+    if (auto rc = call.attach_gpu(t.gpu_index)) return rc;
     *device = call.physical_handle(t.gpu_index);
     return NVML_SUCCESS;
   });

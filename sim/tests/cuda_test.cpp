@@ -17,20 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Link targets of /proc/<pid>/fd.
-std::set<std::string> open_files(unsigned pid) {
-  std::set<std::string> out;
-  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  auto fds = list_dir(dir);
-  if (!fds.ok()) return out;
-  for (const auto& fd : *fds) {
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink((dir + "/" + fd).c_str(), buf, sizeof buf - 1);
-    if (n > 0) out.insert(std::string(buf, static_cast<std::size_t>(n)));
-  }
-  return out;
-}
-
 class Cuda : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_EQ(ctl(dir.path(), {"init", "--gpus", "2"}).exit_status, 0); }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <climits>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -125,6 +126,21 @@ void kill_and_wait(pid_t pid) {
     std::this_thread::sleep_for(2ms);
   }
 }
+
+std::set<std::string> open_files(unsigned pid) {
+  std::set<std::string> out;
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  auto fds = list_dir(dir);
+  if (!fds.ok()) return out;
+  for (const auto& fd : *fds) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink((dir + "/" + fd).c_str(), buf, sizeof buf - 1);
+    if (n > 0) out.insert(std::string(buf, static_cast<std::size_t>(n)));
+  }
+  return out;
+}
+
+std::string memory_maps(unsigned pid) { return read_file("/proc/" + std::to_string(pid) + "/maps").data; }
 
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

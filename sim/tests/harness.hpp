@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,11 @@ class SimProcess {
 void kill_and_wait(pid_t pid);
 // True while /proc/<pid> exists and is not a zombie.
 bool process_running(pid_t pid);
+
+// Link targets of /proc/<pid>/fd (what fuser and lsof see).
+std::set<std::string> open_files(unsigned pid);
+// The text of /proc/<pid>/maps.
+std::string memory_maps(unsigned pid);
 
 // Polls `pred` every 10 ms until it holds or `timeout` passes.
 bool eventually(const std::function<bool()>& pred,
