@@ -1,0 +1,181 @@
+#include "doctor/kernel_log.hpp"
+
+#include <cerrno>
+#include <system_error>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace gpureap {
+namespace {
+
+// /dev/kmsg fails a read whose buffer is smaller than the record (EINVAL); records are at
+// most about 8 KiB (the kernel's limit on one message plus its dictionary).
+constexpr std::size_t kKmsgBufferSize = 16 * 1024;
+constexpr std::size_t kFileChunkSize = 64 * 1024;
+// A line longer than this is cut: a binary file without newlines must not fill memory.
+constexpr std::size_t kMaxLineLength = 64 * 1024;
+// A guard against a kernel that logs faster than we read: stop after this many reads.
+constexpr std::size_t kMaxKmsgRecords = 4u << 20;
+
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  ~FdCloser() { ::close(fd_); }
+
+ private:
+  int fd_;
+};
+
+std::string errno_text(int err) { return std::system_category().message(err); }
+
+int open_cloexec(const std::string& path, int flags) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// A /dev/kmsg continuation line (" SUBSYSTEM=pci", " DEVICE=+pci:0000:05:00.0"): the
+// record's dictionary, never log text.
+bool is_continuation(std::string_view line) {
+  if (line.empty() || line.front() != ' ') return false;
+  std::size_t i = 1;
+  while (i < line.size() && ((line[i] >= 'A' && line[i] <= 'Z') || line[i] == '_')) ++i;
+  return i > 1 && i < line.size() && line[i] == '=';
+}
+
+void take_line(std::string_view line, KernelLogRead& out) {
+  ++out.lines_read;
+  if (is_continuation(line)) return;
+  if (auto event = parse_xid_line(line)) {
+    event->line_number = out.lines_read;
+    out.events.push_back(std::move(*event));
+  }
+}
+
+// Splits a stream into lines across read boundaries.
+class LineSplitter {
+ public:
+  explicit LineSplitter(KernelLogRead& out) : out_(out) {}
+
+  void feed(std::string_view chunk) {
+    while (!chunk.empty()) {
+      const std::size_t newline = chunk.find('\n');
+      const std::string_view piece = chunk.substr(0, newline);
+      if (partial_.size() < kMaxLineLength)
+        partial_.append(piece.substr(0, kMaxLineLength - partial_.size()));
+      if (newline == std::string_view::npos) return;
+      take_line(partial_, out_);
+      partial_.clear();
+      chunk.remove_prefix(newline + 1);
+    }
+  }
+
+  void finish() {
+    if (!partial_.empty()) take_line(partial_, out_);
+    partial_.clear();
+  }
+
+ private:
+  KernelLogRead& out_;
+  std::string partial_;
+};
+
+std::string kmsg_open_error(const std::string& path, int err) {
+  if (err == EACCES || err == EPERM) {
+    return fmt::format(
+        "cannot read {}: {} (kernel.dmesg_restrict keeps the kernel log from non-root users); "
+        "run gpureap as root, or save the log with `journalctl -k > kernel.log` and pass "
+        "--kernel-log kernel.log",
+        path, errno_text(err));
+  }
+  return fmt::format(
+      "cannot read {}: {}; pass --kernel-log FILE with the output of `journalctl -k`", path,
+      errno_text(err));
+}
+
+}  // namespace
+
+KernelLogRead scan_kernel_log_text(std::string_view text, std::string source) {
+  KernelLogRead out;
+  out.source = std::move(source);
+  LineSplitter lines(out);
+  lines.feed(text);
+  lines.finish();
+  return out;
+}
+
+KernelLogRead read_kernel_log_file(const std::string& path) {
+  KernelLogRead out;
+  out.source = path;
+  const int fd = open_cloexec(path, O_RDONLY);
+  if (fd < 0) {
+    const int err = errno;
+    out.error = fmt::format("cannot read kernel log file {}: {}", path, errno_text(err));
+    return out;
+  }
+  const FdCloser closer(fd);
+  LineSplitter lines(out);
+  std::vector<char> buffer(kFileChunkSize);
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      out.error = fmt::format("reading kernel log file {} failed after {} lines: {}", path,
+                              out.lines_read, errno_text(err));
+      break;
+    }
+    if (got == 0) break;
+    lines.feed(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+  }
+  lines.finish();
+  return out;
+}
+
+KernelLogRead read_kmsg(const std::string& path) {
+  KernelLogRead out;
+  out.source = path;
+  // O_NONBLOCK: at the end of the buffer read() says EAGAIN instead of waiting for news.
+  const int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) {
+    out.error = kmsg_open_error(path, errno);
+    return out;
+  }
+  const FdCloser closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && !S_ISCHR(st.st_mode)) return read_kernel_log_file(path);
+
+  // Each read() returns exactly one record: "prio,seq,usec,flags;text\n" and dictionary
+  // lines after it, which we drop.
+  std::vector<char> buffer(kKmsgBufferSize);
+  for (std::size_t reads = 0; reads < kMaxKmsgRecords; ++reads) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) break;
+      if (err == EPIPE) {  // records were overwritten; the next read gives the oldest left
+        out.truncated = true;
+        continue;
+      }
+      out.error = fmt::format("reading {} failed after {} records: {}", path, out.lines_read,
+                              errno_text(err));
+      break;
+    }
+    if (got == 0) break;
+    const std::string_view record(buffer.data(), static_cast<std::size_t>(got));
+    take_line(record.substr(0, record.find('\n')), out);
+  }
+  return out;
+}
+
+}  // namespace gpureap

@@ -1,0 +1,35 @@
+// Reading the kernel log for Xid events: live from /dev/kmsg, or from a file a person saved
+// (dmesg, dmesg -T, journalctl -k, journalctl -o short-iso, a raw /dev/kmsg dump), which is
+// also how doctor works where /dev/kmsg is closed to non-root users (dmesg_restrict).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "doctor/xid_event.hpp"
+
+namespace gpureap {
+
+struct KernelLogRead {
+  std::string source;                // "/dev/kmsg" or the file path
+  std::size_t lines_read = 0;        // log lines (kmsg: records) seen, Xid or not
+  std::vector<XidEvent> events;      // in log order, line_number set
+  std::optional<std::string> error;  // what went wrong, for a person: path, errno text, what to do
+  bool truncated = false;            // kmsg records were overwritten before we read them (EPIPE)
+};
+
+// Every line of a saved log. A missing or unreadable file is an error value naming the path.
+// The path may be a pipe (`--kernel-log <(journalctl -k)`); it is read to its end.
+KernelLogRead read_kernel_log_file(const std::string& path);
+
+// The records /dev/kmsg holds now, oldest first, without waiting for new ones. A regular
+// file given as path is read as a saved log (one record per line), for tests and replays.
+KernelLogRead read_kmsg(const std::string& path = "/dev/kmsg");
+
+// The lines of `text` as read_kernel_log_file reads a file's; for logs already in memory.
+KernelLogRead scan_kernel_log_text(std::string_view text, std::string source);
+
+}  // namespace gpureap
