@@ -211,7 +211,7 @@ int run_kill(KillOptions options) {
 
   if (plan.targets.empty()) {
     if (options.json) {
-      write_out(kill_report_json(plan, report).dump(2) + "\n");
+      write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
     }
     std::string missing;
     for (pid_t pid : plan.missing) missing += (missing.empty() ? " (no such process: " : ", ") + std::to_string(pid);
@@ -227,7 +227,7 @@ int run_kill(KillOptions options) {
   report.targets = planned_outcomes(plan);
 
   if (options.dry_run) {
-    if (options.json) write_out(kill_report_json(plan, report).dump(2) + "\n");
+    if (options.json) write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
     return kill_exit_status(report);
   }
   if (needs_confirmation(plan, options) && !confirm(plan_text, !options.json)) {
@@ -255,7 +255,7 @@ int run_kill(KillOptions options) {
   verify_after_kill(plan, source, *snapshot, options.verify_timeout_s, report);
 
   if (options.json) {
-    write_out(kill_report_json(plan, report).dump(2) + "\n");
+    write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   } else {
     write_out(render_results(plan, report, style));
   }

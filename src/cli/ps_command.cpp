@@ -48,7 +48,7 @@ std::string check_gpu_filter(const Snapshot& snapshot, const PsFilter& filter) {
 }
 
 std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style) {
-  if (options.json) return ps_to_json(snapshot, options.filter).dump(options.watch_seconds > 0 ? -1 : 2) + "\n";
+  if (options.json) return ps_to_json(snapshot, options.filter).dump(options.watch_seconds > 0 ? -1 : 2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return options.tree ? render_ps_tree(snapshot, options.filter, style)
                       : render_ps_table(snapshot, options.filter, style);
 }
