@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/doctor_command.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/kill_command.hpp"
 #include "cli/ps_command.hpp"
@@ -15,18 +16,23 @@ int main(int argc, char** argv) {
   CLI::App* ps = gpureap::add_ps_command(app, ps_options);
   gpureap::KillOptions kill_options;
   CLI::App* kill = gpureap::add_kill_command(app, kill_options);
+  gpureap::DoctorCommandOptions doctor_options;
+  CLI::App* doctor = gpureap::add_doctor_command(app, doctor_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     const int rc = app.exit(error);
-    return rc == 0 ? gpureap::exit_code::kOk : gpureap::exit_code::kUsage;
+    if (rc == 0) return gpureap::exit_code::kOk;
+    // doctor's 1 and 2 mean warnings and critical findings: its usage errors need their own code.
+    return doctor->parsed() ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kUsage;
   }
   try {
+    if (app.got_subcommand(doctor)) return gpureap::run_doctor(doctor_options);
     if (app.got_subcommand(kill)) return gpureap::run_kill(kill_options);
     if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {
     std::cerr << "gpureap: internal error: " << error.what() << "\n";
-    return gpureap::exit_code::kInternalError;
+    return doctor->parsed() ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kInternalError;
   }
   return gpureap::exit_code::kOk;
 }

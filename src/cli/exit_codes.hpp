@@ -14,6 +14,9 @@ inline constexpr int kNotFreed = 6;          // a target survived, or its memory
 inline constexpr int kPermissionDenied = 7;  // a target belongs to someone we may not signal
 inline constexpr int kRefused = 8;           // a target was refused (identity, protected, self, PID 1)
 inline constexpr int kNothingSelected = 9;   // the selection matched no process
-inline constexpr int kAborted = 10;          // the user declined at the confirmation prompt
+inline constexpr int kAborted = 10;          // the user declined at the confirmation prompt (kill, doctor --fix)
+// doctor: 0 healthy, 1 warnings, 2 critical findings (its own meaning of 1 and 2: health
+// checks test exactly these), and:
+inline constexpr int kDoctorCouldNotRun = 11;  // bad option or unreadable input: no diagnosis made
 
 }  // namespace gpureap::exit_code

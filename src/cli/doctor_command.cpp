@@ -1,0 +1,212 @@
+#include "cli/doctor_command.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/exit_codes.hpp"
+#include "doctor/doctor.hpp"
+#include "doctor/doctor_fix.hpp"
+#include "doctor/doctor_report.hpp"
+#include "doctor/reset_readiness.hpp"
+#include "kill/kill_config.hpp"
+
+namespace gpureap {
+namespace {
+
+void write_out(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+int fail(const std::string& message) {
+  std::cerr << "gpureap doctor: " << message << "\n";
+  return exit_code::kDoctorCouldNotRun;
+}
+
+std::string check_usage(const DoctorCommandOptions& o) {
+  if (!o.only.empty() && !o.fix) return "--only chooses what --fix does: add --fix";
+  if (o.allow_reset && !o.fix) return "--allow-reset only matters with --fix: add --fix";
+  if (!o.kernel_log.empty() && o.no_kernel_log) return "--kernel-log and --no-kernel-log contradict each other";
+  if (o.settle_s < 0 || o.settle_s > 600) return fmt::format("--settle {}: give seconds between 0 and 600", o.settle_s);
+  if (o.timeout_s < 0 || o.verify_timeout_s < 0) return "timeouts must be >= 0";
+  for (const auto& id : o.only) {
+    const auto& known = fixable_finding_ids();
+    if (std::find(known.begin(), known.end(), id) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      return fmt::format("--only {}: not a finding --fix can act on (choose from: {})", id, list);
+    }
+  }
+  if (!o.kernel_log.empty()) {
+    const int fd = ::open(o.kernel_log.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+      return fmt::format("--kernel-log {}: cannot read it: {} (save the log first, e.g. journalctl -k > kernel.log, "
+                         "or dmesg > kernel.log)",
+                         o.kernel_log, std::strerror(errno));
+    }
+    ::close(fd);
+  }
+  return {};
+}
+
+bool confirm(const std::string& plan) {
+  std::fputs(plan.c_str(), stderr);
+  std::fputs("Apply these fixes? [y/N] ", stderr);
+  std::fflush(stderr);
+  char line[64] = {0};
+  if (std::fgets(line, sizeof line, stdin) == nullptr) return false;
+  return line[0] == 'y' || line[0] == 'Y';
+}
+
+// Resets the leaked GPUs the user allowed, each only once a fresh look finds nothing using it.
+// gpureap's own NVML handle holds the device files, so the source is closed first.
+void reset_leaked(std::unique_ptr<SnapshotSource>& source, const std::vector<const FixAction*>& actions,
+                  std::vector<FixResult>& results) {
+  std::vector<unsigned> ready;
+  for (const FixAction* a : actions) {
+    if (a->kind != FixAction::Kind::ResetGpu || !a->gpu) continue;
+    auto fresh = source->take();
+    const ResetReadiness readiness = check_reset_readiness(*fresh, *a->gpu);
+    if (!readiness.ready()) {
+      std::string why;
+      for (const auto& b : readiness.blockers) why += (why.empty() ? "" : "; ") + b.text;
+      results.push_back({a->finding_id, a->description, "skipped", "not reset: " + why});
+      continue;
+    }
+    ready.push_back(*a->gpu);
+  }
+  if (ready.empty()) return;
+  source.reset();
+  for (unsigned gpu : ready) results.push_back(reset_gpu(gpu));
+  source = std::make_unique<SnapshotSource>(default_snapshot_options());
+}
+
+}  // namespace
+
+CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
+  CLI::App* doctor = app.add_subcommand("doctor", "Explain where GPU memory went and the safest way to get it back");
+  doctor->footer(
+      "Checks: memory no listed process explains (orphaned workers, a release in progress, a\n"
+      "driver-level leak with the reset's preconditions), processes in other PID namespaces,\n"
+      "zombies and D-state processes tied to GPUs, leftover System V and /dev/shm shared memory,\n"
+      "Xid errors in the kernel log, and the driver's health. Remedies are listed safest first.\n\n"
+      "--fix applies, after asking: ending orphaned holders of GPU memory, SIGCHLD to zombies'\n"
+      "parents, and removing shared memory nobody uses. With --only ID, every fix of those\n"
+      "findings (also ending unlisted holders or a zombie's parent). A GPU is reset only with\n"
+      "--allow-reset, and only when nothing uses it. Without a terminal, --fix needs --yes.\n\n"
+      "Exit status: 0 healthy (information at most), 1 warnings, 2 critical findings (after\n"
+      "--fix: what remains), 10 fixes declined, 11 doctor could not run (bad option, unreadable\n"
+      "--kernel-log).\n\n"
+      "Environment: GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR, GPUREAP_AUDIT_LOG, GPUREAP_CONFIG, NO_COLOR.");
+  doctor->add_flag("--json", options.json, "Machine-readable output (schema gpureap.doctor/1, see docs/doctor-json.md)");
+  doctor->add_flag("--fix", options.fix, "Apply the safe remedies after showing them and asking");
+  doctor->add_flag("--yes,-y", options.yes, "With --fix: do not ask");
+  doctor->add_option("--only", options.only, "With --fix: act on these findings only (ids, comma-separated)")->delimiter(',');
+  doctor->add_flag("--allow-reset", options.allow_reset,
+                   "With --fix: reset a GPU whose memory leaked, once nothing uses it (nvidia-smi -r)");
+  doctor->add_option("--kernel-log", options.kernel_log,
+                     "Read Xid events from this file (dmesg or journalctl -k output) instead of /dev/kmsg");
+  doctor->add_flag("--no-kernel-log", options.no_kernel_log, "Do not look for Xid events");
+  doctor->add_option("--settle", options.settle_s,
+                     "Seconds to re-measure memory nobody holds, to tell a release in progress from a leak (default 3)");
+  doctor->add_option("--tolerance-mib", options.tolerance_mib,
+                     "Unexplained memory below this is normal driver overhead (default 64 MiB + 16 MiB per process)");
+  doctor->add_option("--timeout", options.timeout_s, "With --fix: seconds between SIGTERM and SIGKILL (default 10)");
+  doctor->add_option("--verify-timeout", options.verify_timeout_s,
+                     "With --fix: seconds to wait for the driver to release the memory (default 30)");
+  doctor->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  return doctor;
+}
+
+int run_doctor(const DoctorCommandOptions& o) {
+  if (const std::string error = check_usage(o); !error.empty()) return fail(error);
+  DoctorOptions options;
+  options.settle_seconds = o.settle_s;
+  if (o.tolerance_mib >= 0) options.tolerance_bytes = static_cast<std::uint64_t>(o.tolerance_mib * 1024 * 1024);
+  options.kernel_log = o.kernel_log;
+  options.no_kernel_log = o.no_kernel_log;
+  const ColorChoice choice = o.color == "always" ? ColorChoice::Always : o.color == "never" ? ColorChoice::Never : ColorChoice::Auto;
+  const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, o.json ? ColorChoice::Never : choice);
+
+  auto source = std::make_unique<SnapshotSource>(default_snapshot_options());
+  auto snapshot = source->take();
+  Diagnosis diagnosis = diagnose(*source, *snapshot, options);
+
+  DoctorReport report;
+  report.options = &options;
+  report.fix_requested = o.fix;
+  std::unique_ptr<Snapshot> final_snapshot;
+  Diagnosis final_diagnosis;
+  if (o.fix) {
+    std::string config_error;
+    const auto config = load_kill_config(config_error);
+    if (!config) return fail(config_error);
+    FixOptions fix;
+    fix.only = o.only;
+    fix.allow_reset = o.allow_reset;
+    fix.timeout_s = o.timeout_s;
+    fix.verify_timeout_s = o.verify_timeout_s;
+    fix.protect = config->protect;
+    const auto actions = choose_fixes(diagnosis, fix);
+    if (!actions.empty()) {
+      // Show the diagnosis first: the fixes only make sense beside it.
+      DoctorReport before{snapshot.get(), &diagnosis, &options, false, {}, doctor_exit_status(diagnosis.findings)};
+      if (!o.json) write_out(render_doctor(before, style));
+      const std::string plan = render_fix_plan(actions, style);
+      if (!o.yes) {
+        if (isatty(STDIN_FILENO) != 1) {
+          std::cerr << plan << "gpureap doctor: not on a terminal, so nothing was changed: add --yes to apply these "
+                               "fixes without asking\n";
+          return exit_code::kAborted;
+        }
+        if (!confirm(plan)) {
+          std::cerr << "gpureap doctor: not confirmed; nothing was changed\n";
+          return exit_code::kAborted;
+        }
+      } else if (!o.json) {
+        write_out("\n" + plan);
+      }
+      std::string audit_path = std::getenv("GPUREAP_AUDIT_LOG") ? std::getenv("GPUREAP_AUDIT_LOG") : config->audit_log;
+      std::optional<AuditLog> audit;
+      if (!audit_path.empty()) {
+        std::string error;
+        audit = AuditLog::open(audit_path, Requester::current(), error);
+        if (!audit) return fail(error + "; nothing was changed");
+      }
+      fix.audit = audit ? &*audit : nullptr;
+      report.fixes = apply_fixes(*source, *snapshot, diagnosis, actions, fix, options);
+      reset_leaked(source, actions, report.fixes);
+      // What remains: a fresh diagnosis, which is what the exit status reports.
+      final_snapshot = source->take();
+      DoctorOptions again = options;
+      again.settle_seconds = std::min(options.settle_seconds, 1.0);
+      final_diagnosis = diagnose(*source, *final_snapshot, again);
+    } else if (!o.json) {
+      report.fixes.push_back({"", "nothing to fix", "skipped",
+                              o.only.empty() ? "no finding has a fix doctor applies without --only"
+                                             : "the chosen findings have nothing to fix"});
+    }
+  }
+  report.snapshot = final_snapshot ? final_snapshot.get() : snapshot.get();
+  report.diagnosis = final_snapshot ? &final_diagnosis : &diagnosis;
+  report.exit_code = doctor_exit_status(report.diagnosis->findings);
+  if (o.json) {
+    write_out(doctor_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  } else {
+    if (final_snapshot) write_out("\n" + style.bold("After the fixes:") + "\n");
+    write_out(render_doctor(report, style));
+  }
+  return report.exit_code;
+}
+
+}  // namespace gpureap

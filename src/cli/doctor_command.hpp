@@ -1,0 +1,30 @@
+// The `doctor` subcommand: diagnose, show (text or JSON), optionally fix after asking, and
+// exit 0 healthy / 1 warnings / 2 critical so that health checks and cron jobs can use it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace gpureap {
+
+struct DoctorCommandOptions {
+  bool json = false;
+  bool fix = false;
+  bool yes = false;
+  std::vector<std::string> only;
+  bool allow_reset = false;
+  std::string kernel_log;
+  bool no_kernel_log = false;
+  double settle_s = 3;
+  double tolerance_mib = -1;  // < 0: the default rule
+  double timeout_s = 10;
+  double verify_timeout_s = 30;
+  std::string color = "auto";
+};
+
+CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options);
+int run_doctor(const DoctorCommandOptions& options);
+
+}  // namespace gpureap

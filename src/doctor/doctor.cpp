@@ -1,0 +1,55 @@
+#include "doctor/doctor.hpp"
+
+#include <algorithm>
+
+#include <unistd.h>
+
+namespace gpureap {
+
+Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptions& options) {
+  // Zombies and their parents are shown with their command lines.
+  std::vector<pid_t> details;
+  for (const auto& [pid, process] : snapshot.table.processes()) {
+    if (process.state != 'Z') continue;
+    details.push_back(pid);
+    details.push_back(process.ppid);
+  }
+  snapshot.table.load_details(details);
+
+  Diagnosis diagnosis;
+  check_driver(snapshot, diagnosis);
+  if (snapshot.driver.loaded) check_memory(source, snapshot, options, diagnosis);
+  check_zombies(snapshot, diagnosis);
+  check_blocked_processes(snapshot, options.settle_seconds, diagnosis);
+  check_ipc(snapshot, options, diagnosis);
+  check_kernel_log(snapshot, options, diagnosis);
+  if (snapshot.processes_not_inspected > 0) {
+    std::string names;
+    std::size_t listed = 0;
+    for (const auto& [pid, process] : snapshot.table.processes()) {
+      if (process.fd_access != FdAccess::Denied || process.kernel_thread || ++listed > 5) continue;
+      names += (names.empty() ? "" : ", ") + std::to_string(pid) + " (" + process.comm + ")";
+    }
+    diagnosis.notes.push_back(std::to_string(snapshot.processes_not_inspected) +
+                              " process(es) could not be inspected (permission denied), e.g. PID " + names +
+                              ": GPU holders among them would be invisible" +
+                              (::geteuid() == 0 ? "" : "; run as root for a complete diagnosis"));
+  }
+  // Most severe first; within a severity, by GPU, then as found.
+  std::stable_sort(diagnosis.findings.begin(), diagnosis.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.gpu.value_or(~0u) < b.gpu.value_or(~0u);
+  });
+  return diagnosis;
+}
+
+int doctor_exit_status(const std::vector<Finding>& findings) {
+  int status = 0;
+  for (const auto& f : findings) {
+    if (f.severity == Severity::Critical) return 2;
+    if (f.severity == Severity::Warning) status = 1;
+  }
+  return status;
+}
+
+}  // namespace gpureap

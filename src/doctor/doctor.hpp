@@ -1,0 +1,68 @@
+// `gpureap doctor`: explains where GPU memory went and how to get it back. Each check turns
+// what the snapshot, the kernel log and /proc say into findings; the fixes it may apply are
+// collected alongside, so that --fix acts on exactly what was shown.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "doctor/finding.hpp"
+#include "doctor/ipc_leftovers.hpp"
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+
+struct DoctorOptions {
+  double settle_seconds = 3;   // how long unexplained memory is re-measured for a release in progress
+  std::optional<std::uint64_t> tolerance_bytes;  // unattributed memory below this is normal
+  std::string kernel_log;      // a dmesg/journalctl file; "" reads /dev/kmsg
+  bool no_kernel_log = false;
+  std::string kmsg_path = "/dev/kmsg";
+  std::string shm_dir = "/dev/shm";
+  double ipc_min_age_seconds = 0;
+};
+
+// What --fix may do, each tied to the finding that showed it.
+struct FixAction {
+  enum class Kind { EndOrphans, ReapZombies, EndZombieParent, RemoveSysvShm, RemoveSysvSem, RemovePosixShm, ResetGpu };
+  Kind kind = Kind::EndOrphans;
+  std::string finding_id;
+  std::optional<unsigned> gpu;
+  std::string description;         // for the confirmation list
+  std::vector<pid_t> pids;         // processes to end or parents to nudge
+  std::size_t ipc_index = 0;       // into Diagnosis::ipc's matching vector
+  bool only_when_chosen = false;   // disruptive: applied only when the finding is named with --only
+};
+
+struct Diagnosis {
+  std::vector<Finding> findings;
+  std::vector<std::string> notes;  // what could not be checked, and why
+  std::vector<FixAction> fixes;
+  IpcLeftovers ipc;
+  // For --allow-reset: the GPUs whose memory no process explains.
+  std::vector<unsigned> leaked_gpus;
+};
+
+// Unattributed memory below this is the driver's own per-context overhead (measured on an
+// H200 with driver 580: 8.8 MiB beside one 2.6 GiB process), not something to explain.
+std::uint64_t default_tolerance_bytes(std::size_t listed_processes);
+
+Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptions& options);
+
+// 0 healthy (info at most), 1 warnings, 2 critical findings.
+int doctor_exit_status(const std::vector<Finding>& findings);
+
+// The checks, one per concern (doctor/*.cpp); each appends findings and the fixes they allow.
+void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis);
+void check_memory(SnapshotSource& source, const Snapshot& snapshot, const DoctorOptions& options,
+                  Diagnosis& diagnosis);
+void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis);
+void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis);
+void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
+void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
+
+}  // namespace gpureap

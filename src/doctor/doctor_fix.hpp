@@ -1,0 +1,43 @@
+// `doctor --fix`: the remedies doctor may apply itself, on the snapshot it diagnosed.
+// Processes go through the kill engine (pinned by pidfd from that snapshot's start times,
+// protected names and identity refusals included); IPC objects are re-checked right before
+// removal; a GPU is reset only when asked (--allow-reset) and its preconditions hold.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doctor/doctor.hpp"
+#include "doctor/doctor_report.hpp"
+#include "kill/audit_log.hpp"
+#include "kill/protected_processes.hpp"
+
+namespace gpureap {
+
+struct FixOptions {
+  std::vector<std::string> only;  // finding ids the user chose; empty: every safe fix
+  bool allow_reset = false;
+  double timeout_s = 10;          // SIGTERM → SIGKILL
+  double verify_timeout_s = 30;   // waiting for the driver to release the memory
+  std::vector<std::string> protect;  // extra protected names (config)
+  const AuditLog* audit = nullptr;
+};
+
+// The finding ids --only accepts.
+const std::vector<std::string>& fixable_finding_ids();
+
+// What --fix will do: with --only, every action of those findings (disruptive ones included);
+// otherwise the safe ones. Resets only with allow_reset.
+std::vector<const FixAction*> choose_fixes(const Diagnosis& diagnosis, const FixOptions& options);
+
+// Ends processes, nudges zombies' parents and removes IPC objects. Resets are left out: they
+// need gpureap's own NVML handle closed first (see reset_gpu).
+std::vector<FixResult> apply_fixes(SnapshotSource& source, Snapshot& snapshot, const Diagnosis& diagnosis,
+                                   const std::vector<const FixAction*>& actions, const FixOptions& options,
+                                   const DoctorOptions& doctor_options);
+
+// Runs `nvidia-smi -r -i N` (no shell) and reports what it said. The caller has checked the
+// preconditions on a fresh snapshot and closed its own NVML library.
+FixResult reset_gpu(unsigned gpu);
+
+}  // namespace gpureap

@@ -1,0 +1,190 @@
+// Driver health: no library, a library that does not match the loaded kernel module (an
+// upgrade without reload), a GPU lost or failing, persistence off, and running in a container
+// whose PID namespace hides the driver's processes.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/human_format.hpp"
+#include "doctor/doctor.hpp"
+#include "nvml/nvml_abi.hpp"
+
+namespace gpureap {
+namespace {
+
+// "NVRM version: NVIDIA UNIX ... Kernel Module for x86_64  580.159.04  Release Build ..."
+std::string kernel_module_line(const std::string& proc_root) {
+  std::ifstream in(proc_root + "/driver/nvidia/version");
+  std::string line;
+  if (!in || !std::getline(in, line)) return {};
+  return line;
+}
+
+const char* const kReloadCommand =
+    "systemctl stop nvidia-persistenced; rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia && "
+    "modprobe nvidia_uvm";
+
+Finding driver_load_finding(const Snapshot& snapshot) {
+  const DriverStatus& d = snapshot.driver;
+  const std::string module = kernel_module_line(snapshot.table.options().proc_root);
+  Finding f;
+  f.severity = Severity::Critical;
+  f.evidence["message"] = d.message;
+  f.evidence["nvml_code"] = d.nvml_code;
+  f.evidence["kernel_module"] = module.empty() ? nlohmann::json(nullptr) : nlohmann::json(module);
+  if (d.failure == LoadFailure::LibraryNotFound) {
+    f.id = "no-driver";
+    f.summary = "No NVIDIA driver library (libnvidia-ml.so.1) could be loaded: no GPU can be inspected";
+    f.details.push_back(module.empty() ? "No NVIDIA kernel module is loaded either (/proc/driver/nvidia/version is missing)."
+                                       : "The kernel module is loaded (" + module + ") but its user-space library is not found.");
+    f.details.push_back("Processes holding /dev/nvidia* are still listed by `gpureap ps`.");
+    f.remedies.push_back({"ldconfig -p | grep libnvidia-ml", Risk::None,
+                          "see whether the library is installed outside the loader's path (then set GPUREAP_NVML_LIBRARY)"});
+    f.remedies.push_back({"", Risk::None,
+                          "in a container: start it with the NVIDIA Container Toolkit (docker run --gpus all ...)"});
+    f.remedies.push_back({"apt install nvidia-driver", Risk::Medium,
+                          "install the driver (Debian; other distributions have their own package)"});
+    return f;
+  }
+  if (d.failure == LoadFailure::InitFailed && d.nvml_code == nvml_abi::kErrorLibRmVersionMismatch) {
+    f.id = "driver-version-mismatch";
+    f.summary = "The NVIDIA library and the loaded kernel module have different versions (driver upgraded without reload)";
+    f.details.push_back("Kernel module: " + (module.empty() ? std::string("unknown") : module));
+    f.details.push_back("Library: " + (d.library_path.empty() ? std::string("libnvidia-ml.so.1") : d.library_path));
+    f.details.push_back("No CUDA program can start until the module is reloaded or the machine rebooted.");
+    f.remedies.push_back({"gpureap ps", Risk::None, "see which processes still hold the GPUs (all must end before a reload)"});
+    f.remedies.push_back({kReloadCommand, Risk::High, "reload the kernel module so that it matches the installed library"});
+    f.remedies.push_back({"systemctl reboot", Risk::High, "reboot: loads the new module"});
+    return f;
+  }
+  if (d.failure == LoadFailure::InitFailed && d.nvml_code == nvml_abi::kErrorDriverNotLoaded) {
+    f.id = "driver-not-loaded";
+    f.summary = "The NVIDIA library is installed but the kernel module is not loaded";
+    f.remedies.push_back({"dmesg | grep -i nvrm", Risk::None, "look for the reason the module failed to load"});
+    f.remedies.push_back({"modprobe nvidia && modprobe nvidia_uvm", Risk::Medium, "load the module"});
+    return f;
+  }
+  f.id = "driver-init-failed";
+  f.summary = "The NVIDIA driver could not be initialised: " + d.message;
+  f.remedies.push_back({"dmesg | grep -i -E 'nvrm|xid'", Risk::None, "look for driver errors in the kernel log"});
+  f.remedies.push_back({"systemctl reboot", Risk::High, "reboot when the driver stays unusable"});
+  return f;
+}
+
+Finding gpu_error_finding(const GpuView& gpu) {
+  const NvmlError& error = *gpu.reading.error;
+  Finding f;
+  f.gpu = gpu.reading.index;
+  f.evidence["pci_bus_id"] = gpu.reading.pci_bus_id;
+  f.evidence["error"] = {{"code", error.code}, {"name", error.name()}, {"call", error.call}, {"message", error.message}};
+  if (error.code == nvml_abi::kErrorGpuIsLost) {
+    f.id = "gpu-lost";
+    f.severity = Severity::Critical;
+    f.summary = fmt::format("GPU {} is lost (fell off the bus or stopped answering): its memory and processes are unreachable",
+                            gpu.reading.index);
+    f.details.push_back("Processes using it may be stuck in D state and unkillable until the node is power-cycled.");
+    f.remedies.push_back({"dmesg | grep -i xid", Risk::None, "Xid 79 confirms the GPU fell off the bus"});
+    f.remedies.push_back({"scontrol update nodename=$(hostname -s) state=drain reason=\"GPU lost\"", Risk::Low,
+                          "on a Slurm cluster: keep new jobs off this node"});
+    f.remedies.push_back({"systemctl reboot", Risk::High,
+                          "a GPU that fell off the bus needs the node rebooted, often power-cycled; a GPU reset cannot help"});
+    return f;
+  }
+  f.id = "gpu-error";
+  f.severity = error.code == nvml_abi::kErrorNoPermission ? Severity::Warning : Severity::Critical;
+  f.summary = fmt::format("GPU {} could not be read: {} ({})", gpu.reading.index, error.message, error.name());
+  f.remedies.push_back({"nvidia-smi -q -i " + std::to_string(gpu.reading.index), Risk::None, "see what the driver says about it"});
+  return f;
+}
+
+}  // namespace
+
+void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
+  if (!snapshot.driver.loaded) {
+    diagnosis.findings.push_back(driver_load_finding(snapshot));
+    return;
+  }
+  if (snapshot.driver.count_error) {
+    Finding f;
+    f.id = "driver-error";
+    f.severity = Severity::Critical;
+    f.summary = "The driver could not count the GPUs: " + snapshot.driver.count_error->message;
+    f.evidence["error"] = {{"code", snapshot.driver.count_error->code}, {"name", snapshot.driver.count_error->name()}};
+    f.remedies.push_back({"dmesg | grep -i -E 'nvrm|xid'", Risk::None, "look for driver errors in the kernel log"});
+    diagnosis.findings.push_back(std::move(f));
+  }
+  for (const auto& gpu : snapshot.gpus) {
+    if (gpu.reading.error) {
+      diagnosis.findings.push_back(gpu_error_finding(gpu));
+      continue;
+    }
+    if (gpu.reading.persistence_mode == false) {
+      Finding f;
+      f.id = "persistence-off";
+      f.severity = Severity::Info;
+      f.gpu = gpu.reading.index;
+      f.summary = fmt::format("GPU {}: persistence is off: the driver tears its state down whenever no client is attached",
+                              gpu.reading.index);
+      f.details.push_back("Every CUDA start then re-initialises the GPU (slower starts; state such as clocks is lost).");
+      f.evidence["persistence_mode"] = false;
+      f.remedies.push_back({"systemctl enable --now nvidia-persistenced", Risk::Low,
+                            "keep the driver state loaded with NVIDIA's daemon"});
+      diagnosis.findings.push_back(std::move(f));
+    }
+  }
+
+  // In a container without the host's PID namespace, the driver's host PIDs mean nothing here.
+  if (snapshot.in_child_pid_namespace) {
+    nlohmann::json foreign = nlohmann::json::array();
+    std::uint64_t bytes = 0;
+    for (const auto& p : snapshot.processes) {
+      if (p.identity != Identity::Foreign) continue;
+      foreign.push_back({{"gpu", p.gpu_index}, {"host_pid", p.driver.pid},
+                         {"gpu_memory_bytes", p.driver.used_memory ? nlohmann::json(*p.driver.used_memory) : nlohmann::json(nullptr)}});
+      bytes += p.driver.used_memory.value_or(0);
+    }
+    if (!foreign.empty()) {
+      Finding f;
+      f.id = "in-container";
+      f.severity = Severity::Warning;
+      f.summary = fmt::format(
+          "gpureap runs in a PID namespace (a container without --pid=host): {} driver-listed process(es) using {} "
+          "are not visible here",
+          foreign.size(), format_bytes(bytes));
+      f.details.push_back("The driver reports host PIDs. From here they cannot be matched to processes, and must "
+                          "never be signalled: the same number may name an unrelated process in this container.");
+      f.details.push_back("Run gpureap on the host (or in a container started with --pid=host) to see and end them.");
+      f.evidence["foreign_processes"] = foreign;
+      f.remedies.push_back({"gpureap doctor", Risk::None, "on the host: shows the container each process runs in"});
+      f.remedies.push_back({"gpureap kill --container <id>", Risk::Medium,
+                            "on the host: end the processes of one container (or restart the container)"});
+      diagnosis.findings.push_back(std::move(f));
+    }
+    return;
+  }
+  // On the host: a listed PID that does not exist, or names a process without the GPU open.
+  nlohmann::json unknown = nlohmann::json::array();
+  std::vector<std::string> lines;
+  for (const auto& p : snapshot.processes) {
+    if (p.identity != Identity::Foreign && p.identity != Identity::Mismatch) continue;
+    unknown.push_back({{"gpu", p.gpu_index}, {"pid", p.driver.pid}, {"identity", identity_name(p.identity)},
+                       {"reason", p.identity_reason}});
+    lines.push_back(fmt::format("GPU {}: PID {}: {}", p.gpu_index, p.driver.pid, p.identity_reason));
+  }
+  if (!unknown.empty()) {
+    Finding f;
+    f.id = "unverifiable-pids";
+    f.severity = Severity::Warning;
+    f.summary = fmt::format("The driver lists {} PID(s) that are not GPU processes here: never signal them by number",
+                            unknown.size());
+    f.details = lines;
+    f.details.push_back("Either they exited a moment ago, or the driver reports PIDs of another PID namespace "
+                        "(seen with some 560 drivers).");
+    f.evidence["processes"] = unknown;
+    f.remedies.push_back({"gpureap doctor", Risk::None, "look again: an exited process disappears from the list"});
+    diagnosis.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace gpureap

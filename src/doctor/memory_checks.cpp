@@ -1,0 +1,269 @@
+// Memory that no listed process explains, per GPU, and why: holders the driver does not list
+// (orphaned workers of a dead job), a release still in progress, or nothing at all — a
+// driver-level leak that only a reset gets back.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "cli/human_format.hpp"
+#include "doctor/doctor.hpp"
+#include "doctor/reset_readiness.hpp"
+
+namespace gpureap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool holds_gpu(const HolderView& h, unsigned gpu) {
+  return std::find(h.gpus.begin(), h.gpus.end(), gpu) != h.gpus.end();
+}
+
+std::size_t listed_on(const Snapshot& snapshot, unsigned gpu) {
+  return static_cast<std::size_t>(std::count_if(snapshot.processes.begin(), snapshot.processes.end(),
+                                                [gpu](const GpuProcessView& p) { return p.gpu_index == gpu; }));
+}
+
+std::uint64_t tolerance_for(const Snapshot& snapshot, unsigned gpu, const DoctorOptions& options) {
+  return options.tolerance_bytes.value_or(default_tolerance_bytes(listed_on(snapshot, gpu)));
+}
+
+nlohmann::json holder_evidence(const Snapshot& snapshot, const HolderView& h) {
+  const ProcessInfo& p = *h.linux_process;
+  const ProcessInfo* leader = snapshot.table.find(p.pgid);
+  return {{"pid", h.pid},
+          {"role", h.role},
+          {"ppid", p.ppid},
+          {"pgid", p.pgid},
+          {"process_group_leader_alive", leader != nullptr},
+          {"user", p.user},
+          {"state", std::string(1, p.state)},
+          {"age_seconds", p.elapsed_seconds},
+          {"command", p.command()},
+          {"container", p.container ? nlohmann::json(p.container->id) : nlohmann::json(nullptr)}};
+}
+
+std::string holder_line(const Snapshot& snapshot, const HolderView& h) {
+  const ProcessInfo& p = *h.linux_process;
+  std::string parent;
+  if (snapshot.table.find(p.pgid) == nullptr && p.pgid != h.pid) {
+    parent = fmt::format("; its process group leader {} (likely the job that forked it) is gone", p.pgid);
+  } else if (p.ppid <= 1) {
+    parent = "; reparented to init";
+  }
+  return fmt::format("PID {} {} age {} state {}: {}{}", h.pid, p.user, format_duration(p.elapsed_seconds),
+                     p.state, p.command(), parent);
+}
+
+std::string pid_list(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) out += (out.empty() ? "" : " ") + std::to_string(pid);
+  return out;
+}
+
+// Unlisted holders that keep a dead job's memory: orphans (safe to end: their job is gone)
+// and other unlisted holders (their parent lives: end them only when chosen).
+void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vector<const HolderView*>& holders,
+                    bool orphans, std::uint64_t unattributed, bool above_tolerance, Diagnosis& diagnosis) {
+  if (holders.empty()) return;
+  const unsigned index = gpu.reading.index;
+  Finding f;
+  f.id = orphans ? "orphaned-holders" : "unlisted-holders";
+  f.severity = Severity::Warning;
+  f.gpu = index;
+  std::vector<pid_t> pids;
+  nlohmann::json list = nlohmann::json::array();
+  for (const HolderView* h : holders) {
+    pids.push_back(h->pid);
+    list.push_back(holder_evidence(snapshot, *h));
+    f.details.push_back(holder_line(snapshot, *h));
+  }
+  const std::string what = orphans ? "orphaned process(es) whose job has died" : "process(es) the driver does not list";
+  f.summary = above_tolerance
+                  ? fmt::format("GPU {}: {} in use that no listed process explains, held by {} {} still holding its device files",
+                                index, format_bytes(unattributed), holders.size(), what)
+                  : fmt::format("GPU {}: {} {} still hold its device files", index, holders.size(), what);
+  f.details.insert(f.details.begin(), "The driver frees a context's memory only when the last descriptor to it closes; "
+                                      "forked workers inherit those descriptors.");
+  f.evidence["holders"] = list;
+  f.evidence["unattributed_bytes"] = unattributed;
+  f.remedies.push_back({"gpureap ps --tree", Risk::None, "see them with their process trees"});
+  f.remedies.push_back({"gpureap kill " + pid_list(pids), orphans ? Risk::Low : Risk::Medium,
+                        orphans ? "end them (SIGTERM, then SIGKILL) and verify the memory comes back"
+                                : "end them, if the job they belong to should not run; their parent is alive",
+                        true});
+  diagnosis.findings.push_back(std::move(f));
+  FixAction fix;
+  fix.kind = FixAction::Kind::EndOrphans;
+  fix.finding_id = orphans ? "orphaned-holders" : "unlisted-holders";
+  fix.gpu = index;
+  fix.pids = pids;
+  fix.only_when_chosen = !orphans;
+  fix.description = fmt::format("end {} on GPU {}: PID {}", orphans ? "the orphaned holders" : "the unlisted holders",
+                                index, pid_list(pids));
+  diagnosis.fixes.push_back(std::move(fix));
+}
+
+struct ReleaseWatch {
+  std::vector<std::pair<double, std::uint64_t>> samples;  // (seconds since start, used bytes)
+  bool falling() const {
+    if (samples.size() < 2) return false;
+    const std::uint64_t first = samples.front().second;
+    return std::any_of(samples.begin() + 1, samples.end(), [first](const auto& s) { return s.second + (1u << 20) <= first; });
+  }
+};
+
+// Re-reads used memory until it stops falling or the window ends, for every candidate GPU.
+std::map<unsigned, ReleaseWatch> watch_release(SnapshotSource& source, const Snapshot& snapshot,
+                                               const std::vector<unsigned>& gpus, double seconds,
+                                               const std::map<unsigned, std::uint64_t>& settled_at) {
+  std::map<unsigned, ReleaseWatch> watches;
+  for (unsigned g : gpus) {
+    watches[g].samples.emplace_back(0.0, snapshot.gpu_by_index(g)->memory.used.value_or(0));
+  }
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  while (Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto reading = source.read_driver_only();
+    if (!reading) break;
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    bool all_settled = true;
+    for (const auto& r : reading->gpus) {
+      auto it = watches.find(r.index);
+      if (it == watches.end() || !r.memory.used) continue;
+      it->second.samples.emplace_back(t, *r.memory.used);
+      if (*r.memory.used > settled_at.at(r.index)) all_settled = false;
+    }
+    if (all_settled) break;  // released: no need to wait out the window
+  }
+  return watches;
+}
+
+void report_release(const GpuView& gpu, const ReleaseWatch& watch, std::uint64_t settled_at, Diagnosis& diagnosis) {
+  const unsigned index = gpu.reading.index;
+  const std::uint64_t first = watch.samples.front().second;
+  const std::uint64_t last = watch.samples.back().second;
+  Finding f;
+  f.id = "release-in-progress";
+  f.severity = Severity::Info;
+  f.gpu = index;
+  const bool done = last <= settled_at;
+  f.summary = done ? fmt::format("GPU {}: {} were being released by the driver and came back within {:.1f} s", index,
+                                 format_bytes(first - last), watch.samples.back().first)
+                   : fmt::format("GPU {}: memory is being released: used fell from {} to {} in {:.1f} s; {} still to go",
+                                 index, format_bytes(first), format_bytes(last), watch.samples.back().first,
+                                 format_bytes(last - settled_at));
+  f.details.push_back("After the last descriptor closes the driver tears the context down asynchronously; "
+                      "readings lag by milliseconds to seconds.");
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& [t, used] : watch.samples) samples.push_back({{"seconds", t}, {"used_bytes", used}});
+  f.evidence["samples"] = samples;
+  f.evidence["falling"] = true;
+  f.evidence["remaining_bytes"] = last > settled_at ? last - settled_at : 0;
+  if (!done) f.remedies.push_back({"gpureap doctor", Risk::None, "look again in a few seconds"});
+  diagnosis.findings.push_back(std::move(f));
+}
+
+void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t unattributed, const ReleaseWatch& watch,
+                 Diagnosis& diagnosis) {
+  const unsigned index = gpu.reading.index;
+  Finding f;
+  f.id = "memory-leak";
+  f.gpu = index;
+  // Processes we could not inspect might hold it. Host PID 1 is left out: it is init, and in
+  // sandboxes even root may not read its descriptors.
+  std::size_t hidden = 0;
+  for (const auto& [pid, process] : snapshot.table.processes()) {
+    if (process.fd_access == FdAccess::Denied && !process.kernel_thread && pid != 1) ++hidden;
+  }
+  const bool incomplete = hidden > 0;
+  f.severity = incomplete ? Severity::Warning : Severity::Critical;
+  f.summary = fmt::format("GPU {}: {} in use with no process holding the GPU: the memory has leaked in the driver",
+                          index, format_bytes(unattributed));
+  if (incomplete) {
+    f.summary = fmt::format("GPU {}: {} in use that no visible process explains ({} process(es) could not be inspected)",
+                            index, format_bytes(unattributed), hidden);
+  }
+  f.details.push_back(fmt::format("No process holds /dev/nvidia{} except NVML clients, and used memory did not fall in "
+                                  "{:.1f} s of re-measuring.",
+                                  gpu.reading.minor_number.value_or(index), watch.samples.back().first));
+  const ResetReadiness readiness = check_reset_readiness(snapshot, index);
+  for (const auto& b : readiness.blockers) f.details.push_back("Reset blocked: " + b.text);
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& [t, used] : watch.samples) samples.push_back({{"seconds", t}, {"used_bytes", used}});
+  f.evidence["unattributed_bytes"] = unattributed;
+  f.evidence["samples"] = samples;
+  f.evidence["falling"] = false;
+  f.evidence["reset"] = readiness.to_json();
+  f.evidence["processes_not_inspected"] = hidden;
+  if (incomplete) f.remedies.push_back({"sudo gpureap doctor", Risk::None, "as root, every process's descriptors can be checked"});
+  f.remedies.push_back({fmt::format("nvidia-smi -r -i {}", index), Risk::High,
+                        readiness.ready() ? "reset the GPU: frees everything on it (nothing uses it now; NVIDIA does "
+                                            "not guarantee success: check it afterwards)"
+                                          : fmt::format("reset the GPU once nothing uses it ({} blocker(s) above)",
+                                                        readiness.blockers.size()),
+                        true});
+  f.remedies.push_back({"rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia && modprobe nvidia_uvm",
+                        Risk::High, "reload the driver when a reset fails: every GPU must be idle"});
+  f.remedies.push_back({"systemctl reboot", Risk::High, "reboot when nothing else helps"});
+  diagnosis.findings.push_back(std::move(f));
+  diagnosis.leaked_gpus.push_back(index);
+  FixAction fix;
+  fix.kind = FixAction::Kind::ResetGpu;
+  fix.finding_id = "memory-leak";
+  fix.gpu = index;
+  fix.description = fmt::format("reset GPU {} with nvidia-smi -r -i {} (only with --allow-reset)", index, index);
+  diagnosis.fixes.push_back(std::move(fix));
+}
+
+}  // namespace
+
+std::uint64_t default_tolerance_bytes(std::size_t listed_processes) {
+  return (64ull << 20) + (16ull << 20) * listed_processes;
+}
+
+void check_memory(SnapshotSource& source, const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
+  std::vector<unsigned> candidates;
+  std::map<unsigned, std::uint64_t> settled_at;
+  for (const auto& gpu : snapshot.gpus) {
+    if (gpu.reading.error || !gpu.memory.used) continue;
+    const unsigned index = gpu.reading.index;
+    const std::uint64_t tolerance = tolerance_for(snapshot, index, options);
+    const bool known = gpu.memory.unattributed.has_value();
+    const std::uint64_t unattributed = gpu.memory.unattributed.value_or(0);
+    const bool above = known && unattributed > tolerance;
+    if (!known) {
+      diagnosis.notes.push_back(fmt::format("GPU {}: the driver does not report every process's memory, so memory "
+                                            "that no process explains cannot be computed",
+                                            index));
+    }
+    std::vector<const HolderView*> orphans, unlisted;
+    for (const auto& h : snapshot.holders) {
+      if (!holds_gpu(h, index) || h.listed_by_driver) continue;
+      if (h.role == "orphan") orphans.push_back(&h);
+      if (h.role == "unlisted") unlisted.push_back(&h);
+    }
+    report_holders(snapshot, gpu, orphans, true, unattributed, above, diagnosis);
+    report_holders(snapshot, gpu, unlisted, false, unattributed, above && orphans.empty(), diagnosis);
+    if (above && orphans.empty() && unlisted.empty()) {
+      candidates.push_back(index);
+      settled_at[index] = gpu.memory.attributed + tolerance;
+    }
+  }
+  if (candidates.empty()) return;
+  const auto watches = watch_release(source, snapshot, candidates, options.settle_seconds, settled_at);
+  for (unsigned index : candidates) {
+    const GpuView& gpu = *snapshot.gpu_by_index(index);
+    const ReleaseWatch& watch = watches.at(index);
+    if (watch.falling()) {
+      report_release(gpu, watch, settled_at.at(index), diagnosis);
+    } else {
+      report_leak(snapshot, gpu, *gpu.memory.unattributed, watch, diagnosis);
+    }
+  }
+}
+
+}  // namespace gpureap

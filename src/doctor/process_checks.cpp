@@ -1,0 +1,160 @@
+// Zombies linked to GPU processes, and processes holding a GPU in uninterruptible sleep (D),
+// which no signal ends until the kernel call they wait in returns.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "cli/human_format.hpp"
+#include "doctor/blocked_io.hpp"
+#include "doctor/doctor.hpp"
+
+namespace gpureap {
+namespace {
+
+bool is_gpu_process(const Snapshot& snapshot, pid_t pid) {
+  return std::any_of(snapshot.processes.begin(), snapshot.processes.end(),
+                     [pid](const GpuProcessView& p) { return static_cast<pid_t>(p.driver.pid) == pid; });
+}
+
+const HolderView* holder_of(const Snapshot& snapshot, pid_t pid) {
+  for (const auto& h : snapshot.holders) {
+    if (h.pid == pid) return &h;
+  }
+  return nullptr;
+}
+
+std::optional<unsigned> single_gpu(const Snapshot& snapshot, pid_t pid) {
+  if (const HolderView* h = holder_of(snapshot, pid); h != nullptr && h->gpus.size() == 1) return h->gpus.front();
+  return std::nullopt;
+}
+
+}  // namespace
+
+void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis) {
+  for (const auto& [pid, zombie] : snapshot.table.processes()) {
+    if (zombie.state != 'Z') continue;
+    const ProcessInfo* parent = snapshot.table.find(zombie.ppid);
+    const bool listed = is_gpu_process(snapshot, pid);
+    const bool parent_gpu = parent != nullptr && (is_gpu_process(snapshot, parent->pid) || holder_of(snapshot, parent->pid));
+    if (!listed && !parent_gpu && !zombie.holds_any_device_file()) continue;
+    Finding f;
+    f.id = "zombie";
+    // A zombie holds nothing, unless its threads still do (then the driver may list it).
+    const bool stuck_parent = parent != nullptr && (parent->state == 'T' || parent->state == 'D' || parent->state == 'Z');
+    f.severity = (listed || zombie.holds_any_device_file() || stuck_parent) ? Severity::Warning : Severity::Info;
+    f.gpu = parent != nullptr ? single_gpu(snapshot, parent->pid) : std::nullopt;
+    const std::string parent_text =
+        parent == nullptr ? std::string("its parent is not visible")
+                          : fmt::format("parent {} ({}, state {}{})", parent->pid, parent->command(), parent->state,
+                                        parent_gpu ? ", a GPU process" : "");
+    f.summary = fmt::format("Zombie process {} ({}) not reaped by its {}", pid, zombie.comm, parent_text);
+    f.details.push_back(zombie.holds_any_device_file()
+                            ? "Its main thread exited but other threads still hold GPU device files."
+                            : "A zombie holds no GPU memory: its descriptors closed when it exited. Only its parent "
+                              "can clear it, by waiting for it.");
+    f.evidence["pid"] = pid;
+    f.evidence["command"] = zombie.comm;
+    f.evidence["listed_by_driver"] = listed;
+    f.evidence["holds_device_files"] = zombie.holds_any_device_file();
+    f.evidence["parent"] = parent == nullptr ? nlohmann::json(nullptr)
+                                             : nlohmann::json{{"pid", parent->pid},
+                                                              {"command", parent->command()},
+                                                              {"state", std::string(1, parent->state)},
+                                                              {"gpu_process", parent_gpu}};
+    if (parent != nullptr && parent->pid > 1) {
+      f.remedies.push_back({fmt::format("kill -CHLD {}", parent->pid), Risk::None,
+                            "remind the parent to reap its child (harmless)", true});
+      f.remedies.push_back({fmt::format("gpureap kill {}", parent->pid), Risk::Medium,
+                            "end the parent: the zombie is then reaped by init (ends the parent's job)", true});
+      FixAction nudge;
+      nudge.kind = FixAction::Kind::ReapZombies;
+      nudge.finding_id = "zombie";
+      nudge.pids = {parent->pid};
+      nudge.description = fmt::format("send SIGCHLD to PID {}, the parent of zombie {}", parent->pid, pid);
+      diagnosis.fixes.push_back(nudge);
+      FixAction end;
+      end.kind = FixAction::Kind::EndZombieParent;
+      end.finding_id = "zombie";
+      end.pids = {parent->pid};
+      end.only_when_chosen = true;
+      end.description = fmt::format("end PID {} ({}), the parent of zombie {}", parent->pid, parent->command(), pid);
+      diagnosis.fixes.push_back(end);
+    }
+    diagnosis.findings.push_back(std::move(f));
+  }
+}
+
+void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis) {
+  std::vector<pid_t> blocked;
+  for (const auto& h : snapshot.holders) {
+    if (h.linux_process->state == 'D') blocked.push_back(h.pid);
+  }
+  if (blocked.empty()) return;
+  const std::string& proc_root = snapshot.table.options().proc_root;
+  std::vector<std::optional<BlockedSample>> first;
+  for (pid_t pid : blocked) first.push_back(sample_blocked(proc_root, pid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(std::min(settle_seconds, 0.5) * 1000)));
+  for (std::size_t i = 0; i < blocked.size(); ++i) {
+    const pid_t pid = blocked[i];
+    const HolderView& h = *holder_of(snapshot, pid);
+    const BlockedIoDetails io = inspect_blocked_process(proc_root, pid);
+    const auto second = sample_blocked(proc_root, pid);
+    const bool stayed = first[i] && second && stayed_blocked(*first[i], *second);
+    Finding f;
+    f.id = "d-state";
+    f.severity = Severity::Warning;
+    f.gpu = h.gpus.size() == 1 ? std::optional<unsigned>(h.gpus.front()) : std::nullopt;
+    const std::string wchan = io.wchan.empty() ? h.linux_process->wchan : io.wchan;
+    f.summary = fmt::format("PID {} ({}) holds GPU device files in uninterruptible sleep (D){}: no signal ends it until "
+                            "that kernel call returns",
+                            pid, h.linux_process->comm, wchan.empty() ? "" : " in " + wchan);
+    if (io.blocked_since_seconds) {
+      f.details.push_back(fmt::format("Blocked for {} (kernel scheduler statistics).", format_duration(*io.blocked_since_seconds)));
+    } else if (stayed && second && first[i]) {
+      f.details.push_back(fmt::format("It did not run at all during {:.1f} s of watching (no context switch).",
+                                      second->taken_at_monotonic - first[i]->taken_at_monotonic));
+    }
+    nlohmann::json mounts = nlohmann::json::array();
+    for (const auto& m : io.network_mounts) {
+      mounts.push_back({{"mount_point", m.mount_point}, {"fs_type", m.fs_type}, {"source", m.source}});
+      f.details.push_back(fmt::format("It has files on the network filesystem {} ({} from {}): a server that stopped "
+                                      "answering is the usual cause.",
+                                      m.mount_point, m.fs_type, m.source));
+    }
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& file : io.files) {
+      files.push_back({{"what", file.what}, {"path", file.path},
+                       {"mount_point", file.mount ? nlohmann::json(file.mount->mount_point) : nlohmann::json(nullptr)},
+                       {"fs_type", file.mount ? nlohmann::json(file.mount->fs_type) : nlohmann::json(nullptr)}});
+    }
+    f.evidence["pid"] = pid;
+    f.evidence["command"] = h.linux_process->command();
+    f.evidence["wchan"] = wchan;
+    f.evidence["gpus"] = h.gpus;
+    f.evidence["listed_by_driver"] = h.listed_by_driver;
+    f.evidence["stayed_blocked"] = stayed;
+    f.evidence["blocked_seconds"] = io.blocked_since_seconds ? nlohmann::json(*io.blocked_since_seconds) : nlohmann::json(nullptr);
+    f.evidence["context_switches"] = io.context_switches ? nlohmann::json(*io.context_switches) : nlohmann::json(nullptr);
+    f.evidence["network_mounts"] = mounts;
+    f.evidence["files"] = files;
+    f.evidence["kernel_stack"] = io.kernel_stack ? nlohmann::json(*io.kernel_stack) : nlohmann::json(nullptr);
+    f.remedies.push_back({fmt::format("cat /proc/{}/stack", pid), Risk::None, "see the kernel call it waits in (root)"});
+    for (const auto& m : io.network_mounts) {
+      f.remedies.push_back({fmt::format("showmount -e {}", m.source.substr(0, m.source.find(':'))), Risk::None,
+                            "check that the file server answers"});
+    }
+    f.remedies.push_back({fmt::format("gpureap kill {}", pid), Risk::Medium,
+                          "queue SIGKILL: it takes effect the moment the kernel call returns"});
+    for (const auto& m : io.network_mounts) {
+      f.remedies.push_back({"umount -f -l " + m.mount_point, Risk::High,
+                            "force the stuck mount away (unsaved data on it is lost)"});
+    }
+    f.remedies.push_back({"systemctl reboot", Risk::High, "the only way out when the kernel call never returns"});
+    diagnosis.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace gpureap

@@ -1,0 +1,152 @@
+// Xid events from the kernel log, grouped per GPU and Xid, mapped from the PCI location the
+// driver printed to the NVML index, with what they mean and what to do.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "doctor/doctor.hpp"
+#include "doctor/ipc_removal.hpp"
+#include "doctor/kernel_log.hpp"
+#include "doctor/xid_catalog.hpp"
+#include "doctor/xid_event.hpp"
+
+namespace gpureap {
+namespace {
+
+Severity severity_for(XidAction action) {
+  switch (action) {
+    case XidAction::ResetGpu:
+    case XidAction::PowerCycle:
+    case XidAction::DrainAndReset:
+    case XidAction::NodeReboot:
+    case XidAction::CheckNvlink:
+      return Severity::Critical;
+    case XidAction::Trend:
+    case XidAction::Informational:
+    case XidAction::Unknown:
+      return Severity::Warning;
+    case XidAction::ApplicationFault:
+    case XidAction::Secondary:
+    case XidAction::None:
+      return Severity::Info;
+  }
+  return Severity::Warning;
+}
+
+std::optional<unsigned> gpu_for(const Snapshot& snapshot, const PciLocation& pci) {
+  for (const auto& gpu : snapshot.gpus) {
+    const auto location = parse_pci_bus_id(gpu.reading.pci_bus_id);
+    if (location && same_pci_device(*location, pci)) return gpu.reading.index;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json event_json(const XidEvent& e) {
+  return {{"time", e.time_text},
+          {"seconds_since_boot", e.seconds_since_boot ? nlohmann::json(*e.seconds_since_boot) : nlohmann::json(nullptr)},
+          {"line_number", e.line_number},
+          {"line", e.line}};
+}
+
+void add_remedies(Finding& f, const XidInfo& info, const std::string& gpu_arg) {
+  switch (info.action) {
+    case XidAction::ApplicationFault:
+      f.remedies.push_back({"", Risk::None, "restart the application; the GPU itself stays usable"});
+      break;
+    case XidAction::Secondary:
+      f.remedies.push_back({"", Risk::None, "look at the Xid that came before it on this GPU"});
+      break;
+    case XidAction::Trend:
+      f.remedies.push_back({"nvidia-smi -q -d ECC" + gpu_arg, Risk::None, "watch the error counters over time"});
+      break;
+    case XidAction::Informational:
+      f.remedies.push_back({"nvidia-smi -q -d ROW_REMAPPER" + gpu_arg, Risk::None,
+                            "see the pending remaps; they take effect at the next reset"});
+      break;
+    case XidAction::CheckNvlink:
+      f.remedies.push_back({"nvidia-smi nvlink -s" + gpu_arg, Risk::None, "check the state of each link"});
+      [[fallthrough]];
+    case XidAction::ResetGpu:
+    case XidAction::DrainAndReset:
+      f.remedies.push_back({"gpureap kill --gpu " + (f.gpu ? std::to_string(*f.gpu) : std::string("N")), Risk::Medium,
+                            "end the GPU's processes (drain it from the scheduler first)"});
+      f.remedies.push_back({"nvidia-smi -r" + gpu_arg, Risk::High, "reset the GPU once nothing uses it"});
+      break;
+    case XidAction::PowerCycle:
+    case XidAction::NodeReboot:
+      f.remedies.push_back({"scontrol update nodename=$(hostname -s) state=drain reason=\"Xid " +
+                                std::to_string(info.xid) + "\"",
+                            Risk::Low, "on a Slurm cluster: keep new jobs off this node"});
+      f.remedies.push_back({"systemctl reboot", Risk::High,
+                            info.action == XidAction::PowerCycle ? "power-cycle the node: a reset cannot bring the GPU back"
+                                                                 : "reboot the node, as the driver asks"});
+      break;
+    case XidAction::None:
+      break;
+    case XidAction::Unknown:
+      f.remedies.push_back({"", Risk::None, "look the Xid up in NVIDIA's Xid catalog (docs.nvidia.com, \"Xid errors\")"});
+      break;
+  }
+}
+
+}  // namespace
+
+void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
+  if (options.no_kernel_log) return;
+  const KernelLogRead log = options.kernel_log.empty() ? read_kmsg(options.kmsg_path) : read_kernel_log_file(options.kernel_log);
+  if (log.error) {
+    diagnosis.notes.push_back("Xid events not checked: " + *log.error);
+    return;
+  }
+  if (log.truncated) {
+    diagnosis.notes.push_back("the kernel log had overwritten older records: earlier Xid events may be missing");
+  }
+  // (PCI, Xid) → events; 154 keeps only the latest per GPU: it states the current request.
+  std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, std::vector<const XidEvent*>> groups;
+  for (const auto& e : log.events) {
+    auto key = std::make_tuple(e.pci.domain, e.pci.bus, e.pci.device, e.xid);
+    auto& list = groups[key];
+    if (e.xid == 154) list.clear();
+    list.push_back(&e);
+  }
+  const std::string& proc_root = snapshot.table.options().proc_root;
+  for (const auto& [key, events] : groups) {
+    const XidEvent& last = *events.back();
+    const XidInfo info = describe_xid(last);
+    Finding f;
+    f.id = "xid";
+    f.severity = severity_for(info.action);
+    f.gpu = gpu_for(snapshot, last.pci);
+    const std::string where = f.gpu ? fmt::format("GPU {} ({})", *f.gpu, pci_text(last.pci)) : "PCI " + pci_text(last.pci);
+    f.summary = fmt::format("{}: Xid {} ({}){}: {}", where, last.xid, info.meaning,
+                            events.size() > 1 ? fmt::format(", {} times", events.size()) : std::string(), info.advice);
+    f.details.push_back("Last: " + last.line);
+    nlohmann::json pids = nlohmann::json::array();
+    std::set<int> seen;
+    for (const XidEvent* e : events) {
+      if (!e->pid || !seen.insert(*e->pid).second) continue;
+      const bool alive = process_exists(*e->pid, proc_root);
+      pids.push_back({{"pid", *e->pid}, {"name", e->process_name ? nlohmann::json(*e->process_name) : nlohmann::json(nullptr)},
+                      {"running", alive}});
+      f.details.push_back(fmt::format("Named PID {} ({}){}", *e->pid, e->process_name.value_or("?"),
+                                      alive ? " is still running (PID numbers are reused: check it)" : " is gone"));
+    }
+    f.evidence["xid"] = last.xid;
+    f.evidence["meaning"] = info.meaning;
+    f.evidence["action"] = xid_action_name(info.action);
+    f.evidence["pci"] = pci_text(last.pci);
+    f.evidence["gpu_instance"] = last.gpu_instance ? nlohmann::json(*last.gpu_instance) : nlohmann::json(nullptr);
+    f.evidence["compute_instance"] = last.compute_instance ? nlohmann::json(*last.compute_instance) : nlohmann::json(nullptr);
+    f.evidence["count"] = events.size();
+    f.evidence["first"] = event_json(*events.front());
+    f.evidence["last"] = event_json(last);
+    f.evidence["pids"] = pids;
+    f.evidence["source"] = log.source;
+    add_remedies(f, info, f.gpu ? " -i " + std::to_string(*f.gpu) : std::string());
+    diagnosis.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace gpureap

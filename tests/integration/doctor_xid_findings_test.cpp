@@ -1,0 +1,97 @@
+// Xid events from a saved kernel log become findings on the right GPU, with the PID named.
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "doctor_support.hpp"
+#include "sim_harness.hpp"
+
+namespace gpureap::test {
+namespace {
+
+// "00000000:1A:00.0" -> "0000:1a:00", as the driver prints it in Xid lines.
+std::string xid_pci(const std::string& nvml_bus_id) {
+  std::string s = nvml_bus_id.substr(4, 10);
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const nlohmann::json* xid_finding(const std::vector<nlohmann::json>& list, unsigned xid) {
+  for (const auto& f : list) {
+    if (f["evidence"]["xid"] == xid) return &f;
+  }
+  return nullptr;
+}
+
+TEST(DoctorXid, EveryLineFormatMapsToTheGpuAndPid) {
+  SimHost host;
+  const auto ps = host.ps_json();
+  const std::string gpu0 = xid_pci(gpu_entry(ps, 0)["pci_bus_id"]);
+  const std::string gpu1 = xid_pci(gpu_entry(ps, 1)["pci_bus_id"]);
+  const pid_t me = ::getpid();
+  const std::string log = host.state_dir() + "/kernel.log";
+  std::ofstream(log)
+      << "[    3.943049] NVRM: Persistence mode is deprecated and will be removed in a future release.\n"
+      << "[ 5678.901234] NVRM: Xid (PCI:" << gpu0 << "): 13, pid=" << me << ", name=python3, Graphics Exception\n"
+      << "Nov 29 18:29:40 node1 kernel: NVRM: Xid (PCI:" << gpu0 << "): 13, pid=999999, name=python3, Graphics Exception\n"
+      << "2026-11-29T18:30:00+0000 node1 kernel: NVRM: Xid (PCI:" << gpu1
+      << "): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+      << "6,1234,5678901,-;NVRM: Xid (PCI:" << gpu0 << " GPU-I:02 GPU-CI:01): 31, pid=4242, name=python3, Ch 00000010\n"
+      << "[Sun Nov 29 18:31:00 2026] NVRM: Xid (PCI:" << gpu0
+      << "): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)\n"
+      << "[ 6000.000000] NVRM: Xid (0000:7f:00): 14, Channel 00000001\n";
+  int rc = -1;
+  const auto report = doctor_json(host, {"--kernel-log", log}, &rc);
+  EXPECT_EQ(rc, 2) << "a GPU off the bus is critical: " << report.dump(2);
+
+  const auto on0 = findings(report, "xid", 0);
+  const auto* app = xid_finding(on0, 13);
+  ASSERT_NE(app, nullptr) << report["findings"].dump(2);
+  EXPECT_EQ((*app)["severity"], "info") << "an application fault leaves the GPU healthy";
+  EXPECT_EQ((*app)["evidence"]["count"], 2);
+  EXPECT_EQ((*app)["evidence"]["action"], "application-fault");
+  ASSERT_EQ((*app)["evidence"]["pids"].size(), 2u);
+  EXPECT_EQ((*app)["evidence"]["pids"][0]["pid"], me);
+  EXPECT_TRUE((*app)["evidence"]["pids"][0]["running"].get<bool>());
+  EXPECT_FALSE((*app)["evidence"]["pids"][1]["running"].get<bool>());
+
+  const auto* mig = xid_finding(on0, 31);
+  ASSERT_NE(mig, nullptr);
+  EXPECT_EQ((*mig)["evidence"]["gpu_instance"], 2);
+  EXPECT_EQ((*mig)["evidence"]["compute_instance"], 1);
+
+  const auto* recovery = xid_finding(on0, 154);
+  ASSERT_NE(recovery, nullptr);
+  EXPECT_EQ((*recovery)["severity"], "critical");
+  EXPECT_EQ((*recovery)["evidence"]["action"], "reset-gpu");
+  EXPECT_TRUE(has_remedy(*recovery, "nvidia-smi -r -i 0"));
+
+  const auto on1 = findings(report, "xid", 1);
+  const auto* fell = xid_finding(on1, 79);
+  ASSERT_NE(fell, nullptr);
+  EXPECT_EQ((*fell)["severity"], "critical");
+  EXPECT_EQ((*fell)["evidence"]["action"], "power-cycle");
+  EXPECT_TRUE((*fell)["evidence"]["pids"].empty()) << "pid='<unknown>' names no process";
+
+  // A GPU this host's driver does not know keeps its PCI location and no index.
+  bool unmapped = false;
+  for (const auto& f : findings(report, "xid")) {
+    if (f["gpu"].is_null() && f["evidence"]["pci"] == "0000:7f:00" && f["evidence"]["xid"] == 14) unmapped = true;
+  }
+  EXPECT_TRUE(unmapped) << report["findings"].dump(2);
+}
+
+TEST(DoctorXid, ALogWithoutXidsAddsNothing) {
+  SimHost host;
+  const std::string log = host.state_dir() + "/quiet.log";
+  std::ofstream(log) << "[    0.863222] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n";
+  int rc = -1;
+  const auto report = doctor_json(host, {"--kernel-log", log}, &rc);
+  EXPECT_EQ(rc, 0) << report.dump(2);
+  EXPECT_TRUE(findings(report, "xid").empty());
+}
+
+}  // namespace
+}  // namespace gpureap::test
