@@ -1,7 +1,7 @@
 // Observes every published allocation and applies the driver's release rules.
 //
 //   owner alive                      -> Active:    memory used, process listed
-//   owner dead, inheritors hold it   -> Orphaned:  memory used, NO process listed
+//   owner dead, inheritors hold it   -> Orphaned:  memory used, listed under the DEAD owner's PID
 //   nobody holds it, --leak          -> Leaked:    memory used forever, no process
 //   nobody holds it, within delay    -> Releasing: memory used until stamp + delay
 //   nobody holds it, delay over      -> Released:  files deleted, memory free
@@ -34,7 +34,11 @@ struct AllocView {
   std::optional<std::int64_t> release_due_ns;  // when the memory goes back to the pool
 
   bool counts_memory() const { return state != AllocState::Released; }
-  bool listed() const { return state == AllocState::Active; }
+  // A real driver keeps listing a context under the PID that created it for as long as the
+  // context lives: measured on an H200 (driver 580.159.04), a SIGKILLed owner whose forked
+  // worker still held the descriptors stayed listed with its 3.6 GiB until the worker ended.
+  bool listed() const { return state == AllocState::Active || state == AllocState::Orphaned; }
+  bool owner_running() const { return state == AllocState::Active; }
 };
 
 // Reads allocs/, probes every context and deletes those whose release is complete. Records

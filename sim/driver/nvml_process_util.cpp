@@ -27,7 +27,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
     std::vector<nvmlProcessUtilizationSample_t> samples;
     for (const auto& v : *views) {
       const AllocRecord& r = v.rec;
-      if (!v.listed() || r.gpu != t.gpu_index || (r.sm_util == 0 && r.mem_util == 0)) continue;
+      if (!v.owner_running() || r.gpu != t.gpu_index || (r.sm_util == 0 && r.mem_util == 0)) continue;
       auto same_pid = [&](const nvmlProcessUtilizationSample_t& s) { return s.pid == r.owner_pid; };
       if (std::any_of(samples.begin(), samples.end(), same_pid)) continue;
       nvmlProcessUtilizationSample_t s{};

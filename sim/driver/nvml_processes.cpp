@@ -1,8 +1,9 @@
 // Running-process lists: the three families (compute, graphics, MPS) in every record stride
 // a driver ever wrote, plus nvmlDeviceGetRunningProcessDetailList.
 //
-// Only processes whose owner is alive are listed: memory held by orphaned inheritors counts
-// as used but belongs to nobody the driver can name (nvidia-smi's "No running processes found").
+// A context is listed under the PID that created it for as long as it lives: when that owner
+// has died and forked inheritors keep the context, its dead PID stays listed with the memory
+// (as measured on a real H200). Leaked and releasing memory is in no row.
 #include <algorithm>
 #include <cstring>
 

@@ -19,7 +19,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
     unsigned gpu = t.gpu->util_gpu, mem = t.gpu->util_mem;
     std::vector<unsigned> seen;  // one contribution per process, not per allocation
     for (const auto& v : *views) {
-      if (v.rec.gpu != t.gpu_index || !v.listed()) continue;
+      if (v.rec.gpu != t.gpu_index || !v.owner_running()) continue;
       if (std::find(seen.begin(), seen.end(), v.rec.owner_pid) != seen.end()) continue;
       seen.push_back(v.rec.owner_pid);
       gpu += v.rec.sm_util;

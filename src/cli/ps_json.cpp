@@ -69,6 +69,7 @@ Json gpu_json(const GpuView& gpu) {
   Json memory = memory_json(r.memory);
   memory["attributed_bytes"] = gpu.memory.attributed;
   memory["unattributed_bytes"] = optional_value(gpu.memory.unattributed);
+  memory["held_for_exited_bytes"] = gpu.memory.held_for_exited;
   out["memory"] = memory;
   Json mig_devices = Json::array();
   for (const auto& mig : r.mig_devices) {
@@ -98,6 +99,7 @@ Json process_json(const GpuProcessView& view) {
   out["mem_util_percent"] = optional_value(d.mem_util_percent);
   out["identity"] = identity_name(view.identity);
   out["identity_reason"] = view.identity_reason.empty() ? Json(nullptr) : Json(view.identity_reason);
+  out["held_by"] = view.held_by;
   out["user"] = p ? Json(p->user) : Json(nullptr);
   out["uid"] = p ? Json(p->uid) : Json(nullptr);
   out["state"] = p ? Json(state_text(p->state)) : Json(nullptr);
@@ -129,6 +131,7 @@ Json holder_json(const HolderView& holder, const Snapshot& snapshot) {
   out["listed_by_driver"] = holder.listed_by_driver;
   out["role"] = holder.role;
   out["listed_ancestor"] = optional_value(holder.listed_ancestor);
+  out["context_of"] = optional_value(holder.context_of);
   out["ppid"] = p.ppid;
   out["pgid"] = p.pgid;
   out["user"] = p.user;

@@ -153,10 +153,16 @@ std::string process_row(const GpuProcessView& view, const TerminalStyle& style) 
   }
   std::string sm = view.driver.sm_util_percent ? fmt::format("{}%", *view.driver.sm_util_percent) : "-";
   if (p == nullptr) {
+    std::string why = "(no such PID here: another PID namespace, or exited)";
+    if (!view.held_by.empty()) {
+      why = "(exited; its context is kept alive by PID";
+      for (pid_t pid : view.held_by) why += " " + std::to_string(pid);
+      why += ")";
+    }
     return fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {:<2} {:>6} {:>5} {:>4} {:<16} {}\n", view.driver.pid, "-",
                        view.driver.types.label(), format_bytes(view.driver.used_memory),
                        identity_cell(view.identity, style), "-", "-", "-", sm, "-",
-                       style.dim("(no such PID here: another PID namespace, or exited)") + mig);
+                       style.dim(why) + mig);
   }
   std::string state(1, p->state);
   if (p->state == 'D' && !p->wchan.empty()) state += " (" + p->wchan + ")";
@@ -170,6 +176,7 @@ std::string process_row(const GpuProcessView& view, const TerminalStyle& style) 
 
 std::string holder_note(const HolderView& holder) {
   if (holder.role == "worker") return fmt::format("worker of {} (inherited)", *holder.listed_ancestor);
+  if (holder.role == "orphan" && holder.context_of) return fmt::format("ORPHAN: keeps {}'s memory", *holder.context_of);
   if (holder.role == "orphan") return "ORPHAN: its job is gone";
   if (holder.role == "client") return "driver client, no memory";
   return "not listed by the driver";

@@ -168,6 +168,7 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
   std::vector<std::string> lines;
   for (const auto& p : snapshot.processes) {
     if (p.identity != Identity::Foreign && p.identity != Identity::Mismatch) continue;
+    if (!p.held_by.empty()) continue;  // exited, its memory held by orphans: that finding explains it
     unknown.push_back({{"gpu", p.gpu_index}, {"pid", p.driver.pid}, {"identity", identity_name(p.identity)},
                        {"reason", p.identity_reason}});
     lines.push_back(fmt::format("GPU {}: PID {}: {}", p.gpu_index, p.driver.pid, p.identity_reason));

@@ -66,9 +66,25 @@ std::string pid_list(const std::vector<pid_t>& pids) {
 // Unlisted holders that keep a dead job's memory: orphans (safe to end: their job is gone)
 // and other unlisted holders (their parent lives: end them only when chosen).
 void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vector<const HolderView*>& holders,
-                    bool orphans, std::uint64_t unattributed, bool above_tolerance, Diagnosis& diagnosis) {
+                    bool orphans, std::uint64_t unattributed, bool above, Diagnosis& diagnosis) {
   if (holders.empty()) return;
   const unsigned index = gpu.reading.index;
+  // What the driver still lists under exited PIDs whose contexts these holders keep alive.
+  nlohmann::json exited = nlohmann::json::array();
+  std::uint64_t exited_bytes = 0;
+  std::string exited_pids;
+  for (const auto& p : snapshot.processes) {
+    if (p.gpu_index != index || p.held_by.empty()) continue;
+    const bool ours = std::any_of(holders.begin(), holders.end(), [&](const HolderView* h) {
+      return std::find(p.held_by.begin(), p.held_by.end(), h->pid) != p.held_by.end();
+    });
+    if (!ours) continue;
+    exited.push_back({{"pid", p.driver.pid}, {"gpu_memory_bytes", p.driver.used_memory.value_or(0)}, {"held_by", p.held_by}});
+    exited_bytes += p.driver.used_memory.value_or(0);
+    exited_pids += (exited_pids.empty() ? "" : ", ") + std::to_string(p.driver.pid);
+  }
+  const std::uint64_t held = unattributed + exited_bytes;
+  above = above || exited_bytes > 0;
   Finding f;
   f.id = orphans ? "orphaned-holders" : "unlisted-holders";
   f.severity = Severity::Warning;
@@ -81,14 +97,20 @@ void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vec
     f.details.push_back(holder_line(snapshot, *h));
   }
   const std::string what = orphans ? "orphaned process(es) whose job has died" : "process(es) the driver does not list";
-  f.summary = above_tolerance
-                  ? fmt::format("GPU {}: {} in use that no listed process explains, held by {} {} still holding its device files",
-                                index, format_bytes(unattributed), holders.size(), what)
-                  : fmt::format("GPU {}: {} {} still hold its device files", index, holders.size(), what);
+  f.summary = above ? fmt::format("GPU {}: {} kept in use by {} {}, which still hold its device files", index,
+                                  format_bytes(held), holders.size(), what)
+                    : fmt::format("GPU {}: {} {} still hold its device files", index, holders.size(), what);
+  if (!exited_pids.empty()) {
+    f.details.push_back(fmt::format("The driver still lists exited PID {} with {}: it lists a context under the "
+                                    "process that created it for as long as any holder keeps it alive.",
+                                    exited_pids, format_bytes(exited_bytes)));
+  }
   f.details.insert(f.details.begin(), "The driver frees a context's memory only when the last descriptor to it closes; "
                                       "forked workers inherit those descriptors.");
   f.evidence["holders"] = list;
   f.evidence["unattributed_bytes"] = unattributed;
+  f.evidence["listed_for_exited"] = exited;
+  f.evidence["held_bytes"] = held;
   f.remedies.push_back({"gpureap ps --tree", Risk::None, "see them with their process trees"});
   f.remedies.push_back({"gpureap kill " + pid_list(pids), orphans ? Risk::Low : Risk::Medium,
                         orphans ? "end them (SIGTERM, then SIGKILL) and verify the memory comes back"

@@ -240,8 +240,24 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
       gpu.orphaned_bytes = *view->memory.unattributed;
       gpu.expected_free_bytes += gpu.orphaned_bytes;
     }
+    // A listed PID that has exited, its context kept alive by holders: freed once all of them end.
+    std::vector<pid_t> exited_freed;
+    for (const auto& p : snapshot.processes) {
+      if (p.gpu_index != index || p.held_by.empty() || !p.driver.used_memory) continue;
+      const bool all_targeted = std::all_of(p.held_by.begin(), p.held_by.end(), [&](pid_t holder) {
+        return std::any_of(plan.targets.begin(), plan.targets.end(),
+                           [&](const PlannedTarget& t) { return t.pid == holder && t.actionable(); });
+      });
+      if (!all_targeted) continue;
+      gpu.orphaned_bytes += *p.driver.used_memory;
+      gpu.expected_free_bytes += *p.driver.used_memory;
+      exited_freed.push_back(static_cast<pid_t>(p.driver.pid));
+    }
     for (const auto& p : snapshot.processes) {
       if (p.gpu_index != index || !p.driver.used_memory) continue;
+      if (std::find(exited_freed.begin(), exited_freed.end(), static_cast<pid_t>(p.driver.pid)) != exited_freed.end()) {
+        continue;
+      }
       if (std::find(gpu.target_pids.begin(), gpu.target_pids.end(), static_cast<pid_t>(p.driver.pid)) !=
           gpu.target_pids.end()) {
         continue;

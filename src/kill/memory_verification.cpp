@@ -123,6 +123,10 @@ std::vector<GpuVerification> verify_release(const KillPlan& plan, const DriverPo
     }
     if (snapshot) v.still_held_by = remaining_holders(plan, *snapshot, planned.index);
     for (pid_t pid : listed_targets) {
+      // An exited target stays listed while processes it forked keep its context: they are
+      // the holders (above), not the PID that no longer exists.
+      const ProcessInfo* alive = snapshot ? snapshot->table.find(pid) : nullptr;
+      if (snapshot && (alive == nullptr || alive->state == 'Z')) continue;
       if (!contains(v.still_held_by, pid)) v.still_held_by.push_back(pid);
     }
     const std::string bytes = v.held_bytes ? format_bytes(*v.held_bytes) : std::string("memory");

@@ -114,6 +114,18 @@ class Selector {
     if (processes_wanted) {
       for (const auto& p : snapshot_.processes) {
         const auto pid = static_cast<pid_t>(p.driver.pid);
+        if (p.linux_process == nullptr && !p.held_by.empty() && gpu_wanted(p.gpu_index)) {
+          // Exited, but listed while its forked holders keep the context: they are what to end.
+          for (pid_t holder : p.held_by) {
+            if (!linux_filters_match(snapshot_.table.find(holder))) continue;
+            SelectedProcess selected;
+            selected.pid = holder;
+            selected.reason = fmt::format("keeps the context of exited PID {} alive (the driver lists it on {}){}", pid,
+                                          listed_text(pid), filter_words());
+            add(std::move(selected));
+          }
+          continue;
+        }
         if (!gpu_wanted(p.gpu_index) || !linux_filters_match(p.linux_process)) continue;
         SelectedProcess selected;
         selected.pid = pid;

@@ -55,6 +55,47 @@ void classify_identity(GpuProcessView& view, const GpuView& gpu, const Snapshot&
       minor ? fmt::format("/dev/nvidia{}", *minor) : std::string("any GPU device file"));
 }
 
+// On the host, a listed PID that no longer exists while processes it forked still hold the
+// GPU: the driver keeps listing a context under its creator for as long as it lives. Its
+// holders are those in the dead PID's process group or session (a job's workers inherit both);
+// failing that, when it is the only such PID on the GPU, the orphans holding that GPU.
+void link_exited_owners(Snapshot& snapshot) {
+  if (snapshot.in_child_pid_namespace) return;
+  for (auto& gpu : snapshot.gpus) {
+    const unsigned index = gpu.reading.index;
+    std::size_t exited_here = 0;
+    for (const auto& p : snapshot.processes) {
+      if (p.gpu_index == index && p.linux_process == nullptr) ++exited_here;
+    }
+    for (auto& p : snapshot.processes) {
+      if (p.gpu_index != index || p.linux_process != nullptr) continue;
+      const auto dead = static_cast<pid_t>(p.driver.pid);
+      std::vector<HolderView*> by_group, orphans;
+      for (auto& h : snapshot.holders) {
+        if (h.listed_by_driver || h.role == "client" ||
+            std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) {
+          continue;
+        }
+        if (h.linux_process->pgid == dead || h.linux_process->session == dead) by_group.push_back(&h);
+        if (h.role == "orphan") orphans.push_back(&h);
+      }
+      const auto& holders = !by_group.empty() ? by_group : (exited_here == 1 ? orphans : by_group);
+      if (holders.empty()) continue;
+      std::string list;
+      for (HolderView* h : holders) {
+        p.held_by.push_back(h->pid);
+        h->context_of = dead;
+        list += (list.empty() ? "" : ", ") + std::to_string(h->pid);
+      }
+      p.identity_reason = fmt::format(
+          "exited; the driver still lists it because PID {} inherited its descriptors and keeps its "
+          "context (and memory) alive: end {} to free it",
+          list, holders.size() == 1 ? "that process" : "those processes");
+      gpu.memory.held_for_exited += p.driver.used_memory.value_or(0);
+    }
+  }
+}
+
 }  // namespace
 
 std::string identity_name(Identity identity) {
@@ -179,6 +220,7 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
   }
   std::sort(snapshot.holders.begin(), snapshot.holders.end(),
             [](const HolderView& a, const HolderView& b) { return a.pid < b.pid; });
+  link_exited_owners(snapshot);
 }
 
 SnapshotSource::SnapshotSource(SnapshotOptions options)

@@ -43,6 +43,10 @@ struct GpuMemoryAccount {
   std::string source;                         // "v2" or "v1"
   std::uint64_t attributed = 0;               // sum of listed processes' known memory
   std::optional<std::uint64_t> unattributed;  // used - attributed; unknown when any part is
+  // Part of `attributed`: listed under PIDs that have exited while processes they forked keep
+  // the context (and so the memory) alive. The driver keeps listing a context under its
+  // creator (measured on an H200, driver 580).
+  std::uint64_t held_for_exited = 0;
 };
 
 struct GpuView {
@@ -56,6 +60,9 @@ struct GpuProcessView {
   Identity identity = Identity::Unverified;
   std::string identity_reason;  // why, in words, when not Ok
   const ProcessInfo* linux_process = nullptr;  // into Snapshot::table; null when not found here
+  // For a listed PID that has exited (on the host): the holders that inherited its
+  // descriptors and keep its context alive. Empty otherwise.
+  std::vector<pid_t> held_by;
 };
 
 struct HolderView {
@@ -66,6 +73,7 @@ struct HolderView {
   std::string role;  // "gpu-process", "worker", "orphan", "client", "unlisted"
   std::optional<pid_t> listed_ancestor;        // nearest ancestor the driver lists
   std::vector<pid_t> ancestry;                 // parent, grandparent, ... up to PID 1
+  std::optional<pid_t> context_of;             // the exited listed PID whose context it keeps alive
 };
 
 struct Snapshot {

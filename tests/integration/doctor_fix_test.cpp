@@ -18,7 +18,7 @@ SimProcess orphaned_job(const SimHost& host, const std::string& alloc) {
   auto job = host.start({"--alloc", alloc, "--workers", "2"});
   EXPECT_EQ(kill(job.pid, SIGKILL), 0);
   job.wait_exit();
-  EXPECT_TRUE(eventually([&] { return find_process(host.ps_json(), job.pid) == nullptr; }));
+  EXPECT_TRUE(eventually([&] { return !running(job.pid); }));
   return job;
 }
 

@@ -154,8 +154,11 @@ TEST(Kill, HoldersSelectsOrphanedWorkersAndTheirMemoryComesBack) {
     const auto* t = kill_target(report, worker);
     ASSERT_NE(t, nullptr) << worker << "\n" << report.dump(2);
     EXPECT_EQ((*t)["outcome"], "exited");
-    EXPECT_NE((*t)["reason"].get<std::string>().find("without being listed"), std::string::npos);
+    EXPECT_NE((*t)["reason"].get<std::string>().find("keeps the context of exited PID " + std::to_string(job.pid)),
+              std::string::npos)
+        << (*t)["reason"];
   }
+  EXPECT_EQ(kill_target(report, job.pid), nullptr) << "the dead owner's listed PID is not a target";
   const auto* g = kill_gpu(report, 0);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ((*g)["orphaned_bytes"], 3 * GiB);

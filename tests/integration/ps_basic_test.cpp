@@ -141,30 +141,36 @@ TEST(Ps, WorkersThatInheritDescriptorsAreHolders) {
   }
 }
 
-TEST(Ps, OwnerKilledWhileWorkersHoldDescriptorsLeavesUnattributedMemoryAndOrphans) {
+TEST(Ps, OwnerKilledWhileWorkersHoldDescriptorsIsListedAsExitedAndHeldByTheOrphans) {
   SimHost host;
   auto job = host.start({"--alloc", "0:4GiB", "--workers", "2"});
   ASSERT_EQ(kill(job.pid, SIGKILL), 0);
   job.wait_exit();
-  nlohmann::json ps;
-  ASSERT_TRUE(eventually([&] {
-    ps = host.ps_json();
-    return find_process(ps, job.pid) == nullptr;
-  }));
+  const auto ps = host.ps_json();
   const auto& gpu = gpu_entry(ps, 0);
   EXPECT_EQ(gpu["memory"]["used_bytes"], 4 * GiB) << "inheritors keep the memory alive";
-  EXPECT_EQ(gpu["memory"]["unattributed_bytes"], 4 * GiB);
-  EXPECT_TRUE(ps["processes"].empty());
+  // As a real driver does, the dead owner stays listed with the memory its workers keep.
+  EXPECT_EQ(gpu["memory"]["unattributed_bytes"], 0);
+  EXPECT_EQ(gpu["memory"]["held_for_exited_bytes"], 4 * GiB);
+  const auto* owner = find_process(ps, job.pid);
+  ASSERT_NE(owner, nullptr) << ps.dump(2);
+  EXPECT_EQ((*owner)["identity"], "foreign") << "it does not exist: never signal it by number";
+  std::vector<pid_t> workers = job.workers, held_by = (*owner)["held_by"].get<std::vector<pid_t>>();
+  std::sort(workers.begin(), workers.end());
+  std::sort(held_by.begin(), held_by.end());
+  EXPECT_EQ(held_by, workers);
+  EXPECT_NE((*owner)["identity_reason"].get<std::string>().find("exited"), std::string::npos);
   for (pid_t worker : job.workers) {
     const auto* h = find_holder(ps, worker);
     ASSERT_NE(h, nullptr);
     EXPECT_EQ((*h)["role"], "orphan") << h->dump();
+    EXPECT_EQ((*h)["context_of"], job.pid);
     EXPECT_FALSE((*h)["listed_by_driver"].get<bool>());
   }
-  // The table calls the unattributed memory and the orphans out.
+  // The table says the listed PID has exited and who keeps its memory.
   const auto text = host.gpureap({"ps"});
-  EXPECT_NE(text.out.find("4.0 GiB unattributed"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("ORPHAN"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("exited; its context is kept alive by PID"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ORPHAN: keeps " + std::to_string(job.pid) + "'s memory"), std::string::npos) << text.out;
 
   // Once the workers are gone the memory is released.
   for (pid_t worker : job.workers) kill(worker, SIGKILL);
