@@ -105,12 +105,17 @@ std::string memory_lines(const GpuView& gpu, const TerminalStyle& style) {
                      format_bytes(*m.total), share);
   if (m.reserved) out += style.dim(fmt::format(", {} reserved by the driver", format_bytes(*m.reserved)));
   out += "\n";
-  if (m.unattributed && *m.unattributed > 0) {
+  const std::uint64_t tolerance = overhead_tolerance_bytes(gpu.reading.processes.size());
+  if (m.unattributed && *m.unattributed > tolerance) {
     out += "  " + style.yellow(fmt::format("! {} unattributed:", format_bytes(*m.unattributed))) +
            " in use, but no process the driver lists explains it";
     out += m.source == "v1" ? " (v1 memory info: includes driver-reserved memory)" : "";
-    out += "\n    (memory of a killed process still held by its workers, a leak, or a release in "
-           "progress; see holders below and `gpureap doctor`)\n";
+    out += "\n    (a leak, a release in progress, or holders the driver does not list; see holders below "
+           "and `gpureap doctor`)\n";
+  } else if (m.unattributed && *m.unattributed > 0) {
+    out += style.dim(fmt::format("  {} not attributed to any process: the driver's own per-context overhead",
+                                 format_bytes(*m.unattributed))) +
+           "\n";
   } else if (!m.unattributed && !gpu.reading.processes.empty()) {
     out += style.dim("  attribution incomplete: the driver does not report every process's memory") + "\n";
   }

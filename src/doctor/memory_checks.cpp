@@ -244,7 +244,7 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
 }  // namespace
 
 std::uint64_t default_tolerance_bytes(std::size_t listed_processes) {
-  return (64ull << 20) + (16ull << 20) * listed_processes;
+  return overhead_tolerance_bytes(listed_processes);
 }
 
 void check_memory(SnapshotSource& source, const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {

@@ -98,6 +98,10 @@ void link_exited_owners(Snapshot& snapshot) {
 
 }  // namespace
 
+std::uint64_t overhead_tolerance_bytes(std::size_t listed_processes) {
+  return (64ull << 20) + (16ull << 20) * listed_processes;
+}
+
 std::string identity_name(Identity identity) {
   switch (identity) {
     case Identity::Ok: return "ok";
