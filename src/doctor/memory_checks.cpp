@@ -114,8 +114,9 @@ void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vec
   f.remedies.push_back({"gpureap ps --tree", Risk::None, "see them with their process trees"});
   f.remedies.push_back({"gpureap kill " + pid_list(pids), orphans ? Risk::Low : Risk::Medium,
                         orphans ? "end them (SIGTERM, then SIGKILL) and verify the memory comes back"
-                                : "end them, if the job they belong to should not run; their parent is alive",
-                        true});
+                                : "end them, if the job they belong to should not run; their parent is alive "
+                                  "(doctor --fix --only unlisted-holders does this)",
+                        orphans});
   diagnosis.findings.push_back(std::move(f));
   FixAction fix;
   fix.kind = FixAction::Kind::EndOrphans;
@@ -223,11 +224,12 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
   f.evidence["processes_not_inspected"] = hidden;
   if (incomplete) f.remedies.push_back({"sudo gpureap doctor", Risk::None, "as root, every process's descriptors can be checked"});
   f.remedies.push_back({fmt::format("nvidia-smi -r -i {}", index), Risk::High,
-                        readiness.ready() ? "reset the GPU: frees everything on it (nothing uses it now; NVIDIA does "
-                                            "not guarantee success: check it afterwards)"
-                                          : fmt::format("reset the GPU once nothing uses it ({} blocker(s) above)",
-                                                        readiness.blockers.size()),
-                        true});
+                        (readiness.ready() ? std::string("reset the GPU: frees everything on it (nothing uses it now; "
+                                                         "NVIDIA does not guarantee success: check it afterwards)")
+                                           : fmt::format("reset the GPU once nothing uses it ({} blocker(s) above)",
+                                                         readiness.blockers.size())) +
+                            "; doctor --fix --allow-reset does this when nothing uses it",
+                        false});
   f.remedies.push_back({"rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia && modprobe nvidia_uvm",
                         Risk::High, "reload the driver when a reset fails: every GPU must be idle"});
   f.remedies.push_back({"systemctl reboot", Risk::High, "reboot when nothing else helps"});

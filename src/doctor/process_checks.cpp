@@ -68,7 +68,9 @@ void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis) {
       f.remedies.push_back({fmt::format("kill -CHLD {}", parent->pid), Risk::None,
                             "remind the parent to reap its child (harmless)", true});
       f.remedies.push_back({fmt::format("gpureap kill {}", parent->pid), Risk::Medium,
-                            "end the parent: the zombie is then reaped by init (ends the parent's job)", true});
+                            "end the parent: the zombie is then reaped by init (ends the parent's job); "
+                            "doctor --fix --only zombie does this",
+                            false});
       FixAction nudge;
       nudge.kind = FixAction::Kind::ReapZombies;
       nudge.finding_id = "zombie";
