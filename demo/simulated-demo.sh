@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A demonstration of `gpureap ps` on SIMULATED GPUs, for hosts without an NVIDIA driver.
+# A demonstration of `gpureap ps` and `doctor` on SIMULATED GPUs, for hosts without an NVIDIA driver.
 # Real processes hold the simulated GPUs (sim/): a training job with DataLoader-style workers,
 # a job in its own PID namespace (like a container), a job killed with -9 whose workers still
 # hold its memory, and a leaked allocation that no process explains. Cleans up after itself.
@@ -68,6 +68,9 @@ banner "gpureap ps   (simulated GPUs)"
 echo
 banner "gpureap ps --tree   (simulated GPUs)"
 "$build/src/gpureap" ps --tree || true
+echo
+banner "gpureap doctor   (simulated GPUs)"
+"$build/src/gpureap" doctor --no-kernel-log --settle 1 || true
 echo
 echo "Simulated GPUs and their processes are removed on exit. Try it on a real GPU host with:"
 echo "  $build/src/gpureap ps"
