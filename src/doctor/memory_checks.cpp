@@ -210,8 +210,8 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
     f.summary = fmt::format("GPU {}: {} in use that no visible process explains ({} process(es) could not be inspected)",
                             index, format_bytes(unattributed), hidden);
   }
-  f.details.push_back(fmt::format("No process holds /dev/nvidia{} except NVML clients, and used memory did not fall in "
-                                  "{:.1f} s of re-measuring.",
+  f.details.push_back(fmt::format("Nothing but the listed processes and NVML clients holds /dev/nvidia{}, and used "
+                                  "memory did not fall in {:.1f} s of re-measuring.",
                                   gpu.reading.minor_number.value_or(index), watch.samples.back().first));
   const ResetReadiness readiness = check_reset_readiness(snapshot, index);
   for (const auto& b : readiness.blockers) f.details.push_back("Reset blocked: " + b.text);
