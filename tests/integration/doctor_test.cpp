@@ -117,7 +117,7 @@ TEST(Doctor, LeakWithNoHolderIsCriticalAndTheResetAdviceNamesTheNvmlClient) {
 
 TEST(Doctor, DelayedReleaseIsSeenFallingNotCalledALeak) {
   SimHost host;
-  auto job = host.start({"--alloc", "0:1GiB", "--release-delay", "1500"});
+  auto job = host.start({"--alloc", "0:1GiB", "--release-delay", "2500"});  // margin for a slow (sanitizer) start
   kill(job.pid, SIGKILL);
   job.wait_exit();
   int rc = -1;
