@@ -16,6 +16,7 @@
 #include "doctor/doctor.hpp"
 #include "doctor/doctor_fix.hpp"
 #include "doctor/doctor_report.hpp"
+#include "doctor/event_age.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "kill/kill_config.hpp"
 
@@ -36,6 +37,10 @@ std::string check_usage(const DoctorCommandOptions& o) {
   if (!o.only.empty() && !o.fix) return "--only chooses what --fix does: add --fix";
   if (o.allow_reset && !o.fix) return "--allow-reset only matters with --fix: add --fix";
   if (!o.kernel_log.empty() && o.no_kernel_log) return "--kernel-log and --no-kernel-log contradict each other";
+  if (!o.since.empty() && !parse_duration_seconds(o.since)) {
+    return fmt::format("--since {}: give an age such as 3600, 90s, 30m, 6h or 2d", o.since);
+  }
+  if (!o.since.empty() && o.no_kernel_log) return "--since filters Xid events: it makes no sense with --no-kernel-log";
   if (o.settle_s < 0 || o.settle_s > 600) return fmt::format("--settle {}: give seconds between 0 and 600", o.settle_s);
   if (o.timeout_s < 0 || o.verify_timeout_s < 0) return "timeouts must be >= 0";
   for (const auto& id : o.only) {
@@ -116,6 +121,8 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
   doctor->add_option("--kernel-log", options.kernel_log,
                      "Read Xid events from this file (dmesg or journalctl -k output) instead of /dev/kmsg");
   doctor->add_flag("--no-kernel-log", options.no_kernel_log, "Do not look for Xid events");
+  doctor->add_option("--since", options.since,
+                     "Ignore Xid events older than this (3600, 90s, 30m, 6h, 2d) when their age is known");
   doctor->add_option("--settle", options.settle_s,
                      "Seconds to re-measure memory nobody holds, to tell a release in progress from a leak (default 3)");
   doctor->add_option("--tolerance-mib", options.tolerance_mib,
@@ -135,6 +142,7 @@ int run_doctor(const DoctorCommandOptions& o) {
   if (o.tolerance_mib >= 0) options.tolerance_bytes = static_cast<std::uint64_t>(o.tolerance_mib * 1024 * 1024);
   options.kernel_log = o.kernel_log;
   options.no_kernel_log = o.no_kernel_log;
+  if (!o.since.empty()) options.xid_max_age_seconds = parse_duration_seconds(o.since);
   const ColorChoice choice = o.color == "always" ? ColorChoice::Always : o.color == "never" ? ColorChoice::Never : ColorChoice::Auto;
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, o.json ? ColorChoice::Never : choice);
 

@@ -17,6 +17,7 @@ struct DoctorCommandOptions {
   bool allow_reset = false;
   std::string kernel_log;
   bool no_kernel_log = false;
+  std::string since;
   double settle_s = 3;
   double tolerance_mib = -1;  // < 0: the default rule
   double timeout_s = 10;

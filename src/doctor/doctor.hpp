@@ -21,6 +21,7 @@ struct DoctorOptions {
   std::optional<std::uint64_t> tolerance_bytes;  // unattributed memory below this is normal
   std::string kernel_log;      // a dmesg/journalctl file; "" reads /dev/kmsg
   bool no_kernel_log = false;
+  std::optional<double> xid_max_age_seconds;  // --since: older Xid events (whose age is known) are ignored
   std::string kmsg_path = "/dev/kmsg";
   std::string shm_dir = "/dev/shm";
   double ipc_min_age_seconds = 0;

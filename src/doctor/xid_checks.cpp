@@ -2,11 +2,14 @@
 // driver printed to the NVML index, with what they mean and what to do.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "doctor/doctor.hpp"
+#include "doctor/event_age.hpp"
 #include "doctor/ipc_removal.hpp"
 #include "doctor/kernel_log.hpp"
 #include "doctor/xid_catalog.hpp"
@@ -43,8 +46,9 @@ std::optional<unsigned> gpu_for(const Snapshot& snapshot, const PciLocation& pci
   return std::nullopt;
 }
 
-nlohmann::json event_json(const XidEvent& e) {
+nlohmann::json event_json(const XidEvent& e, std::optional<double> age) {
   return {{"time", e.time_text},
+          {"age_seconds", age ? nlohmann::json(*age) : nlohmann::json(nullptr)},
           {"seconds_since_boot", e.seconds_since_boot ? nlohmann::json(*e.seconds_since_boot) : nlohmann::json(nullptr)},
           {"line_number", e.line_number},
           {"line", e.line}};
@@ -103,9 +107,34 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
   if (log.truncated) {
     diagnosis.notes.push_back("the kernel log had overwritten older records: earlier Xid events may be missing");
   }
+  // Age where it can be known: the live log counts from boot; a saved one only from an
+  // absolute time with its zone.
+  const bool live = options.kernel_log.empty();
+  const std::string& root = snapshot.table.options().proc_root;
+  const auto uptime = live ? uptime_seconds(root.c_str()) : std::nullopt;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::map<const XidEvent*, std::optional<double>> ages;
+  for (const auto& e : log.events) {
+    std::optional<double> age;
+    if (live && uptime && e.seconds_since_boot) {
+      age = std::max(0.0, *uptime - *e.seconds_since_boot);
+    } else if (const auto when = parse_iso8601(e.time_text)) {
+      age = std::max(0.0, now - *when);
+    }
+    ages[&e] = age;
+  }
+  std::size_t ignored = 0, unknown_age = 0;
   // (PCI, Xid) → events; 154 keeps only the latest per GPU: it states the current request.
   std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, std::vector<const XidEvent*>> groups;
   for (const auto& e : log.events) {
+    if (options.xid_max_age_seconds) {
+      const auto age = ages[&e];
+      if (!age) ++unknown_age;
+      if (age && *age > *options.xid_max_age_seconds) {
+        ++ignored;
+        continue;
+      }
+    }
     auto key = std::make_tuple(e.pci.domain, e.pci.bus, e.pci.device, e.xid);
     auto& list = groups[key];
     if (e.xid == 154) list.clear();
@@ -140,12 +169,21 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     f.evidence["gpu_instance"] = last.gpu_instance ? nlohmann::json(*last.gpu_instance) : nlohmann::json(nullptr);
     f.evidence["compute_instance"] = last.compute_instance ? nlohmann::json(*last.compute_instance) : nlohmann::json(nullptr);
     f.evidence["count"] = events.size();
-    f.evidence["first"] = event_json(*events.front());
-    f.evidence["last"] = event_json(last);
+    f.evidence["first"] = event_json(*events.front(), ages[events.front()]);
+    f.evidence["last"] = event_json(last, ages[&last]);
     f.evidence["pids"] = pids;
     f.evidence["source"] = log.source;
     add_remedies(f, info, f.gpu ? " -i " + std::to_string(*f.gpu) : std::string());
     diagnosis.findings.push_back(std::move(f));
+  }
+  if (ignored > 0) {
+    diagnosis.notes.push_back(fmt::format("{} Xid event(s) older than --since were ignored", ignored));
+  }
+  if (unknown_age > 0) {
+    diagnosis.notes.push_back(fmt::format(
+        "{} Xid event(s) of unknown age were kept: their log line has no time with a zone (for a saved log, "
+        "use journalctl -k -o short-iso)",
+        unknown_age));
   }
 }
 

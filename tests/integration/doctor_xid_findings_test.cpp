@@ -1,6 +1,7 @@
 // Xid events from a saved kernel log become findings on the right GPU, with the PID named.
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -81,6 +82,38 @@ TEST(DoctorXid, EveryLineFormatMapsToTheGpuAndPid) {
     if (f["gpu"].is_null() && f["evidence"]["pci"] == "0000:7f:00" && f["evidence"]["xid"] == 14) unmapped = true;
   }
   EXPECT_TRUE(unmapped) << report["findings"].dump(2);
+}
+
+TEST(DoctorXid, SinceIgnoresOldEventsWhoseAgeIsKnownAndKeepsTheRest) {
+  SimHost host;
+  const auto ps = host.ps_json();
+  const std::string gpu0 = xid_pci(gpu_entry(ps, 0)["pci_bus_id"]);
+  const std::string gpu1 = xid_pci(gpu_entry(ps, 1)["pci_bus_id"]);
+  const std::time_t recent = std::time(nullptr) - 60;
+  char stamp[64];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+0000", std::gmtime(&recent));
+  const std::string log = host.state_dir() + "/kernel.log";
+  std::ofstream(log) << "2020-01-01T00:00:00+0000 node1 kernel: NVRM: Xid (PCI:" << gpu1
+                     << "): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+                     << stamp << " node1 kernel: NVRM: Xid (PCI:" << gpu0 << "): 13, pid=77, name=python3, Graphics Exception\n"
+                     << "[ 5678.901234] NVRM: Xid (PCI:" << gpu0 << "): 31, pid=4242, name=python3, Ch 00000010\n";
+  int rc = -1;
+  const auto all = doctor_json(host, {"--kernel-log", log}, &rc);
+  EXPECT_EQ(rc, 2) << "without --since the old Xid 79 counts";
+  const auto recent_only = doctor_json(host, {"--kernel-log", log, "--since", "1h"}, &rc);
+  EXPECT_EQ(rc, 0) << recent_only.dump(2);
+  EXPECT_EQ(xid_finding(findings(recent_only, "xid", 1), 79), nullptr) << "six years old: ignored";
+  const auto on0 = findings(recent_only, "xid", 0);
+  const auto* fresh = xid_finding(on0, 13);
+  ASSERT_NE(fresh, nullptr) << recent_only.dump(2);
+  EXPECT_NEAR((*fresh)["evidence"]["last"]["age_seconds"].get<double>(), 60.0, 30.0);
+  const auto* unknown = xid_finding(on0, 31);
+  ASSERT_NE(unknown, nullptr) << "a dmesg time in a saved file may be from another boot: kept";
+  EXPECT_TRUE((*unknown)["evidence"]["last"]["age_seconds"].is_null());
+  const std::string notes = recent_only["notes"].dump();
+  EXPECT_NE(notes.find("1 Xid event(s) older than --since were ignored"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("unknown age were kept"), std::string::npos) << notes;
+  EXPECT_EQ(host.gpureap({"doctor", "--kernel-log", log, "--since", "soon"}).exit_code, 11);
 }
 
 TEST(DoctorXid, ALogWithoutXidsAddsNothing) {

@@ -1,0 +1,103 @@
+#include "doctor/event_age.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+namespace gpureap {
+namespace {
+
+bool digits(std::string_view text, std::size_t at, std::size_t n, int& out) {
+  if (at + n > text.size()) return false;
+  out = 0;
+  for (std::size_t i = at; i < at + n; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+    out = out * 10 + (text[i] - '0');
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<double> parse_iso8601(std::string_view text) {
+  int year, month, day, hour, minute, second;
+  if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, month) ||
+      text[7] != '-' || !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != ' ') ||
+      !digits(text, 11, 2, hour) || text[13] != ':' || !digits(text, 14, 2, minute) || text[16] != ':' ||
+      !digits(text, 17, 2, second)) {
+    return std::nullopt;
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  std::size_t at = 19;
+  double fraction = 0;
+  if (at < text.size() && (text[at] == '.' || text[at] == ',')) {
+    double scale = 0.1;
+    ++at;
+    const std::size_t start = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) {
+      fraction += (text[at] - '0') * scale;
+      scale /= 10;
+      ++at;
+    }
+    if (at == start) return std::nullopt;
+  }
+  if (at >= text.size()) return std::nullopt;  // no offset: the zone is unknown
+  int offset = 0;
+  if (text[at] == 'Z') {
+    ++at;
+  } else if (text[at] == '+' || text[at] == '-') {
+    const int sign = text[at] == '-' ? -1 : 1;
+    int oh, om;
+    if (!digits(text, at + 1, 2, oh)) return std::nullopt;
+    std::size_t m = at + 3;
+    if (m < text.size() && text[m] == ':') ++m;
+    if (!digits(text, m, 2, om) || oh > 23 || om > 59) return std::nullopt;
+    offset = sign * (oh * 3600 + om * 60);
+    at = m + 2;
+  } else {
+    return std::nullopt;
+  }
+  if (at < text.size() && !std::isspace(static_cast<unsigned char>(text[at]))) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::time_t utc = timegm(&tm);
+  if (utc == static_cast<std::time_t>(-1)) return std::nullopt;
+  return static_cast<double>(utc - offset) + fraction;
+}
+
+std::optional<double> parse_duration_seconds(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  double unit = 1;
+  switch (text.back()) {
+    case 's': unit = 1; text.remove_suffix(1); break;
+    case 'm': unit = 60; text.remove_suffix(1); break;
+    case 'h': unit = 3600; text.remove_suffix(1); break;
+    case 'd': unit = 86400; text.remove_suffix(1); break;
+    default: break;
+  }
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return static_cast<double>(value) * unit;
+}
+
+std::optional<double> uptime_seconds(const char* proc_root) {
+  const std::string path = std::string(proc_root) + "/uptime";
+  std::FILE* file = std::fopen(path.c_str(), "re");
+  if (file == nullptr) return std::nullopt;
+  double seconds = 0;
+  const int read = std::fscanf(file, "%lf", &seconds);
+  std::fclose(file);
+  if (read != 1) return std::nullopt;
+  return seconds;
+}
+
+}  // namespace gpureap
