@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
+#include "cli/terminal_io.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/doctor_fix.hpp"
 #include "doctor/doctor_report.hpp"
@@ -22,11 +23,6 @@
 
 namespace gpureap {
 namespace {
-
-void write_out(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
 
 int fail(const std::string& message) {
   std::cerr << "gpureap doctor: " << message << "\n";
@@ -65,11 +61,7 @@ std::string check_usage(const DoctorCommandOptions& o) {
 
 bool confirm(const std::string& plan) {
   std::fputs(plan.c_str(), stderr);
-  std::fputs("Apply these fixes? [y/N] ", stderr);
-  std::fflush(stderr);
-  char line[64] = {0};
-  if (std::fgets(line, sizeof line, stdin) == nullptr) return false;
-  return line[0] == 'y' || line[0] == 'Y';
+  return ask_yes_no("Apply these fixes?");
 }
 
 // Resets the leaked GPUs the user allowed, each only once a fresh look finds nothing using it.
@@ -143,7 +135,7 @@ int run_doctor(const DoctorCommandOptions& o) {
   options.kernel_log = o.kernel_log;
   options.no_kernel_log = o.no_kernel_log;
   if (!o.since.empty()) options.xid_max_age_seconds = parse_duration_seconds(o.since);
-  const ColorChoice choice = o.color == "always" ? ColorChoice::Always : o.color == "never" ? ColorChoice::Never : ColorChoice::Auto;
+  const ColorChoice choice = parse_color_choice(o.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, o.json ? ColorChoice::Never : choice);
 
   auto source = std::make_unique<SnapshotSource>(default_snapshot_options());

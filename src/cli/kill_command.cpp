@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
+#include "cli/terminal_io.hpp"
 #include "cli/terminal_style.hpp"
 #include "kill/audit_log.hpp"
 #include "kill/escalation.hpp"
@@ -32,19 +33,10 @@
 namespace gpureap {
 namespace {
 
-void write_out(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 // Asks on the terminal; true only for an explicit yes.
 bool confirm(const std::string& plan_text, bool plan_already_shown) {
   if (!plan_already_shown) std::fputs(plan_text.c_str(), stderr);
-  std::fputs("Proceed? [y/N] ", stderr);
-  std::fflush(stderr);
-  char line[64] = {0};
-  if (std::fgets(line, sizeof line, stdin) == nullptr) return false;
-  return line[0] == 'y' || line[0] == 'Y';
+  return ask_yes_no("Proceed?");
 }
 
 bool needs_confirmation(const KillPlan& plan, const KillOptions& options) {
@@ -141,9 +133,7 @@ int run_kill(KillOptions options) {
   if (options.criteria.group && options.no_tree) {
     // Allowed: the group is explicit; --no-tree only stops descendant expansion.
   }
-  const ColorChoice choice = options.color == "always"  ? ColorChoice::Always
-                             : options.color == "never" ? ColorChoice::Never
-                                                        : ColorChoice::Auto;
+  const ColorChoice choice = parse_color_choice(options.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
 
   std::string config_error;

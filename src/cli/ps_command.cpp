@@ -93,9 +93,7 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
 }
 
 int run_ps(const PsOptions& options) {
-  const ColorChoice choice = options.color == "always"  ? ColorChoice::Always
-                             : options.color == "never" ? ColorChoice::Never
-                                                        : ColorChoice::Auto;
+  const ColorChoice choice = parse_color_choice(options.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
   SnapshotSource source(default_snapshot_options());
 

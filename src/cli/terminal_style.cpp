@@ -7,6 +7,12 @@
 
 namespace gpureap {
 
+ColorChoice parse_color_choice(std::string_view text) {
+  if (text == "always") return ColorChoice::Always;
+  if (text == "never") return ColorChoice::Never;
+  return ColorChoice::Auto;
+}
+
 TerminalStyle TerminalStyle::for_fd(int fd, ColorChoice choice) {
   if (choice == ColorChoice::Always) return TerminalStyle(true);
   if (choice == ColorChoice::Never) return TerminalStyle(false);

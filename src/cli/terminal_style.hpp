@@ -8,6 +8,9 @@ namespace gpureap {
 
 enum class ColorChoice { Auto, Always, Never };
 
+// "always", "never"; anything else (the default "auto") is Auto. The CLI checks the value.
+ColorChoice parse_color_choice(std::string_view text);
+
 class TerminalStyle {
  public:
   explicit TerminalStyle(bool enabled) : enabled_(enabled) {}
