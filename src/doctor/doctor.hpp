@@ -48,9 +48,9 @@ struct Diagnosis {
   std::vector<unsigned> leaked_gpus;
 };
 
-// Unattributed memory below this is the driver's own per-context overhead (measured on an
-// H200 with driver 580: 8.8 MiB beside one 2.6 GiB process), not something to explain.
-std::uint64_t default_tolerance_bytes(std::size_t listed_processes);
+// Unattributed memory up to this is normal on `gpu`: --tolerance-mib, else the driver's
+// per-context overhead (overhead_tolerance_bytes for the processes it lists).
+std::uint64_t tolerance_bytes(const GpuView& gpu, const DoctorOptions& options);
 
 Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptions& options);
 

@@ -43,8 +43,6 @@ nlohmann::json doctor_json(const DoctorReport& report) {
                  {"dev_dir", s.table.options().dev_dir}};
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : s.gpus) {
-    std::size_t listed = 0;
-    for (const auto& p : s.processes) listed += p.gpu_index == g.reading.index ? 1 : 0;
     gpus.push_back({{"index", g.reading.index},
                     {"name", g.reading.name},
                     {"pci_bus_id", g.reading.pci_bus_id},
@@ -52,7 +50,7 @@ nlohmann::json doctor_json(const DoctorReport& report) {
                     {"used_bytes", opt(g.memory.used)},
                     {"attributed_bytes", g.memory.attributed},
                     {"unattributed_bytes", opt(g.memory.unattributed)},
-                    {"tolerance_bytes", report.options->tolerance_bytes.value_or(default_tolerance_bytes(listed))}});
+                    {"tolerance_bytes", tolerance_bytes(g, *report.options)}});
   }
   out["gpus"] = gpus;
   nlohmann::json findings = nlohmann::json::array();

@@ -61,10 +61,7 @@ class OpenFileFinder {
       const Fd pid_dir = procfs::open_dir_at(root.get(), fmt::format_int(pid).c_str(), true);
       const Look look = pid_dir ? inspect_process(pid_dir.get(), pid)
                                 : (procfs::errno_means_denied() ? Look::Denied : Look::Gone);
-      // Root denied only PID 1: the init of a sandbox outside our reach (seen on CI-like VMs
-      // and on a real GPU machine). Init does not use /dev/shm names; counting it would make
-      // every object look possibly in use there.
-      if (look == Look::Denied && !(pid == 1 && ::geteuid() == 0)) ++scan.processes_not_inspected;
+      if (look == Look::Denied && !procfs::denial_hides_nothing(pid)) ++scan.processes_not_inspected;
     }
     if (scan.processes_not_inspected != 0) {
       scan.errors.push_back(fmt::format(

@@ -11,6 +11,7 @@
 #include "cli/human_format.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/reset_readiness.hpp"
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 namespace {
@@ -21,14 +22,6 @@ bool holds_gpu(const HolderView& h, unsigned gpu) {
   return std::find(h.gpus.begin(), h.gpus.end(), gpu) != h.gpus.end();
 }
 
-std::size_t listed_on(const Snapshot& snapshot, unsigned gpu) {
-  return static_cast<std::size_t>(std::count_if(snapshot.processes.begin(), snapshot.processes.end(),
-                                                [gpu](const GpuProcessView& p) { return p.gpu_index == gpu; }));
-}
-
-std::uint64_t tolerance_for(const Snapshot& snapshot, unsigned gpu, const DoctorOptions& options) {
-  return options.tolerance_bytes.value_or(default_tolerance_bytes(listed_on(snapshot, gpu)));
-}
 
 nlohmann::json holder_evidence(const Snapshot& snapshot, const HolderView& h) {
   const ProcessInfo& p = *h.linux_process;
@@ -190,18 +183,21 @@ void report_release(const GpuView& gpu, const ReleaseWatch& watch, std::uint64_t
   diagnosis.findings.push_back(std::move(f));
 }
 
+// Processes we could not inspect, any of which might hold the memory.
+std::size_t hidden_processes(const Snapshot& snapshot) {
+  std::size_t hidden = 0;
+  for (const auto& [pid, process] : snapshot.table.processes()) {
+    if (process.fd_access == FdAccess::Denied && !process.kernel_thread && !procfs::denial_hides_nothing(pid)) ++hidden;
+  }
+  return hidden;
+}
+
 void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t unattributed, const ReleaseWatch& watch,
-                 Diagnosis& diagnosis) {
+                 std::size_t hidden, Diagnosis& diagnosis) {
   const unsigned index = gpu.reading.index;
   Finding f;
   f.id = "memory-leak";
   f.gpu = index;
-  // Processes we could not inspect might hold it. Host PID 1 is left out: it is init, and in
-  // sandboxes even root may not read its descriptors.
-  std::size_t hidden = 0;
-  for (const auto& [pid, process] : snapshot.table.processes()) {
-    if (process.fd_access == FdAccess::Denied && !process.kernel_thread && pid != 1) ++hidden;
-  }
   const bool incomplete = hidden > 0;
   f.severity = incomplete ? Severity::Warning : Severity::Critical;
   f.summary = fmt::format("GPU {}: {} in use with no process holding the GPU: the memory has leaked in the driver",
@@ -245,8 +241,8 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
 
 }  // namespace
 
-std::uint64_t default_tolerance_bytes(std::size_t listed_processes) {
-  return overhead_tolerance_bytes(listed_processes);
+std::uint64_t tolerance_bytes(const GpuView& gpu, const DoctorOptions& options) {
+  return options.tolerance_bytes.value_or(overhead_tolerance_bytes(gpu.reading.processes.size()));
 }
 
 void check_memory(SnapshotSource& source, const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
@@ -255,7 +251,7 @@ void check_memory(SnapshotSource& source, const Snapshot& snapshot, const Doctor
   for (const auto& gpu : snapshot.gpus) {
     if (gpu.reading.error || !gpu.memory.used) continue;
     const unsigned index = gpu.reading.index;
-    const std::uint64_t tolerance = tolerance_for(snapshot, index, options);
+    const std::uint64_t tolerance = tolerance_bytes(gpu, options);
     const bool known = gpu.memory.unattributed.has_value();
     const std::uint64_t unattributed = gpu.memory.unattributed.value_or(0);
     const bool above = known && unattributed > tolerance;
@@ -279,13 +275,14 @@ void check_memory(SnapshotSource& source, const Snapshot& snapshot, const Doctor
   }
   if (candidates.empty()) return;
   const auto watches = watch_release(source, snapshot, candidates, options.settle_seconds, settled_at);
+  const std::size_t hidden = hidden_processes(snapshot);
   for (unsigned index : candidates) {
     const GpuView& gpu = *snapshot.gpu_by_index(index);
     const ReleaseWatch& watch = watches.at(index);
     if (watch.falling()) {
       report_release(gpu, watch, settled_at.at(index), diagnosis);
     } else {
-      report_leak(snapshot, gpu, *gpu.memory.unattributed, watch, diagnosis);
+      report_leak(snapshot, gpu, *gpu.memory.unattributed, watch, hidden, diagnosis);
     }
   }
 }

@@ -34,6 +34,8 @@ Fd open_dir_at(int dirfd, const char* name, bool no_follow) {
 bool errno_means_gone() { return errno == ENOENT || errno == ESRCH; }
 bool errno_means_denied() { return errno == EACCES || errno == EPERM; }
 
+bool denial_hides_nothing(pid_t pid) { return pid == 1 && ::geteuid() == 0; }
+
 ReadBuffer::ReadBuffer(std::size_t initial_capacity)
     : data_(std::make_unique<char[]>(initial_capacity)), capacity_(initial_capacity) {}
 

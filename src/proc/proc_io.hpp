@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include <sys/types.h>
+
 namespace gpureap::procfs {
 
 // An owned file descriptor, closed on destruction.
@@ -39,6 +41,11 @@ Fd open_dir_at(int dirfd, const char* name, bool no_follow);
 // Whether errno says the thing we were reading has disappeared (the process exited).
 bool errno_means_gone();
 bool errno_means_denied();
+
+// Root was denied PID 1 alone: the init of a sandbox outside our reach (seen on CI-like VMs
+// and on a real GPU VM). Init holds no GPU and no /dev/shm names, so that denial hides nothing
+// from checks that must otherwise assume a process they cannot read might hold something.
+bool denial_hides_nothing(pid_t pid);
 
 // A growable byte buffer reused for every read of a scan, so that reading a file costs no
 // allocation once the buffer has grown to the largest file seen.
