@@ -19,15 +19,7 @@ inline nlohmann::json doctor_json(const SimHost& host, std::vector<std::string> 
   const bool names_log = std::find(args.begin(), args.end(), "--kernel-log") != args.end();
   if (!names_log) argv.push_back("--no-kernel-log");
   argv.insert(argv.end(), args.begin(), args.end());
-  const auto result = host.gpureap(argv, env);
-  *exit_code = result.exit_code;
-  try {
-    return nlohmann::json::parse(result.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "gpureap doctor --json gave invalid JSON (" << e.what() << "), exit " << result.exit_code
-                  << "\nstdout: " << result.out << "\nstderr: " << result.err;
-    return nlohmann::json::object();
-  }
+  return host.gpureap_json(argv, exit_code, env);
 }
 
 // The findings with this id (on this GPU when gpu >= 0).

@@ -22,16 +22,7 @@ inline nlohmann::json kill_json(const SimHost& host, std::vector<std::string> ar
   std::vector<std::string> argv = {"kill"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--json");
-  const auto result = host.gpureap(argv, env);
-  *exit_code = result.exit_code;
-  if (err != nullptr) *err = result.err;
-  try {
-    return nlohmann::json::parse(result.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "gpureap kill --json gave invalid JSON (" << e.what() << "), exit " << result.exit_code
-                  << "\nstdout: " << result.out << "\nstderr: " << result.err;
-    return nlohmann::json::object();
-  }
+  return host.gpureap_json(argv, exit_code, env, err);
 }
 
 inline const nlohmann::json* kill_target(const nlohmann::json& report, pid_t pid) {

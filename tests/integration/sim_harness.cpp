@@ -264,18 +264,26 @@ CommandResult SimHost::gpureap(const std::vector<std::string>& args,
   return run_command(argv, options);
 }
 
-nlohmann::json SimHost::ps_json(const std::vector<std::string>& args, int* exit_code) const {
-  std::vector<std::string> argv = {"ps", "--json"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const auto result = gpureap(argv);
+nlohmann::json SimHost::gpureap_json(const std::vector<std::string>& argv, int* exit_code,
+                                     const std::map<std::string, std::string>& extra_env, std::string* err) const {
+  const auto result = gpureap(argv, extra_env);
   if (exit_code != nullptr) *exit_code = result.exit_code;
+  if (err != nullptr) *err = result.err;
   try {
     return nlohmann::json::parse(result.out);
   } catch (const std::exception& e) {
-    ADD_FAILURE() << "gpureap ps --json gave invalid JSON (" << e.what() << "), exit " << result.exit_code
+    std::string command = "gpureap";
+    for (const auto& a : argv) command += " " + a;
+    ADD_FAILURE() << command << " gave invalid JSON (" << e.what() << "), exit " << result.exit_code
                   << "\nstdout: " << result.out << "\nstderr: " << result.err;
     return nlohmann::json::object();
   }
+}
+
+nlohmann::json SimHost::ps_json(const std::vector<std::string>& args, int* exit_code) const {
+  std::vector<std::string> argv = {"ps", "--json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return gpureap_json(argv, exit_code);
 }
 
 const nlohmann::json* find_process(const nlohmann::json& ps, pid_t pid, int gpu) {

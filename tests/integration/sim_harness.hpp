@@ -79,6 +79,11 @@ class SimHost {
   // Runs the real gpureap binary with this host's environment (plus extra).
   CommandResult gpureap(const std::vector<std::string>& args,
                         const std::map<std::string, std::string>& extra_env = {}) const;
+  // gpureap <argv> (which asks for --json), parsed; fails the test on invalid JSON. The exit
+  // status goes to *exit_code and stderr to *err when given.
+  nlohmann::json gpureap_json(const std::vector<std::string>& argv, int* exit_code = nullptr,
+                              const std::map<std::string, std::string>& extra_env = {},
+                              std::string* err = nullptr) const;
   // gpureap ps --json (plus args), parsed; fails the test on invalid JSON.
   nlohmann::json ps_json(const std::vector<std::string>& args = {}, int* exit_code = nullptr) const;
 
