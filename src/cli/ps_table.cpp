@@ -220,7 +220,7 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
     std::string holder_rows;
     for (const auto& holder : snapshot.holders) {
       if (holder.listed_by_driver || !filter.holder_selected(holder)) continue;
-      if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu.reading.index) == holder.gpus.end()) continue;
+      if (!holder.holds_gpu(gpu.reading.index)) continue;
       holder_rows += holder_row(holder, style);
       shown_holders.insert(holder.pid);
     }
@@ -303,7 +303,7 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
     if (!any) out += style.dim("  no processes listed by the driver") + "\n";
     for (const auto& holder : snapshot.holders) {
       if (holder.listed_by_driver || holder.listed_ancestor || !filter.holder_selected(holder)) continue;
-      if (std::find(holder.gpus.begin(), holder.gpus.end(), gpu.reading.index) == holder.gpus.end()) continue;
+      if (!holder.holds_gpu(gpu.reading.index)) continue;
       const ProcessInfo& p = *holder.linux_process;
       out += fmt::format("  {:>7} {:<9} {} {}  {}\n", holder.pid, clip(p.user, 9), std::string(1, p.state),
                          style.red(holder.role == "orphan" ? "ORPHAN holder (parent gone)" : "unlisted holder"),

@@ -18,10 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool holds_gpu(const HolderView& h, unsigned gpu) {
-  return std::find(h.gpus.begin(), h.gpus.end(), gpu) != h.gpus.end();
-}
-
 
 nlohmann::json holder_evidence(const Snapshot& snapshot, const HolderView& h) {
   const ProcessInfo& p = *h.linux_process;
@@ -262,7 +258,7 @@ void check_memory(SnapshotSource& source, const Snapshot& snapshot, const Doctor
     }
     std::vector<const HolderView*> orphans, unlisted;
     for (const auto& h : snapshot.holders) {
-      if (!holds_gpu(h, index) || h.listed_by_driver) continue;
+      if (!h.holds_gpu(index) || h.listed_by_driver) continue;
       if (h.role == "orphan") orphans.push_back(&h);
       if (h.role == "unlisted") unlisted.push_back(&h);
     }

@@ -37,7 +37,7 @@ ResetReadiness check_reset_readiness(const Snapshot& snapshot, unsigned gpu_inde
                                                           pid, command, pid)});
   }
   for (const auto& h : snapshot.holders) {
-    if (std::find(h.gpus.begin(), h.gpus.end(), gpu_index) == h.gpus.end() || !named.insert(h.pid).second) continue;
+    if (!h.holds_gpu(gpu_index) || !named.insert(h.pid).second) continue;
     const std::string command = h.linux_process->command();
     if (h.role == "client") {
       r.blockers.push_back({"nvml-client", h.pid,

@@ -230,7 +230,7 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
     bool orphans = false, all_orphans_targeted = true;
     for (const auto& h : snapshot.holders) {
       if (h.role != "orphan" && h.role != "unlisted") continue;
-      if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;
+      if (!h.holds_gpu(index)) continue;
       orphans = true;
       const bool targeted = std::any_of(plan.targets.begin(), plan.targets.end(),
                                         [&](const PlannedTarget& t) { return t.pid == h.pid && t.actionable(); });

@@ -51,7 +51,7 @@ std::vector<pid_t> remaining_holders(const KillPlan& plan, const Snapshot& snaps
   for (const auto& t : plan.targets) targets.push_back(t.pid);
   std::vector<pid_t> holders;
   for (const auto& h : snapshot.holders) {
-    if (std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) continue;
+    if (!h.holds_gpu(index)) continue;
     const bool target = contains(targets, h.pid);
     const bool unlisted = h.role == "orphan" || h.role == "unlisted";
     const bool worker_of_target = h.role == "worker" && h.listed_ancestor && contains(targets, *h.listed_ancestor);

@@ -73,7 +73,7 @@ void link_exited_owners(Snapshot& snapshot) {
       std::vector<HolderView*> by_group, orphans;
       for (auto& h : snapshot.holders) {
         if (h.listed_by_driver || h.role == "client" ||
-            std::find(h.gpus.begin(), h.gpus.end(), index) == h.gpus.end()) {
+            !h.holds_gpu(index)) {
           continue;
         }
         if (h.linux_process->pgid == dead || h.linux_process->session == dead) by_group.push_back(&h);

@@ -2,6 +2,7 @@
 // Every command (ps, kill, doctor, watch, export, top) is a view or an action over this.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -74,6 +75,8 @@ struct HolderView {
   std::optional<pid_t> listed_ancestor;        // nearest ancestor the driver lists
   std::vector<pid_t> ancestry;                 // parent, grandparent, ... up to PID 1
   std::optional<pid_t> context_of;             // the exited listed PID whose context it keeps alive
+
+  bool holds_gpu(unsigned index) const { return std::find(gpus.begin(), gpus.end(), index) != gpus.end(); }
 };
 
 struct Snapshot {
