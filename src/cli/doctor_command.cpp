@@ -16,7 +16,7 @@
 #include "cli/terminal_io.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/doctor_fix.hpp"
-#include "doctor/doctor_report.hpp"
+#include "cli/doctor_render.hpp"
 #include "doctor/event_age.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "kill/kill_config.hpp"
@@ -76,7 +76,7 @@ void reset_leaked(std::unique_ptr<SnapshotSource>& source, const std::vector<con
     if (!readiness.ready()) {
       std::string why;
       for (const auto& b : readiness.blockers) why += (why.empty() ? "" : "; ") + b.text;
-      results.push_back({a->finding_id, a->description, "skipped", "not reset: " + why});
+      results.push_back({a->finding_id, a->description, FixOutcome::Skipped, "not reset: " + why});
       continue;
     }
     ready.push_back(*a->gpu);
@@ -192,7 +192,7 @@ int run_doctor(const DoctorCommandOptions& o) {
       again.settle_seconds = std::min(options.settle_seconds, 1.0);
       final_diagnosis = diagnose(*source, *final_snapshot, again);
     } else if (!o.json) {
-      report.fixes.push_back({"", "nothing to fix", "skipped",
+      report.fixes.push_back({"", "nothing to fix", FixOutcome::Skipped,
                               o.only.empty() ? "no finding has a fix doctor applies without --only"
                                              : "the chosen findings have nothing to fix"});
     }

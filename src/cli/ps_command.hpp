@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/ps_filter.hpp"
-#include "cli/terminal_style.hpp"
+#include "text/terminal_style.hpp"
 
 namespace gpureap {
 

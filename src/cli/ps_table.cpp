@@ -9,7 +9,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 
 namespace gpureap {
 namespace {

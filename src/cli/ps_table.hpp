@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/ps_filter.hpp"
-#include "cli/terminal_style.hpp"
+#include "text/terminal_style.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {

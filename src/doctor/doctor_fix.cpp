@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 #include "doctor/ipc_removal.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
@@ -29,8 +29,8 @@ bool chosen(const FixOptions& options, const std::string& id) {
 std::string describe_outcomes(const KillReport& report) {
   std::string out;
   for (const auto& t : report.targets) {
-    out += (out.empty() ? "" : ", ") + fmt::format("PID {} {}", t.pid, t.outcome);
-    if (!t.detail.empty() && t.outcome != "exited" && t.outcome != "killed") out += " (" + t.detail + ")";
+    out += (out.empty() ? "" : ", ") + fmt::format("PID {} {}", t.pid, kill_outcome_name(t.outcome));
+    if (!t.detail.empty() && t.outcome != KillOutcome::ExitedAfterSignal && t.outcome != KillOutcome::Killed) out += " (" + t.detail + ")";
   }
   for (const auto& g : report.gpus) {
     out += g.verified ? fmt::format("; GPU {}: {} freed", g.index, format_bytes(g.freed_bytes))
@@ -65,28 +65,28 @@ FixResult end_processes(SnapshotSource& source, Snapshot& snapshot, const std::v
   try {
     execute_plan(plan, pins, snapshot, policy, execution, options.audit, report);
   } catch (const std::runtime_error& error) {
-    result.outcome = "failed";
+    result.outcome = FixOutcome::Failed;
     result.message = std::string(error.what()) + "; stopped before sending further signals";
     return result;
   }
   verify_after_kill(plan, source, snapshot, options.verify_timeout_s, report);
-  result.outcome = kill_exit_status(report) == 0 ? "done" : "failed";
+  result.outcome = kill_verdict(report) == KillVerdict::Ok ? FixOutcome::Done : FixOutcome::Failed;
   result.message = describe_outcomes(report);
   return result;
 }
 
 FixResult nudge_parent(const Snapshot& snapshot, const FixAction& action, const FixOptions& options) {
-  FixResult result{action.finding_id, action.description, "failed", ""};
+  FixResult result{action.finding_id, action.description, FixOutcome::Failed, ""};
   const pid_t pid = action.pids.front();
   const ProcessInfo* parent = snapshot.table.find(pid);
   if (parent == nullptr) {
-    result.outcome = "skipped";
+    result.outcome = FixOutcome::Skipped;
     result.message = "the parent is gone";
     return result;
   }
   PinResult pin = PidRef::pin(pid, parent->start_time_ticks, snapshot.table.options().proc_root);
   if (pin.status != PinStatus::Ok) {
-    result.outcome = "skipped";
+    result.outcome = FixOutcome::Skipped;
     result.message = "the parent exited or its PID was reused; nothing sent";
     return result;
   }
@@ -96,7 +96,7 @@ FixResult nudge_parent(const Snapshot& snapshot, const FixAction& action, const 
   record.stage = AuditStage::Sent;
   record.result_errno = error;
   if (options.audit) options.audit->write(record);
-  result.outcome = error == 0 ? "done" : "failed";
+  result.outcome = error == 0 ? FixOutcome::Done : FixOutcome::Failed;
   result.message = error == 0 ? "SIGCHLD sent" : std::string("not sent: ") + std::strerror(error);
   return result;
 }
@@ -115,15 +115,24 @@ FixResult remove_ipc(const Diagnosis& diagnosis, const FixAction& action, const 
     }
   }
   return {action.finding_id, action.description,
-          removal.outcome == RemovalOutcome::Removed ? "done"
+          removal.outcome == RemovalOutcome::Removed ? FixOutcome::Done
           : (removal.outcome == RemovalOutcome::Gone || removal.outcome == RemovalOutcome::Changed ||
              removal.outcome == RemovalOutcome::InUse)
-              ? "skipped"
-              : "failed",
+              ? FixOutcome::Skipped
+              : FixOutcome::Failed,
           removal.message};
 }
 
 }  // namespace
+
+std::string fix_outcome_name(FixOutcome outcome) {
+  switch (outcome) {
+    case FixOutcome::Done: return "done";
+    case FixOutcome::Failed: return "failed";
+    case FixOutcome::Skipped: return "skipped";
+  }
+  return "failed";
+}
 
 const std::vector<std::string>& fixable_finding_ids() {
   static const std::vector<std::string> ids = {"orphaned-holders",   "unlisted-holders",  "zombie",
@@ -165,7 +174,7 @@ std::vector<FixResult> apply_fixes(SnapshotSource& source, Snapshot& snapshot, c
 }
 
 FixResult reset_gpu(unsigned gpu) {
-  FixResult result{"memory-leak", fmt::format("reset GPU {} (nvidia-smi -r -i {})", gpu, gpu), "failed", ""};
+  FixResult result{"memory-leak", fmt::format("reset GPU {} (nvidia-smi -r -i {})", gpu, gpu), FixOutcome::Failed, ""};
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
     result.message = std::string("pipe: ") + std::strerror(errno);
@@ -201,7 +210,7 @@ FixResult reset_gpu(unsigned gpu) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   for (auto& c : text) c = c == '\n' ? ' ' : c;
   const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  result.outcome = ok ? "done" : "failed";
+  result.outcome = ok ? FixOutcome::Done : FixOutcome::Failed;
   result.message = ok ? text : fmt::format("nvidia-smi exited with status {}: {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1, text);
   return result;
 }

@@ -8,11 +8,21 @@
 #include <vector>
 
 #include "doctor/doctor.hpp"
-#include "doctor/doctor_report.hpp"
 #include "kill/audit_log.hpp"
 #include "kill/protected_processes.hpp"
 
 namespace gpureap {
+
+enum class FixOutcome { Done, Failed, Skipped };
+std::string fix_outcome_name(FixOutcome outcome);  // "done", "failed", "skipped"
+
+// What --fix did with one action.
+struct FixResult {
+  std::string finding_id;
+  std::string description;
+  FixOutcome outcome = FixOutcome::Failed;
+  std::string message;  // for a person
+};
 
 struct FixOptions {
   std::vector<std::string> only;  // finding ids the user chose; empty: every safe fix

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 #include "doctor/doctor.hpp"
 #include "nvml/nvml_abi.hpp"
 

@@ -3,9 +3,9 @@
 // not GPU memory, but they are what `ipcs` hunts are about after a crashed job.
 #include <fmt/format.h>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 #include "doctor/doctor.hpp"
-#include "util/shell_quote.hpp"
+#include "text/shell_quote.hpp"
 
 namespace gpureap {
 namespace {

@@ -8,7 +8,7 @@
 #include <map>
 #include <thread>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "proc/proc_io.hpp"

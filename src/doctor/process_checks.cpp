@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 #include "doctor/blocked_io.hpp"
 #include "doctor/doctor.hpp"
 

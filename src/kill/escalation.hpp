@@ -38,6 +38,7 @@ enum class KillOutcome {
   PermissionDenied,   // EPERM from pidfd_send_signal
   IdentityChanged,    // the PID now names another process: skipped, nothing sent
   Refused,            // never signalled by policy (set by the caller, not the engine)
+  Planned,            // a dry run: would be signalled (never set by the engine)
 };
 std::string kill_outcome_name(KillOutcome outcome);  // "exited", "killed", "already-gone", ...
 

@@ -24,7 +24,8 @@ std::set<pid_t> whole_groups(const KillPlan& plan, const Snapshot& snapshot) {
       groups.insert(t.pgid);
     }
   }
-  for (const auto& [pid, info] : snapshot.table.processes()) {
+  for (const auto& [member_pid, info] : snapshot.table.processes()) {
+    const pid_t pid = member_pid;  // a structured binding cannot be captured before C++20 in clang 14
     if (!groups.count(info.pgid)) continue;
     const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
     if (it == plan.targets.end() || !(it->actionable() || it->zombie())) blocked.insert(info.pgid);
@@ -43,7 +44,8 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
   // included. So no freeze where the target's group holds a process that must be spared.
   const ProcessInfo* root_process = snapshot.table.find(root);
   if (root_process != nullptr && root_process->pgid > 1) {
-    for (const auto& [pid, info] : snapshot.table.processes()) {
+    for (const auto& [member_pid, info] : snapshot.table.processes()) {
+      const pid_t pid = member_pid;  // captured below: clang 14 cannot capture a structured binding
       if (info.pgid != root_process->pgid || pid == root) continue;
       const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
       if (it != plan.targets.end() ? (!it->actionable() && !it->zombie()) : (!policy.force && policy.protect.match(info))) {
@@ -106,19 +108,19 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
         break;
       }
       case PinStatus::Gone:
-        outcome.outcome = "already-gone";
+        outcome.outcome = KillOutcome::AlreadyGone;
         outcome.detail = "it had exited before it could be pinned";
         break;
       case PinStatus::IdentityChanged:
-        outcome.outcome = "identity-changed";
+        outcome.outcome = KillOutcome::IdentityChanged;
         outcome.detail = fmt::format("PID {} now names another process (it started at another time): not signalled", pid);
         break;
       case PinStatus::Unsupported:
-        outcome.outcome = "survived";
+        outcome.outcome = KillOutcome::Survived;
         outcome.detail = "this kernel has no pidfd_open (Linux < 5.3): gpureap refuses to signal by bare PID";
         break;
       case PinStatus::Error:
-        outcome.outcome = "survived";
+        outcome.outcome = KillOutcome::Survived;
         outcome.detail = fmt::format("cannot pin PID {}: {}", pid, std::strerror(pin.error));
         break;
     }
@@ -149,7 +151,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
       outcome->discovered = true;
       index_of[r.pid] = report.targets.size() - 1;
     }
-    outcome->outcome = kill_outcome_name(r.outcome);
+    outcome->outcome = r.outcome;
     outcome->signals = r.signals;
     outcome->exit_ms = r.exit_ms;
     if (r.final_state != '?') outcome->final_state = r.final_state;
@@ -171,8 +173,8 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
   }
   // Targets handed to the engine that it did not report on are still planned: say so.
   for (auto& o : report.targets) {
-    if (o.outcome == "planned") {
-      o.outcome = "survived";
+    if (o.outcome == KillOutcome::Planned) {
+      o.outcome = KillOutcome::Survived;
       o.detail = "the escalation reported nothing for it";
     }
   }
@@ -182,7 +184,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
     for (const auto& t : plan.targets) {
       if (!t.zombie() || t.refusal != Refusal::None) continue;
       auto& outcome = report.targets[index_of[t.pid]];
-      if (index_of.count(t.ppid) && report.targets[index_of[t.ppid]].outcome != "refused") {
+      if (index_of.count(t.ppid) && report.targets[index_of[t.ppid]].outcome != KillOutcome::Refused) {
         outcome.detail = fmt::format("its parent PID {} was ended with the other targets: init reaps it", t.ppid);
         continue;
       }

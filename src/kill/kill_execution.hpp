@@ -8,7 +8,7 @@
 #include "kill/audit_log.hpp"
 #include "kill/escalation.hpp"
 #include "kill/kill_plan.hpp"
-#include "kill/kill_report.hpp"
+#include "kill/kill_outcome.hpp"
 #include "kill/pid_ref.hpp"
 #include "snapshot/snapshot.hpp"
 

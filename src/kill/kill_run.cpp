@@ -50,7 +50,7 @@ void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snaps
     return;
   }
   const bool survivor = std::any_of(report.targets.begin(), report.targets.end(), [](const TargetOutcome& o) {
-    return o.outcome == "survived" || o.outcome == "stuck-in-d";
+    return o.outcome == KillOutcome::Survived || o.outcome == KillOutcome::StuckInD;
   });
   DriverPoll poll_driver = [&source]() { return source.read_driver_only(); };
   SnapshotPoll take = [&source]() { return source.take(); };

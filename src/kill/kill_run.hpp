@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kill/kill_plan.hpp"
-#include "kill/kill_report.hpp"
+#include "kill/kill_outcome.hpp"
 #include "kill/memory_verification.hpp"
 #include "kill/pid_ref.hpp"
 #include "kill/target_selection.hpp"

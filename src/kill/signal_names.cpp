@@ -65,6 +65,7 @@ std::string kill_outcome_name(KillOutcome outcome) {
     case KillOutcome::PermissionDenied: return "permission-denied";
     case KillOutcome::IdentityChanged: return "identity-changed";
     case KillOutcome::Refused: return "refused";
+    case KillOutcome::Planned: return "planned";
   }
   return "unknown";
 }

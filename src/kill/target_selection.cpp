@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 
 namespace gpureap {
 namespace {

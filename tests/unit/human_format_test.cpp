@@ -1,4 +1,4 @@
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 
 #include <gtest/gtest.h>
 

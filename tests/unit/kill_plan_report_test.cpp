@@ -6,7 +6,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "kill/audit_log.hpp"
-#include "kill/kill_report.hpp"
+#include "cli/kill_render.hpp"
 #include "kill/memory_verification.hpp"
 #include "kill/protected_processes.hpp"
 
@@ -82,18 +82,18 @@ TEST(KillVerification, TimeoutSaysTheMemoryHasNoHolder) {
   EXPECT_EQ(calls, 3);
 }
 
-TargetOutcome outcome(pid_t pid, const std::string& name) {
+TargetOutcome outcome(pid_t pid, KillOutcome kind) {
   TargetOutcome o;
   o.pid = pid;
-  o.outcome = name;
+  o.outcome = kind;
   return o;
 }
 
 TEST(KillReport, ExitStatusPrefersTheWorstFailure) {
   KillReport report;
-  report.targets = {outcome(1, "exited"), outcome(2, "refused")};
+  report.targets = {outcome(1, KillOutcome::ExitedAfterSignal), outcome(2, KillOutcome::Refused)};
   EXPECT_EQ(kill_exit_status(report), exit_code::kRefused);
-  report.targets.push_back(outcome(3, "permission-denied"));
+  report.targets.push_back(outcome(3, KillOutcome::PermissionDenied));
   EXPECT_EQ(kill_exit_status(report), exit_code::kPermissionDenied);
   GpuVerification gpu;
   gpu.verified = false;
@@ -102,9 +102,9 @@ TEST(KillReport, ExitStatusPrefersTheWorstFailure) {
   report.settings.verify = false;
   EXPECT_EQ(kill_exit_status(report), exit_code::kPermissionDenied) << "--no-verify claims nothing";
   report = {};
-  report.targets = {outcome(1, "killed"), outcome(2, "zombie"), outcome(3, "identity-changed")};
+  report.targets = {outcome(1, KillOutcome::Killed), outcome(2, KillOutcome::Zombie), outcome(3, KillOutcome::IdentityChanged)};
   EXPECT_EQ(kill_exit_status(report), exit_code::kOk);
-  report.targets.push_back(outcome(4, "survived"));
+  report.targets.push_back(outcome(4, KillOutcome::Survived));
   EXPECT_EQ(kill_exit_status(report), exit_code::kNotFreed);
 }
 

@@ -1,11 +1,11 @@
-#include "kill/kill_report.hpp"
+#include "cli/kill_render.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 
 namespace gpureap {
 namespace {
@@ -47,73 +47,39 @@ std::string state_words(const PlannedTarget& t) {
 
 std::string outcome_words(const TargetOutcome& o, const KillSettings& settings) {
   const std::string ms = o.exit_ms ? fmt::format(" in {:.0f} ms", *o.exit_ms) : std::string();
-  if (o.outcome == "exited") return fmt::format("exited after {}{}", settings.signal, ms);
-  if (o.outcome == "killed") {
+  if (o.outcome == KillOutcome::ExitedAfterSignal) return fmt::format("exited after {}{}", settings.signal, ms);
+  if (o.outcome == KillOutcome::Killed) {
     return fmt::format("killed: {} was not enough after {:.1f} s, SIGKILL ended it{}", settings.signal,
                        settings.timeout_s, ms);
   }
-  if (o.outcome == "already-gone") return "already gone: it had exited before it was signalled";
-  if (o.outcome == "zombie") return "zombie: it already holds no GPU memory";
-  if (o.outcome == "stuck-in-d") {
+  if (o.outcome == KillOutcome::AlreadyGone) return "already gone: it had exited before it was signalled";
+  if (o.outcome == KillOutcome::Zombie) return "zombie: it already holds no GPU memory";
+  if (o.outcome == KillOutcome::StuckInD) {
     return fmt::format(
         "stuck in D state{}: SIGKILL takes effect only when that kernel call returns (often NFS or a hung "
         "device)",
         o.wchan.empty() ? std::string() : " in " + o.wchan);
   }
-  if (o.outcome == "survived") return settings.escalate ? "survived every signal" : fmt::format("still running after {} (--no-escalate)", settings.signal);
-  if (o.outcome == "permission-denied") return "permission denied";
-  if (o.outcome == "identity-changed") return "skipped: the PID now names another process (PID reuse); nothing sent";
-  if (o.outcome == "refused") return "refused";
-  if (o.outcome == "planned") return "would be signalled";
-  return o.outcome;
+  if (o.outcome == KillOutcome::Survived) return settings.escalate ? "survived every signal" : fmt::format("still running after {} (--no-escalate)", settings.signal);
+  if (o.outcome == KillOutcome::PermissionDenied) return "permission denied";
+  if (o.outcome == KillOutcome::IdentityChanged) return "skipped: the PID now names another process (PID reuse); nothing sent";
+  if (o.outcome == KillOutcome::Refused) return "refused";
+  if (o.outcome == KillOutcome::Planned) return "would be signalled";
+  return kill_outcome_name(o.outcome);
 }
 
 Json optional_pid(const std::optional<pid_t>& pid) { return pid ? Json(*pid) : Json(nullptr); }
 
 }  // namespace
 
-std::vector<TargetOutcome> planned_outcomes(const KillPlan& plan) {
-  std::vector<TargetOutcome> outcomes;
-  for (const auto& t : plan.targets) {
-    TargetOutcome o;
-    o.pid = t.pid;
-    o.final_state = t.state;
-    o.wchan = t.wchan;
-    if (t.refusal != Refusal::None) {
-      o.outcome = "refused";
-      o.detail = t.refusal_text;
-    } else if (t.permission_denied) {
-      o.outcome = "permission-denied";
-      o.detail = t.permission_text;
-    } else if (t.zombie()) {
-      o.outcome = "zombie";
-      o.detail = fmt::format("its parent PID {} has not reaped it (wait()); SIGCHLD to the parent, or ending the "
-                             "parent, clears it",
-                             t.ppid);
-    } else {
-      o.outcome = "planned";
-    }
-    outcomes.push_back(std::move(o));
-  }
-  return outcomes;
-}
-
 int kill_exit_status(const KillReport& report) {
-  bool not_freed = false, denied = false, refused = false;
-  for (const auto& t : report.targets) {
-    if (t.outcome == "survived" || t.outcome == "stuck-in-d") not_freed = true;
-    if (t.outcome == "permission-denied") denied = true;
-    if (t.outcome == "refused") refused = true;
+  switch (kill_verdict(report)) {
+    case KillVerdict::NotFreed: return exit_code::kNotFreed;
+    case KillVerdict::PermissionDenied: return exit_code::kPermissionDenied;
+    case KillVerdict::Refused: return exit_code::kRefused;
+    case KillVerdict::Ok: return exit_code::kOk;
   }
-  if (report.settings.verify && !report.settings.dry_run) {
-    for (const auto& g : report.gpus) {
-      if (!g.verified) not_freed = true;
-    }
-  }
-  if (not_freed) return exit_code::kNotFreed;
-  if (denied) return exit_code::kPermissionDenied;
-  if (refused) return exit_code::kRefused;
-  return exit_code::kOk;
+  return exit_code::kInternalError;
 }
 
 std::string render_plan(const KillPlan& plan, const KillSettings& settings, const TerminalStyle& style) {
@@ -163,14 +129,14 @@ std::string render_results(const KillPlan& plan, const KillReport& report, const
     const PlannedTarget* t = planned_for(plan, o.pid);
     std::string line = fmt::format("  {:>7}  {}", o.pid, outcome_words(o, report.settings));
     if (o.discovered) line += " (appeared during the kill)";
-    if (!o.signals.empty() && o.outcome != "exited") {
+    if (!o.signals.empty() && o.outcome != KillOutcome::ExitedAfterSignal) {
       std::string sent;
       for (const auto& s : o.signals) sent += (sent.empty() ? "" : ", ") + s;
       line += " [sent " + sent + "]";
     }
-    if (o.outcome == "refused" || o.outcome == "permission-denied") {
+    if (o.outcome == KillOutcome::Refused || o.outcome == KillOutcome::PermissionDenied) {
       line = style.yellow(line);
-    } else if (o.outcome == "survived" || o.outcome == "stuck-in-d") {
+    } else if (o.outcome == KillOutcome::Survived || o.outcome == KillOutcome::StuckInD) {
       line = style.red(line);
     }
     out += line + "\n";
@@ -213,7 +179,7 @@ Json kill_report_json(const KillPlan& plan, const KillReport& report) {
     const PlannedTarget* t = planned_for(plan, o.pid);
     Json j;
     j["pid"] = o.pid;
-    j["outcome"] = o.outcome;
+    j["outcome"] = kill_outcome_name(o.outcome);
     j["signals"] = o.signals;
     j["exit_ms"] = o.exit_ms ? Json(*o.exit_ms) : Json(nullptr);
     j["reason"] = t != nullptr ? Json(t->reason) : Json("appeared during the kill");

@@ -1,27 +1,20 @@
-// What `gpureap kill` tells a person and a script: the plan before acting, one line per
-// target afterwards (how it ended, in how many ms), the memory verification per GPU, the JSON
-// schema "gpureap.kill/1" (docs/kill-json.md) and the exit status (docs/exit-codes.md).
+// What `gpureap kill` did, as values: how each target ended, the settings it ran with and the
+// memory verification per GPU. Rendering, JSON and exit statuses are the CLI's (cli/kill_render).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "cli/terminal_style.hpp"
+#include "kill/escalation.hpp"
 #include "kill/kill_plan.hpp"
 #include "kill/memory_verification.hpp"
 
 namespace gpureap {
 
-inline constexpr const char* kKillSchema = "gpureap.kill/1";
-
 struct TargetOutcome {
   pid_t pid = 0;
-  // "exited", "killed", "already-gone", "zombie", "stuck-in-d", "survived", "permission-denied",
-  // "identity-changed", "refused", or "planned" (dry run).
-  std::string outcome;
+  KillOutcome outcome = KillOutcome::Planned;
   std::vector<std::string> signals;
   std::optional<double> exit_ms;
   char final_state = '?';
@@ -51,11 +44,9 @@ struct KillReport {
 // The outcomes a plan implies before acting: refused, permission-denied, zombie, or planned.
 std::vector<TargetOutcome> planned_outcomes(const KillPlan& plan);
 
-// 0 only when every target ended and (with verification) the memory was verified free.
-int kill_exit_status(const KillReport& report);
-
-std::string render_plan(const KillPlan& plan, const KillSettings& settings, const TerminalStyle& style);
-std::string render_results(const KillPlan& plan, const KillReport& report, const TerminalStyle& style);
-nlohmann::ordered_json kill_report_json(const KillPlan& plan, const KillReport& report);
+// How a kill ended as a whole, worst first; the CLI maps it to an exit status.
+enum class KillVerdict { NotFreed, PermissionDenied, Refused, Ok };
+// Ok only when every target ended and (with verification) the memory was verified free.
+KillVerdict kill_verdict(const KillReport& report);
 
 }  // namespace gpureap

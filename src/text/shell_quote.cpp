@@ -1,4 +1,4 @@
-#include "util/shell_quote.hpp"
+#include "text/shell_quote.hpp"
 
 #include <algorithm>
 

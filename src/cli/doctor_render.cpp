@@ -1,11 +1,11 @@
-#include "doctor/doctor_report.hpp"
+#include "cli/doctor_render.hpp"
 
 #include <chrono>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "cli/human_format.hpp"
+#include "text/human_format.hpp"
 
 namespace gpureap {
 namespace {
@@ -75,7 +75,7 @@ nlohmann::json doctor_json(const DoctorReport& report) {
   if (report.fix_requested) {
     nlohmann::json fixes = nlohmann::json::array();
     for (const auto& r : report.fixes) {
-      fixes.push_back({{"finding_id", r.finding_id}, {"action", r.description}, {"outcome", r.outcome}, {"message", r.message}});
+      fixes.push_back({{"finding_id", r.finding_id}, {"action", r.description}, {"outcome", fix_outcome_name(r.outcome)}, {"message", r.message}});
     }
     out["fixes"] = fixes;
   } else {
@@ -108,7 +108,7 @@ std::string render_doctor(const DoctorReport& report, const TerminalStyle& style
   if (!report.fixes.empty()) {
     out += "\n" + style.bold("Fixes applied:") + "\n";
     for (const auto& r : report.fixes) {
-      out += fmt::format("  {} {}{}\n", r.outcome == "done" ? style.green("done   ") : style.red(fmt::format("{:<7}", r.outcome)),
+      out += fmt::format("  {} {}{}\n", r.outcome == FixOutcome::Done ? style.green("done   ") : style.red(fmt::format("{:<7}", fix_outcome_name(r.outcome))),
                          r.description, r.message.empty() ? "" : ": " + r.message);
     }
   }

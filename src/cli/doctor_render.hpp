@@ -7,18 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/terminal_style.hpp"
+#include "text/terminal_style.hpp"
 #include "doctor/doctor.hpp"
+#include "doctor/doctor_fix.hpp"
 
 namespace gpureap {
-
-// What --fix did with one action.
-struct FixResult {
-  std::string finding_id;
-  std::string description;
-  std::string outcome;  // "done", "failed", "skipped"
-  std::string message;  // for a person
-};
 
 struct DoctorReport {
   const Snapshot* snapshot = nullptr;  // the final snapshot (after fixes, when there were some)

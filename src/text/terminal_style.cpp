@@ -1,4 +1,4 @@
-#include "cli/terminal_style.hpp"
+#include "text/terminal_style.hpp"
 
 #include <unistd.h>
 
