@@ -57,7 +57,8 @@ std::optional<double> parse_bounded_number(std::string_view text, double max, st
   return value;
 }
 
-std::optional<double> parse_duration(std::string_view text, double max_seconds, std::string* why) {
+std::optional<double> parse_duration(std::string_view text, double max_seconds, std::string* why,
+                                     double min_seconds) {
   if (text.empty()) return fail(why, "empty");
   double unit = 1;
   std::string_view number = text;
@@ -74,19 +75,20 @@ std::optional<double> parse_duration(std::string_view text, double max_seconds, 
   if (!std::isfinite(seconds) || seconds > max_seconds) {
     return fail(why, "too long");
   }
+  if (seconds < min_seconds) return fail(why, "too short");
   return seconds;
 }
 
 std::string check_duration_option(std::string_view option, std::string_view text, double max_seconds,
-                                  double& seconds) {
+                                  double& seconds, double min_seconds) {
   std::string why;
-  const auto value = parse_duration(text, max_seconds, &why);
+  const auto value = parse_duration(text, max_seconds, &why, min_seconds);
   if (value) {
     seconds = *value;
     return {};
   }
-  return fmt::format("{} {}: {}: give seconds from 0 to {}, such as 10, 2.5, 500ms, 90s or 5m", option,
-                     sanitize_for_terminal(text), why, describe_seconds(max_seconds));
+  return fmt::format("{} {}: {}: give seconds from {} to {}, such as 10, 2.5, 500ms, 90s or 5m", option,
+                     sanitize_for_terminal(text), why, describe_seconds(min_seconds), describe_seconds(max_seconds));
 }
 
 std::string check_number_option(std::string_view option, std::string_view text, double max, std::string_view unit,

@@ -13,9 +13,10 @@
 
 namespace gpureap {
 
-// Seconds in "10", "2.5", "500ms", "90s", "30m", "6h", "2d"; nullopt when malformed or above
-// max_seconds, with the reason (one phrase, no option name) in *why.
-std::optional<double> parse_duration(std::string_view text, double max_seconds, std::string* why = nullptr);
+// Seconds in "10", "2.5", "500ms", "90s", "30m", "6h", "2d"; nullopt when malformed, above
+// max_seconds or below min_seconds, with the reason (one phrase, no option name) in *why.
+std::optional<double> parse_duration(std::string_view text, double max_seconds, std::string* why = nullptr,
+                                     double min_seconds = 0);
 
 // A plain non-negative decimal number no larger than max (no unit).
 std::optional<double> parse_bounded_number(std::string_view text, double max, std::string* why = nullptr);
@@ -24,7 +25,7 @@ std::optional<double> parse_bounded_number(std::string_view text, double max, st
 // otherwise one line for the user, e.g.
 //   "--timeout nan: not a duration: give seconds from 0 to 3600 (1h), such as 10, 2.5, 500ms, 90s or 5m".
 std::string check_duration_option(std::string_view option, std::string_view text, double max_seconds,
-                                  double& seconds);
+                                  double& seconds, double min_seconds = 0);
 
 // The same for a plain number with a unit name for the message ("MiB").
 std::string check_number_option(std::string_view option, std::string_view text, double max, std::string_view unit,

@@ -34,6 +34,9 @@ TEST(TextDuration, RejectsValuesAboveTheBound) {
   EXPECT_FALSE(parse_duration("61m", 3600));
   EXPECT_FALSE(parse_duration("10000000000000000", 3600));  // 1e16 written out
   EXPECT_EQ(parse_duration("3600", 3600), 3600.0);
+  EXPECT_FALSE(parse_duration("0.05", 3600, &why, 0.1));
+  EXPECT_EQ(why, "too short");
+  EXPECT_EQ(parse_duration("100ms", 3600, nullptr, 0.1), 0.1);
 }
 
 TEST(TextDuration, OptionErrorIsOneLineNamingOptionValueAndRange) {

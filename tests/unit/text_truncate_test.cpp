@@ -39,7 +39,9 @@ TEST(TextTruncate, NeverSplitsAMultiByteCharacter) {
     const std::string cut = truncate_to_width("日本語のコマンド", w);
     EXPECT_LE(display_width(cut), w) << w;
     // valid UTF-8: the last byte is never a lead byte waiting for more
-    if (!cut.empty()) EXPECT_NE(static_cast<unsigned char>(cut.back()) & 0xC0u, 0xC0u) << w;
+    if (!cut.empty()) {
+      EXPECT_NE(static_cast<unsigned char>(cut.back()) & 0xC0u, 0xC0u) << w;
+    }
   }
 }
 
