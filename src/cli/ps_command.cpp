@@ -15,6 +15,7 @@
 #include "cli/ps_table.hpp"
 #include "snapshot/snapshot.hpp"
 #include "text/duration.hpp"
+#include "text/sanitize.hpp"
 #include "text/terminal_width.hpp"
 
 namespace gpureap {
@@ -122,7 +123,7 @@ int run_ps(PsOptions options) {
     }
     write_all(render(*snapshot, options, style, width));
     // The table already says it; JSON consumers get the reason on stderr as well.
-    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << snapshot->driver.message << "\n";
+    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
     return status_of(*snapshot);
   }
 
