@@ -7,6 +7,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/kill_command.hpp"
 #include "cli/ps_command.hpp"
+#include "text/sanitize.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpureap: who holds GPU memory, and how to get it back"};
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand(kill)) return gpureap::run_kill(kill_options);
     if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {
-    std::cerr << "gpureap: internal error: " << error.what() << "\n";
+    std::cerr << "gpureap: internal error: " << gpureap::sanitize_for_terminal(error.what()) << "\n";
     return doctor->parsed() ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kInternalError;
   }
   return gpureap::exit_code::kOk;

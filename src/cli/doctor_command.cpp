@@ -20,6 +20,8 @@
 #include "doctor/event_age.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "kill/kill_config.hpp"
+#include "text/duration.hpp"
+#include "text/sanitize.hpp"
 
 namespace gpureap {
 namespace {
@@ -29,22 +31,41 @@ int fail(const std::string& message) {
   return exit_code::kDoctorCouldNotRun;
 }
 
-std::string check_usage(const DoctorCommandOptions& o) {
+// Bounds of the time and amount options (docs/exit-codes.md: outside is status 11).
+constexpr double kMaxSinceSeconds = 365 * 86400.0;
+constexpr double kMaxSettleSeconds = 600;
+constexpr double kMaxTimeoutSeconds = 3600;
+constexpr double kMaxToleranceMib = 1024 * 1024;  // 1 TiB
+
+// Each time option through the one duration parser; the first error, or "".
+std::string check_numbers(DoctorCommandOptions& o) {
+  std::vector<std::string> errors;
+  if (!o.since.empty()) errors.push_back(check_duration_option("--since", o.since, kMaxSinceSeconds, o.since_s));
+  errors.push_back(check_duration_option("--settle", o.settle, kMaxSettleSeconds, o.settle_s));
+  if (!o.tolerance_mib.empty()) {
+    errors.push_back(check_number_option("--tolerance-mib", o.tolerance_mib, kMaxToleranceMib, "MiB",
+                                         o.tolerance_mib_value));
+  }
+  errors.push_back(check_duration_option("--timeout", o.timeout, kMaxTimeoutSeconds, o.timeout_s));
+  errors.push_back(check_duration_option("--verify-timeout", o.verify_timeout, kMaxTimeoutSeconds, o.verify_timeout_s));
+  for (const auto& e : errors) {
+    if (!e.empty()) return e;
+  }
+  return {};
+}
+
+std::string check_usage(DoctorCommandOptions& o) {
   if (!o.only.empty() && !o.fix) return "--only chooses what --fix does: add --fix";
   if (o.allow_reset && !o.fix) return "--allow-reset only matters with --fix: add --fix";
   if (!o.kernel_log.empty() && o.no_kernel_log) return "--kernel-log and --no-kernel-log contradict each other";
-  if (!o.since.empty() && !parse_duration_seconds(o.since)) {
-    return fmt::format("--since {}: give an age such as 3600, 90s, 30m, 6h or 2d", o.since);
-  }
+  if (std::string error = check_numbers(o); !error.empty()) return error;
   if (!o.since.empty() && o.no_kernel_log) return "--since filters Xid events: it makes no sense with --no-kernel-log";
-  if (o.settle_s < 0 || o.settle_s > 600) return fmt::format("--settle {}: give seconds between 0 and 600", o.settle_s);
-  if (o.timeout_s < 0 || o.verify_timeout_s < 0) return "timeouts must be >= 0";
   for (const auto& id : o.only) {
     const auto& known = fixable_finding_ids();
     if (std::find(known.begin(), known.end(), id) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      return fmt::format("--only {}: not a finding --fix can act on (choose from: {})", id, list);
+      return fmt::format("--only {}: not a finding --fix can act on (choose from: {})", sanitize_for_terminal(id), list);
     }
   }
   if (!o.kernel_log.empty()) {
@@ -52,7 +73,7 @@ std::string check_usage(const DoctorCommandOptions& o) {
     if (fd < 0) {
       return fmt::format("--kernel-log {}: cannot read it: {} (save the log first, e.g. journalctl -k > kernel.log, "
                          "or dmesg > kernel.log)",
-                         o.kernel_log, std::strerror(errno));
+                         sanitize_for_terminal(o.kernel_log), std::strerror(errno));
     }
     ::close(fd);
   }
@@ -114,27 +135,32 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
                      "Read Xid events from this file (dmesg or journalctl -k output) instead of /dev/kmsg");
   doctor->add_flag("--no-kernel-log", options.no_kernel_log, "Do not look for Xid events");
   doctor->add_option("--since", options.since,
-                     "Ignore Xid events older than this (3600, 90s, 30m, 6h, 2d) when their age is known");
-  doctor->add_option("--settle", options.settle_s,
-                     "Seconds to re-measure memory nobody holds, to tell a release in progress from a leak (default 3)");
+                     "Ignore Xid events older than this (3600, 90s, 30m, 6h, 2d; at most 365d) when their age is known");
+  doctor->add_option("--settle", options.settle,
+                     "Seconds to re-measure memory nobody holds, to tell a release in progress from a leak, 0 to 600 "
+                     "(default 3)");
   doctor->add_option("--tolerance-mib", options.tolerance_mib,
-                     "Unexplained memory below this is normal driver overhead (default 64 MiB + 16 MiB per process)");
-  doctor->add_option("--timeout", options.timeout_s, "With --fix: seconds between SIGTERM and SIGKILL (default 10)");
-  doctor->add_option("--verify-timeout", options.verify_timeout_s,
-                     "With --fix: seconds to wait for the driver to release the memory (default 30)");
+                     "Unexplained memory below this is normal driver overhead, 0 to 1048576 (default 64 MiB + 16 MiB "
+                     "per process)");
+  doctor->add_option("--timeout", options.timeout, "With --fix: seconds between SIGTERM and SIGKILL, 0 to 3600 (default 10)");
+  doctor->add_option("--verify-timeout", options.verify_timeout,
+                     "With --fix: seconds to wait for the driver to release the memory, 0 to 3600 (default 30)");
   doctor->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   return doctor;
 }
 
-int run_doctor(const DoctorCommandOptions& o) {
+int run_doctor(const DoctorCommandOptions& given) {
+  DoctorCommandOptions o = given;
   if (const std::string error = check_usage(o); !error.empty()) return fail(error);
   DoctorOptions options;
   options.settle_seconds = o.settle_s;
-  if (o.tolerance_mib >= 0) options.tolerance_bytes = static_cast<std::uint64_t>(o.tolerance_mib * 1024 * 1024);
+  if (o.tolerance_mib_value >= 0) {
+    options.tolerance_bytes = static_cast<std::uint64_t>(o.tolerance_mib_value * 1024 * 1024);
+  }
   options.kernel_log = o.kernel_log;
   options.no_kernel_log = o.no_kernel_log;
-  if (!o.since.empty()) options.xid_max_age_seconds = parse_duration_seconds(o.since);
+  if (o.since_s >= 0) options.xid_max_age_seconds = o.since_s;
   const ColorChoice choice = parse_color_choice(o.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, o.json ? ColorChoice::Never : choice);
 
@@ -150,7 +176,7 @@ int run_doctor(const DoctorCommandOptions& o) {
   if (o.fix) {
     std::string config_error;
     const auto config = load_kill_config(config_error);
-    if (!config) return fail(config_error);
+    if (!config) return fail(sanitize_for_terminal(config_error));
     FixOptions fix;
     fix.only = o.only;
     fix.allow_reset = o.allow_reset;
@@ -181,7 +207,7 @@ int run_doctor(const DoctorCommandOptions& o) {
       if (!audit_path.empty()) {
         std::string error;
         audit = AuditLog::open(audit_path, Requester::current(), error);
-        if (!audit) return fail(error + "; nothing was changed");
+        if (!audit) return fail(sanitize_for_terminal(error) + "; nothing was changed");
       }
       fix.audit = audit ? &*audit : nullptr;
       report.fixes = apply_fixes(*source, *snapshot, diagnosis, actions, fix, options);

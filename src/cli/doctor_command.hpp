@@ -17,9 +17,15 @@ struct DoctorCommandOptions {
   bool allow_reset = false;
   std::string kernel_log;
   bool no_kernel_log = false;
+  // Time options as typed; the duration parser checks them and sets the numbers below.
   std::string since;
+  std::string settle = "3";
+  std::string tolerance_mib;  // "": the default rule
+  std::string timeout = "10";
+  std::string verify_timeout = "30";
+  double since_s = -1;  // < 0: not given
   double settle_s = 3;
-  double tolerance_mib = -1;  // < 0: the default rule
+  double tolerance_mib_value = -1;  // < 0: the default rule
   double timeout_s = 10;
   double verify_timeout_s = 30;
   std::string color = "auto";

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "text/human_format.hpp"
+#include "text/sanitize.hpp"
 
 namespace gpureap {
 namespace {
@@ -90,18 +91,22 @@ std::string render_doctor(const DoctorReport& report, const TerminalStyle& style
   const Diagnosis& d = *report.diagnosis;
   std::string out = style.bold("gpureap doctor");
   if (s.driver.loaded) {
-    out += fmt::format(" · driver {} · {} GPU{}", s.driver.driver_version.empty() ? "?" : s.driver.driver_version,
+    out += fmt::format(" · driver {} · {} GPU{}",
+                       s.driver.driver_version.empty() ? "?" : sanitize_for_terminal(s.driver.driver_version),
                        s.gpus.size(), s.gpus.size() == 1 ? "" : "s");
   }
   out += fmt::format(" · {:%Y-%m-%d %H:%M:%S}\n", fmt::localtime(std::chrono::system_clock::to_time_t(s.taken_at)));
-  if (s.driver.loaded) out += style.dim("NVML library: " + s.driver.library_path) + "\n";
+  if (s.driver.loaded) out += style.dim("NVML library: " + sanitize_for_terminal(s.driver.library_path)) + "\n";
   if (s.table.options().dev_dir != "/dev") {
-    out += style.dim(fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)", s.table.options().dev_dir)) + "\n";
+    out += style.dim(fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)",
+                                 sanitize_for_terminal(s.table.options().dev_dir))) +
+           "\n";
   }
   for (const auto& g : s.gpus) {
     if (g.reading.error) continue;
     out += style.dim(fmt::format("GPU {} {}: {} used, {} by listed processes, {} unexplained", g.reading.index,
-                                 g.reading.name, format_bytes(g.memory.used), format_bytes(g.memory.attributed),
+                                 sanitize_for_terminal(g.reading.name), format_bytes(g.memory.used),
+                                 format_bytes(g.memory.attributed),
                                  format_bytes(g.memory.unattributed))) +
            "\n";
   }
@@ -109,7 +114,8 @@ std::string render_doctor(const DoctorReport& report, const TerminalStyle& style
     out += "\n" + style.bold("Fixes applied:") + "\n";
     for (const auto& r : report.fixes) {
       out += fmt::format("  {} {}{}\n", r.outcome == FixOutcome::Done ? style.green("done   ") : style.red(fmt::format("{:<7}", fix_outcome_name(r.outcome))),
-                         r.description, r.message.empty() ? "" : ": " + r.message);
+                         sanitize_for_terminal(r.description),
+                         r.message.empty() ? "" : ": " + sanitize_for_terminal(r.message));
     }
   }
   out += "\n";
@@ -119,24 +125,27 @@ std::string render_doctor(const DoctorReport& report, const TerminalStyle& style
            "Xid events.\n";
   }
   for (const auto& f : d.findings) {
-    out += severity_label(f.severity, style) + "  " + style.bold(f.summary) + "\n";
-    for (const auto& line : f.details) out += "          " + line + "\n";
+    // Findings quote commands, file names and kernel-log text: each line goes through the sanitiser.
+    out += severity_label(f.severity, style) + "  " + style.bold(sanitize_for_terminal(f.summary)) + "\n";
+    for (const auto& line : f.details) out += "          " + sanitize_for_terminal(line) + "\n";
     if (!f.remedies.empty()) {
       out += "          What to do, safest first:\n";
       int n = 1;
       for (const auto& r : f.remedies) {
         const std::string risk = fmt::format("[risk: {}]", risk_name(r.risk));
+        const std::string explanation = sanitize_for_terminal(r.explanation);
         if (r.command.empty()) {
-          out += fmt::format("            {}. {} {}\n", n++, r.explanation, style.dim(risk));
+          out += fmt::format("            {}. {} {}\n", n++, explanation, style.dim(risk));
         } else {
-          out += fmt::format("            {}. {}  {} {}{}\n", n++, style.bold(r.command), style.dim(risk), r.explanation,
+          out += fmt::format("            {}. {}  {} {}{}\n", n++, style.bold(sanitize_for_terminal(r.command)),
+                             style.dim(risk), explanation,
                              r.applied_by_fix ? style.dim(" (doctor --fix does this)") : "");
         }
       }
     }
     out += "\n";
   }
-  for (const auto& note : d.notes) out += style.dim("Note: " + note) + "\n";
+  for (const auto& note : d.notes) out += style.dim("Note: " + sanitize_for_terminal(note)) + "\n";
   std::size_t counts[3] = {0, 0, 0};
   for (const auto& f : d.findings) ++counts[static_cast<int>(f.severity)];
   out += fmt::format("{} critical, {} warning{}, {} info · exit status {}\n", counts[2], counts[1],
@@ -146,7 +155,7 @@ std::string render_doctor(const DoctorReport& report, const TerminalStyle& style
 
 std::string render_fix_plan(const std::vector<const FixAction*>& actions, const TerminalStyle& style) {
   std::string out = style.bold(fmt::format("doctor --fix will do {} thing{}:", actions.size(), actions.size() == 1 ? "" : "s")) + "\n";
-  for (const FixAction* a : actions) out += "  - " + a->description + "\n";
+  for (const FixAction* a : actions) out += "  - " + sanitize_for_terminal(a->description) + "\n";
   return out;
 }
 

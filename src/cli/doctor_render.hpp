@@ -23,6 +23,8 @@ struct DoctorReport {
 };
 
 nlohmann::json doctor_json(const DoctorReport& report);
+// Text for a terminal: every line that quotes a command, a file name or kernel-log text is
+// sanitised. Commands are never cut here (they sit inside sentences), so none is ever split.
 std::string render_doctor(const DoctorReport& report, const TerminalStyle& style);
 // The list shown before --fix asks.
 std::string render_fix_plan(const std::vector<const FixAction*>& actions, const TerminalStyle& style);

@@ -17,7 +17,10 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/terminal_io.hpp"
+#include "text/duration.hpp"
+#include "text/sanitize.hpp"
 #include "text/terminal_style.hpp"
+#include "text/terminal_width.hpp"
 #include "kill/audit_log.hpp"
 #include "kill/escalation.hpp"
 #include "kill/kill_config.hpp"
@@ -54,14 +57,23 @@ bool needs_confirmation(const KillPlan& plan, const KillOptions& options) {
   return count > 1 || other_user;
 }
 
-std::string usage_check(const KillOptions& options) {
+// Bounds of the time options (docs/exit-codes.md: a value outside is a usage error, exit 2).
+constexpr double kMaxTimeoutSeconds = 3600;
+constexpr double kMaxVerifyTimeoutSeconds = 3600;
+
+std::string usage_check(KillOptions& options) {
   if (options.criteria.pids.empty() && !options.criteria.has_filters()) {
     return "gpureap kill: name what to end: PIDs, or --gpu, --user, --name, --container, --holders or --all";
   }
   for (pid_t pid : options.criteria.pids) {
     if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
   }
-  if (options.timeout_s < 0 || options.verify_timeout_s < 0) return "gpureap kill: timeouts must be >= 0";
+  for (const std::string& error :
+       {check_duration_option("--timeout", options.timeout, kMaxTimeoutSeconds, options.timeout_s),
+        check_duration_option("--verify-timeout", options.verify_timeout, kMaxVerifyTimeoutSeconds,
+                              options.verify_timeout_s)}) {
+    if (!error.empty()) return "gpureap kill: " + error + "; nothing was signalled";
+  }
   return {};
 }
 
@@ -101,13 +113,15 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   kill->add_flag("--no-tree", options.no_tree, "Do not include descendants");
   kill->add_flag("--group", options.criteria.group, "Signal each target's whole process group");
   kill->add_option("--signal,-s", options.signal, "First signal (TERM, INT, HUP, ... or a number; default TERM)");
-  kill->add_option("--timeout", options.timeout_s, "Seconds to wait after the first signal before SIGKILL (default 10)");
+  kill->add_option("--timeout", options.timeout,
+                   "Seconds to wait after the first signal before SIGKILL, 0 to 3600 (default 10; also 500ms, 2m)");
   kill->add_flag("--no-escalate", options.no_escalate, "Send only the first signal, never SIGKILL");
   kill->add_flag("--dry-run,-n", options.dry_run, "Show the plan and signal nothing");
   kill->add_flag("--yes,-y", options.yes, "Do not ask for confirmation");
   kill->add_flag("--json", options.json, "Machine-readable output (schema gpureap.kill/1, see docs/kill-json.md)");
-  kill->add_option("--verify-timeout", options.verify_timeout_s,
-                   "Seconds to wait for the driver to release the memory (default 30)");
+  kill->add_option("--verify-timeout", options.verify_timeout,
+                   "Seconds to wait for the driver to release the memory, 0 to 3600 (default 30)");
+  kill->add_flag("--wide,-w", options.wide, "Show whole command lines on a terminal too (they always are through a pipe)");
   kill->add_flag("--no-verify", options.no_verify, "Do not wait for the memory release (the exit status then says nothing about it)");
   kill->add_flag("--reap-zombies", options.reap_zombies, "Send SIGCHLD to the parents of zombie targets");
   kill->add_flag("--force", options.force, "Also end protected processes (never overrides identity checks)");
@@ -127,7 +141,7 @@ int run_kill(KillOptions options) {
   const auto first_signal = parse_signal(options.signal);
   if (!first_signal || *first_signal <= 0 || *first_signal >= 65) {
     std::cerr << fmt::format("gpureap kill: --signal {}: unknown signal (try TERM, INT, HUP, KILL or a number)\n",
-                             options.signal);
+                             sanitize_for_terminal(options.signal));
     return exit_code::kUsage;
   }
   if (options.criteria.group && options.no_tree) {
@@ -139,7 +153,7 @@ int run_kill(KillOptions options) {
   std::string config_error;
   const auto config = load_kill_config(config_error);
   if (!config) {
-    std::cerr << "gpureap kill: " << config_error << "\n";
+    std::cerr << "gpureap kill: " << sanitize_for_terminal(config_error) << "\n";
     return exit_code::kUsage;
   }
 
@@ -153,7 +167,7 @@ int run_kill(KillOptions options) {
     std::string error;
     audit = AuditLog::open(options.audit_log, Requester::current(), error);
     if (!audit) {
-      std::cerr << "gpureap kill: " << error << "; nothing was signalled\n";
+      std::cerr << "gpureap kill: " << sanitize_for_terminal(error) << "; nothing was signalled\n";
       return exit_code::kUsage;
     }
   }
@@ -162,7 +176,7 @@ int run_kill(KillOptions options) {
   auto snapshot = source.take();
   const bool driver_needed = !options.criteria.gpus.empty() || options.criteria.all;
   if (!snapshot->driver.loaded && driver_needed) {
-    std::cerr << "gpureap kill: " << snapshot->driver.message << "\n";
+    std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
     return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
                                                                     : exit_code::kDriverInitFailed;
   }
@@ -181,7 +195,7 @@ int run_kill(KillOptions options) {
     selection = select_targets(*snapshot, options.criteria);
   } catch (const std::regex_error& error) {
     std::cerr << fmt::format("gpureap kill: --name '{}': not a valid regular expression ({})\n",
-                             options.criteria.name_regex, error.what());
+                             sanitize_for_terminal(options.criteria.name_regex), sanitize_for_terminal(error.what()));
     return exit_code::kUsage;
   }
   PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);
@@ -212,7 +226,7 @@ int run_kill(KillOptions options) {
 
   std::map<pid_t, PinResult> pins = pin_targets(plan, *snapshot);
 
-  const std::string plan_text = render_plan(plan, report.settings, style);
+  const std::string plan_text = render_plan(plan, report.settings, style, OutputWidth::for_fd(STDOUT_FILENO, options.wide));
   if (!options.json) write_out(plan_text);
   report.targets = planned_outcomes(plan);
 
@@ -238,7 +252,7 @@ int run_kill(KillOptions options) {
     execute_plan(plan, pins, *snapshot, policy, execution, audit ? &*audit : nullptr, report);
   } catch (const std::runtime_error& error) {
     // Only the audit log throws: stop rather than signal without a record.
-    std::cerr << "gpureap kill: " << error.what() << "; stopped before sending further signals\n";
+    std::cerr << "gpureap kill: " << sanitize_for_terminal(error.what()) << "; stopped before sending further signals\n";
     return exit_code::kInternalError;
   }
 

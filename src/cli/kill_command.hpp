@@ -15,11 +15,13 @@ struct KillOptions {
   SelectionCriteria criteria;
   bool no_tree = false;
   std::string signal = "TERM";
+  std::string timeout = "10";  // as typed; the duration parser sets timeout_s
   double timeout_s = 10;
   bool no_escalate = false;
   bool dry_run = false;
   bool yes = false;
   bool json = false;
+  std::string verify_timeout = "30";
   double verify_timeout_s = 30;
   bool no_verify = false;
   bool reap_zombies = false;
@@ -27,6 +29,7 @@ struct KillOptions {
   std::vector<std::string> protect;
   std::string audit_log;  // "" = $GPUREAP_AUDIT_LOG, else none
   std::string color = "auto";
+  bool wide = false;  // never cut commands, even on a terminal
 };
 
 CLI::App* add_kill_command(CLI::App& app, KillOptions& options);

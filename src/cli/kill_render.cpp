@@ -6,6 +6,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "text/human_format.hpp"
+#include "text/sanitize.hpp"
 
 namespace gpureap {
 namespace {
@@ -34,15 +35,19 @@ std::string memory_text(const PlannedTarget& t) {
   return text;
 }
 
-std::string shorten(const std::string& text, std::size_t width) {
-  if (text.size() <= width) return text;
-  return text.substr(0, width - 1) + "…";
-}
-
 std::string state_words(const PlannedTarget& t) {
   std::string s(1, t.state);
-  if (t.state == 'D' && !t.wchan.empty()) s += " (" + t.wchan + ")";
+  if (t.state == 'D' && !t.wchan.empty()) s += " (" + sanitize_for_terminal(t.wchan) + ")";
   return s;
+}
+
+// The first line of a target in the plan: PID, user, state, memory, then the command in what
+// the line leaves.
+std::string target_line(const PlannedTarget& t, const std::string& state, const std::string& missing_command,
+                        const OutputWidth& width) {
+  const std::string start = fmt::format("  {:>7}  {} {:<6} {:<18} ", t.pid, fixed_cell(t.user.empty() ? "?" : t.user, 10),
+                                        state, memory_text(t));
+  return start + width.rest_of_line(t.command.empty() ? missing_command : t.command, start) + "\n";
 }
 
 std::string outcome_words(const TargetOutcome& o, const KillSettings& settings) {
@@ -58,7 +63,7 @@ std::string outcome_words(const TargetOutcome& o, const KillSettings& settings) 
     return fmt::format(
         "stuck in D state{}: SIGKILL takes effect only when that kernel call returns (often NFS or a hung "
         "device)",
-        o.wchan.empty() ? std::string() : " in " + o.wchan);
+        o.wchan.empty() ? std::string() : " in " + sanitize_for_terminal(o.wchan));
   }
   if (o.outcome == KillOutcome::Survived) return settings.escalate ? "survived every signal" : fmt::format("still running after {} (--no-escalate)", settings.signal);
   if (o.outcome == KillOutcome::PermissionDenied) return "permission denied";
@@ -82,7 +87,8 @@ int kill_exit_status(const KillReport& report) {
   return exit_code::kInternalError;
 }
 
-std::string render_plan(const KillPlan& plan, const KillSettings& settings, const TerminalStyle& style) {
+std::string render_plan(const KillPlan& plan, const KillSettings& settings, const TerminalStyle& style,
+                        const OutputWidth& width) {
   std::string out;
   std::vector<const PlannedTarget*> act, skip;
   for (const auto& t : plan.targets) (t.actionable() ? act : skip).push_back(&t);
@@ -92,25 +98,21 @@ std::string render_plan(const KillPlan& plan, const KillSettings& settings, cons
                                 act.size(), act.size() == 1 ? "" : "es", ladder)) +
          "\n";
   auto row = [&](const PlannedTarget& t) {
-    return fmt::format("  {:>7}  {:<10} {:<6} {:<18} {}\n           why: {}\n", t.pid,
-                       shorten(t.user.empty() ? "?" : t.user, 10), state_words(t), memory_text(t),
-                       shorten(t.command.empty() ? "?" : t.command, 60), t.reason);
+    return target_line(t, state_words(t), "?", width) + "           why: " + sanitize_for_terminal(t.reason) + "\n";
   };
   if (!act.empty()) out += style.dim(fmt::format("  {:>7}  {:<10} {:<6} {:<18} {}", "PID", "USER", "STATE", "GPU MEMORY", "COMMAND")) + "\n";
   for (const auto* t : act) out += row(*t);
   for (const auto* t : skip) {
     std::string what;
     if (t->refusal != Refusal::None) {
-      what = style.yellow("refused") + ": " + t->refusal_text;
+      what = style.yellow("refused") + ": " + sanitize_for_terminal(t->refusal_text);
     } else if (t->permission_denied) {
-      what = style.red("not permitted") + ": " + t->permission_text;
+      what = style.red("not permitted") + ": " + sanitize_for_terminal(t->permission_text);
     } else if (t->zombie()) {
       what = fmt::format("zombie: holds no GPU memory; its parent PID {} has not reaped it", t->ppid);
     }
-    out += fmt::format("  {:>7}  {:<10} {:<6} {:<18} {}\n           why: {}\n           {}\n", t->pid,
-                       shorten(t->user.empty() ? "?" : t->user, 10), t->present ? state_words(*t) : "-",
-                       memory_text(*t), shorten(t->command.empty() ? "(not visible here)" : t->command, 60),
-                       t->reason, what);
+    out += target_line(*t, t->present ? state_words(*t) : "-", "(not visible here)", width) +
+           "           why: " + sanitize_for_terminal(t->reason) + "\n           " + what + "\n";
   }
   for (pid_t pid : plan.missing) out += fmt::format("  {:>7}  no such process\n", pid);
   for (const auto& g : plan.gpus) {
@@ -140,13 +142,16 @@ std::string render_results(const KillPlan& plan, const KillReport& report, const
       line = style.red(line);
     }
     out += line + "\n";
-    if (!o.detail.empty() && (t == nullptr || o.detail != t->reason)) out += "           " + o.detail + "\n";
+    if (!o.detail.empty() && (t == nullptr || o.detail != t->reason)) {
+      out += "           " + sanitize_for_terminal(o.detail) + "\n";
+    }
     if (!o.cgroup_killed.empty()) {
-      out += "           its tree was its own cgroup: ended whole with cgroup.kill (" + o.cgroup_killed + ")\n";
+      out += "           its tree was its own cgroup: ended whole with cgroup.kill (" +
+             sanitize_for_terminal(o.cgroup_killed) + ")\n";
     }
   }
   for (pid_t pid : plan.missing) out += fmt::format("  {:>7}  no such process\n", pid);
-  for (const auto& note : report.notes) out += "  " + note + "\n";
+  for (const auto& note : report.notes) out += "  " + sanitize_for_terminal(note) + "\n";
   if (report.settings.dry_run) return out;
   if (!report.settings.verify) {
     out += "  memory release not verified (--no-verify)\n";
@@ -158,7 +163,7 @@ std::string render_results(const KillPlan& plan, const KillReport& report, const
                                      format_bytes(g.freed_bytes.value_or(0)), g.verify_ms.value_or(0))) +
              "\n";
     } else {
-      out += style.red("  " + g.message) + "\n";
+      out += style.red("  " + sanitize_for_terminal(g.message)) + "\n";
     }
   }
   return out;

@@ -9,6 +9,7 @@
 
 #include "kill/kill_outcome.hpp"
 #include "text/terminal_style.hpp"
+#include "text/terminal_width.hpp"
 
 namespace gpureap {
 
@@ -16,7 +17,10 @@ inline constexpr const char* kKillSchema = "gpureap.kill/1";
 
 int kill_exit_status(const KillReport& report);  // docs/exit-codes.md
 
-std::string render_plan(const KillPlan& plan, const KillSettings& settings, const TerminalStyle& style);
+// Text for a terminal: everything that came from a process or the kernel is sanitised, and
+// commands are cut to `width` (whole when unlimited: --wide or a pipe).
+std::string render_plan(const KillPlan& plan, const KillSettings& settings, const TerminalStyle& style,
+                        const OutputWidth& width);
 std::string render_results(const KillPlan& plan, const KillReport& report, const TerminalStyle& style);
 nlohmann::ordered_json kill_report_json(const KillPlan& plan, const KillReport& report);
 

@@ -14,9 +14,15 @@
 #include "cli/ps_json.hpp"
 #include "cli/ps_table.hpp"
 #include "snapshot/snapshot.hpp"
+#include "text/duration.hpp"
+#include "text/sanitize.hpp"
+#include "text/terminal_width.hpp"
 
 namespace gpureap {
 namespace {
+
+constexpr double kMinWatchSeconds = 0.1;
+constexpr double kMaxWatchSeconds = 86400;
 
 volatile std::sig_atomic_t g_stop = 0;
 void on_stop_signal(int) { g_stop = 1; }
@@ -47,10 +53,11 @@ std::string check_gpu_filter(const Snapshot& snapshot, const PsFilter& filter) {
   return {};
 }
 
-std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style) {
+std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style,
+                   const OutputWidth& width) {
   if (options.json) return ps_to_json(snapshot, options.filter).dump(options.watch_seconds > 0 ? -1 : 2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  return options.tree ? render_ps_tree(snapshot, options.filter, style)
-                      : render_ps_table(snapshot, options.filter, style);
+  return options.tree ? render_ps_tree(snapshot, options.filter, style, width)
+                      : render_ps_table(snapshot, options.filter, style, width);
 }
 
 void write_all(const std::string& text) {
@@ -80,8 +87,10 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
       "GPU device files are, default /dev), NO_COLOR.");
   ps->add_flag("--json", options.json, "Machine-readable output (schema gpureap.ps/1, see docs/ps-json.md)");
   ps->add_flag("--tree", options.tree, "Show each GPU process with its descendants and their roles");
-  ps->add_option("--watch", options.watch_seconds, "Refresh every SECONDS (with --json: one object per line)")
-      ->check(CLI::Range(0.1, 86400.0));
+  ps->add_option_function<std::string>(
+      "--watch", [&options](const std::string& text) { options.watch = text; },
+      "Refresh every SECONDS, from 0.1 to 86400 (1d), such as 2, 0.5 or 1m (with --json: one object per line)");
+  ps->add_flag("--wide,-w", options.wide, "Show whole command lines on a terminal too (they always are through a pipe)");
   ps->add_option("--gpu", options.filter.gpus, "Only these GPU indices (comma-separated)")->delimiter(',');
   ps->add_option("--user", options.filter.users, "Only processes of this user (name or uid)")->delimiter(',');
   ps->add_option("--pid", options.filter.pids, "Only these PIDs")->delimiter(',');
@@ -92,7 +101,16 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
   return ps;
 }
 
-int run_ps(const PsOptions& options) {
+int run_ps(PsOptions options) {
+  if (options.watch) {
+    const std::string error = check_duration_option("--watch", *options.watch, kMaxWatchSeconds,
+                                                    options.watch_seconds, kMinWatchSeconds);
+    if (!error.empty()) {
+      std::cerr << "gpureap ps: " << error << "\n";
+      return exit_code::kUsage;
+    }
+  }
+  const OutputWidth width = OutputWidth::for_fd(STDOUT_FILENO, options.wide);
   const ColorChoice choice = parse_color_choice(options.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
   SnapshotSource source(default_snapshot_options());
@@ -103,9 +121,9 @@ int run_ps(const PsOptions& options) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
-    write_all(render(*snapshot, options, style));
+    write_all(render(*snapshot, options, style, width));
     // The table already says it; JSON consumers get the reason on stderr as well.
-    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << snapshot->driver.message << "\n";
+    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
     return status_of(*snapshot);
   }
 
@@ -121,7 +139,7 @@ int run_ps(const PsOptions& options) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
-    std::string frame = render(*snapshot, options, style);
+    std::string frame = render(*snapshot, options, style, width);
     if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
     write_all(frame);
     status = status_of(*snapshot);

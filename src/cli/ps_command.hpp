@@ -1,6 +1,7 @@
 // The `ps` subcommand: options, one-shot or --watch loop, exit status.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,9 @@ namespace gpureap {
 struct PsOptions {
   bool json = false;
   bool tree = false;
+  std::optional<std::string> watch;  // --watch as typed: checked by the duration parser
   double watch_seconds = 0;  // 0: once
+  bool wide = false;         // never cut commands, even on a terminal
   std::string color = "auto";
   PsFilter filter;
 };
@@ -22,6 +25,6 @@ struct PsOptions {
 // Adds `ps` to the app; options are written into `options`.
 CLI::App* add_ps_command(CLI::App& app, PsOptions& options);
 
-int run_ps(const PsOptions& options);
+int run_ps(PsOptions options);
 
 }  // namespace gpureap

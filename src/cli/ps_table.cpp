@@ -10,41 +10,37 @@
 #include <fmt/format.h>
 
 #include "text/human_format.hpp"
+#include "text/sanitize.hpp"
 
 namespace gpureap {
 namespace {
 
 constexpr int kBarWidth = 30;
-constexpr std::size_t kCommandWidth = 60;
-
-std::string clip(std::string text, std::size_t width) {
-  if (text.size() <= width) return text;
-  text.resize(width - 3);
-  return text + "...";
-}
 
 std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
   const auto& d = snapshot.driver;
   const auto now = fmt::localtime(std::chrono::system_clock::to_time_t(snapshot.taken_at));
   std::string out = style.bold("gpureap ps");
   if (d.loaded) {
-    out += fmt::format(" · driver {}", d.driver_version.empty() ? "?" : d.driver_version);
+    out += fmt::format(" · driver {}", d.driver_version.empty() ? "?" : sanitize_for_terminal(d.driver_version));
     if (d.cuda_driver_version) out += fmt::format(" · CUDA {}", format_cuda_version(*d.cuda_driver_version));
     out += fmt::format(" · {} GPU{}", snapshot.gpus.size(), snapshot.gpus.size() == 1 ? "" : "s");
   }
   out += fmt::format(" · {:%Y-%m-%d %H:%M:%S}\n", now);
   if (d.loaded) {
-    out += style.dim(fmt::format("NVML library: {}", d.library_path)) + "\n";
+    out += style.dim(fmt::format("NVML library: {}", sanitize_for_terminal(d.library_path))) + "\n";
   } else {
-    out += style.red("No GPU driver: ") + d.message + "\n";
+    out += style.red("No GPU driver: ") + sanitize_for_terminal(d.message) + "\n";
     out += "Processes holding GPU device files are still listed below.\n";
   }
   if (snapshot.table.options().dev_dir != "/dev") {
-    out += style.dim(fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)", snapshot.table.options().dev_dir)) + "\n";
+    out += style.dim(fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)",
+                                 sanitize_for_terminal(snapshot.table.options().dev_dir))) +
+           "\n";
   }
   if (d.count_error) {
     out += style.red(fmt::format("The driver could not count GPUs: {} ({})", d.count_error->name(),
-                                 d.count_error->message)) + "\n";
+                                 sanitize_for_terminal(d.count_error->message))) + "\n";
   }
   if (snapshot.processes_not_inspected > 0) {
     const std::size_t n = snapshot.processes_not_inspected;
@@ -66,8 +62,8 @@ std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
 std::string gpu_title(const GpuView& gpu, const TerminalStyle& style) {
   const auto& r = gpu.reading;
   std::string title = style.bold(fmt::format("GPU {}", r.index));
-  if (!r.name.empty()) title += " · " + r.name;
-  if (!r.pci_bus_id.empty()) title += " · " + r.pci_bus_id;
+  if (!r.name.empty()) title += " · " + sanitize_for_terminal(r.name);
+  if (!r.pci_bus_id.empty()) title += " · " + sanitize_for_terminal(r.pci_bus_id);
   if (r.minor_number) title += fmt::format(" · nvidia{}", *r.minor_number);
   if (r.temperature_c) title += fmt::format(" · {}°C", *r.temperature_c);
   if (r.power_mw) title += fmt::format(" · {:.0f} W", static_cast<double>(*r.power_mw) / 1000.0);
@@ -88,7 +84,8 @@ std::string gpu_error_line(const GpuView& gpu, const TerminalStyle& style) {
   } else {
     advice = "this GPU cannot be queried right now";
   }
-  return "  " + style.red(fmt::format("error: {} from {} ({})", e.name(), e.call, e.message)) + "\n  " +
+  return "  " + style.red(fmt::format("error: {} from {} ({})", e.name(), e.call, sanitize_for_terminal(e.message))) +
+         "\n  " +
          advice + "\n";
 }
 
@@ -127,7 +124,7 @@ std::string gpu_heading(const GpuView& gpu, const TerminalStyle& style) {
   std::string out = gpu_title(gpu, style);
   if (gpu.reading.error) return out + gpu_error_line(gpu, style);
   out += memory_lines(gpu, style);
-  for (const auto& w : gpu.reading.warnings) out += "  " + style.yellow("warning: " + w) + "\n";
+  for (const auto& w : gpu.reading.warnings) out += "  " + style.yellow("warning: " + sanitize_for_terminal(w)) + "\n";
   return out;
 }
 
@@ -146,10 +143,10 @@ std::string container_cell(const ProcessInfo* p) {
   if (p == nullptr || !p->container) return "-";
   const auto& c = *p->container;
   std::string id = c.id.empty() ? ("pod " + c.pod_uid.substr(0, 8)) : c.id.substr(0, 12);
-  return c.runtime + ":" + id;
+  return fixed_cell(c.runtime + ":" + id, 16);
 }
 
-std::string process_row(const GpuProcessView& view, const TerminalStyle& style) {
+std::string process_row(const GpuProcessView& view, const TerminalStyle& style, const OutputWidth& width) {
   const ProcessInfo* p = view.linux_process;
   std::string mig;
   if (view.driver.gpu_instance_id) {
@@ -170,13 +167,15 @@ std::string process_row(const GpuProcessView& view, const TerminalStyle& style) 
                        style.dim(why) + mig);
   }
   std::string state(1, p->state);
-  if (p->state == 'D' && !p->wchan.empty()) state += " (" + p->wchan + ")";
+  if (p->state == 'D' && !p->wchan.empty()) state += " (" + sanitize_for_terminal(p->wchan) + ")";
   std::string ns;
   if (p->ns_pids.size() > 1) ns = fmt::format(" [pid {} in its namespace]", p->ns_pids.back());
-  return fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {:<2} {:>6} {:>5.1f} {:>4} {:<16} {}\n", view.driver.pid,
-                     clip(p->user, 9), view.driver.types.label(), format_bytes(view.driver.used_memory),
-                     identity_cell(view.identity, style), state, format_duration(p->elapsed_seconds),
-                     p->cpu_percent, sm, container_cell(p), clip(p->command(), kCommandWidth) + ns + mig);
+  const std::string start = fmt::format(
+      "  {:>7} {} {:<4} {:>10} {} {:<2} {:>6} {:>5.1f} {:>4} {:<16} ", view.driver.pid, fixed_cell(p->user, 9),
+      view.driver.types.label(), format_bytes(view.driver.used_memory), identity_cell(view.identity, style), state,
+      format_duration(p->elapsed_seconds), p->cpu_percent, sm, container_cell(p));
+  // The command takes what the rest of the line leaves; the namespace and MIG notes stay whole.
+  return start + width.rest_of_line(p->command(), start + ns + mig) + ns + mig + "\n";
 }
 
 std::string holder_note(const HolderView& holder) {
@@ -187,13 +186,13 @@ std::string holder_note(const HolderView& holder) {
   return "not listed by the driver";
 }
 
-std::string holder_row(const HolderView& holder, const TerminalStyle& style) {
+std::string holder_row(const HolderView& holder, const TerminalStyle& style, const OutputWidth& width) {
   const ProcessInfo& p = *holder.linux_process;
   std::string note = fmt::format("{:<28}", holder_note(holder));
   note = holder.role == "orphan" ? style.red(note) : style.yellow(note);
-  return fmt::format("  {:>7} {:<9} {:>7} {:<2} {:>6} {} {}\n", holder.pid, clip(p.user, 9), p.ppid,
-                     std::string(1, p.state), format_duration(p.elapsed_seconds), note,
-                     clip(p.command(), kCommandWidth));
+  const std::string start = fmt::format("  {:>7} {} {:>7} {:<2} {:>6} {} ", holder.pid, fixed_cell(p.user, 9),
+                                        p.ppid, std::string(1, p.state), format_duration(p.elapsed_seconds), note);
+  return start + width.rest_of_line(p.command(), start) + "\n";
 }
 
 const char* kHolderHeader = "      PID USER         PPID S     AGE ROLE                         COMMAND\n";
@@ -203,7 +202,8 @@ const char* kProcessHeader =
 
 }  // namespace
 
-std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style) {
+std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
+                            const OutputWidth& width) {
   std::string out = header(snapshot, style);
   std::set<pid_t> shown_holders;
   for (const auto& gpu : snapshot.gpus) {
@@ -213,7 +213,7 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
     std::string rows;
     for (const auto& process : snapshot.processes) {
       if (process.gpu_index == gpu.reading.index && filter.process_selected(process)) {
-        rows += process_row(process, style);
+        rows += process_row(process, style, width);
       }
     }
     out += rows.empty() ? style.dim("  no processes listed by the driver") + "\n" : style.dim(kProcessHeader) + rows;
@@ -221,7 +221,7 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
     for (const auto& holder : snapshot.holders) {
       if (holder.listed_by_driver || !filter.holder_selected(holder)) continue;
       if (!holder.holds_gpu(gpu.reading.index)) continue;
-      holder_rows += holder_row(holder, style);
+      holder_rows += holder_row(holder, style, width);
       shown_holders.insert(holder.pid);
     }
     if (!holder_rows.empty()) {
@@ -232,7 +232,7 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
   std::string others;
   for (const auto& holder : snapshot.holders) {
     if (holder.listed_by_driver || shown_holders.count(holder.pid) || !filter.holder_selected(holder)) continue;
-    others += holder_row(holder, style);
+    others += holder_row(holder, style, width);
   }
   if (!others.empty()) {
     out += "\n" + style.bold(snapshot.driver.loaded ? "Other holders of GPU device files:"
@@ -240,7 +240,8 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
            "\n" + style.dim(kHolderHeader) + others;
   }
   if (snapshot.holders.empty()) {
-    out += fmt::format("\nNo process holds a GPU device file under {}.\n", snapshot.table.options().dev_dir);
+    out += fmt::format("\nNo process holds a GPU device file under {}.\n",
+                       sanitize_for_terminal(snapshot.table.options().dev_dir));
   }
   if (snapshot.gpus.empty() && snapshot.driver.loaded && !snapshot.driver.count_error) {
     out += "\nNo GPUs reported by the driver.\n";
@@ -248,7 +249,8 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
   return out;
 }
 
-std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style) {
+std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
+                           const OutputWidth& width) {
   std::string out = header(snapshot, style);
   const auto& table = snapshot.table;
 
@@ -256,6 +258,7 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
   struct Walker {
     const Snapshot& snapshot;
     const TerminalStyle& style;
+    const OutputWidth& width;
     std::string& out;
     int minor;
     void walk(pid_t pid, const std::string& prefix) {
@@ -274,9 +277,9 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
         } else {
           role = style.dim("child: no GPU descriptors");
         }
-        out += fmt::format("  {}{} {:>7} {:<9} {} {}  {}\n", prefix, last ? "└─" : "├─", child->pid,
-                           clip(child->user, 9), std::string(1, child->state), role,
-                           clip(child->command(), kCommandWidth));
+        const std::string start = fmt::format("  {}{} {:>7} {} {} {}  ", prefix, last ? "└─" : "├─", child->pid,
+                                              fixed_cell(child->user, 9), std::string(1, child->state), role);
+        out += start + width.rest_of_line(child->command(), start) + "\n";
         walk(child->pid, prefix + (last ? "   " : "│  "));
       }
     }
@@ -292,12 +295,13 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
       if (process.gpu_index != gpu.reading.index || !filter.process_selected(process)) continue;
       any = true;
       const ProcessInfo* p = process.linux_process;
-      out += fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {}\n", process.driver.pid, p ? clip(p->user, 9) : "-",
-                         process.driver.types.label(), format_bytes(process.driver.used_memory),
-                         identity_cell(process.identity, style),
-                         p ? clip(p->command(), kCommandWidth) : style.dim("(no such PID here)"));
+      const std::string start = fmt::format("  {:>7} {} {:<4} {:>10} {} ", process.driver.pid,
+                                            fixed_cell(p ? p->user : "-", 9), process.driver.types.label(),
+                                            format_bytes(process.driver.used_memory),
+                                            identity_cell(process.identity, style));
+      out += start + (p ? width.rest_of_line(p->command(), start) : style.dim("(no such PID here)")) + "\n";
       if (p != nullptr && process.identity != Identity::Mismatch) {
-        Walker{snapshot, style, out, minor}.walk(p->pid, "");
+        Walker{snapshot, style, width, out, minor}.walk(p->pid, "");
       }
     }
     if (!any) out += style.dim("  no processes listed by the driver") + "\n";
@@ -305,10 +309,11 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
       if (holder.listed_by_driver || holder.listed_ancestor || !filter.holder_selected(holder)) continue;
       if (!holder.holds_gpu(gpu.reading.index)) continue;
       const ProcessInfo& p = *holder.linux_process;
-      out += fmt::format("  {:>7} {:<9} {} {}  {}\n", holder.pid, clip(p.user, 9), std::string(1, p.state),
-                         style.red(holder.role == "orphan" ? "ORPHAN holder (parent gone)" : "unlisted holder"),
-                         clip(p.command(), kCommandWidth));
-      Walker{snapshot, style, out, minor}.walk(holder.pid, "");
+      const std::string start =
+          fmt::format("  {:>7} {} {} {}  ", holder.pid, fixed_cell(p.user, 9), std::string(1, p.state),
+                      style.red(holder.role == "orphan" ? "ORPHAN holder (parent gone)" : "unlisted holder"));
+      out += start + width.rest_of_line(p.command(), start) + "\n";
+      Walker{snapshot, style, width, out, minor}.walk(holder.pid, "");
     }
   }
   if (!snapshot.driver.loaded) {
@@ -316,9 +321,9 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
     for (const auto& holder : snapshot.holders) {
       if (!filter.holder_selected(holder)) continue;
       const ProcessInfo& p = *holder.linux_process;
-      out += fmt::format("  {:>7} {:<9} ppid {:<7} {}\n", holder.pid, clip(p.user, 9), p.ppid,
-                         clip(p.command(), kCommandWidth));
-      Walker{snapshot, style, out, -1}.walk(holder.pid, "");
+      const std::string start = fmt::format("  {:>7} {} ppid {:<7} ", holder.pid, fixed_cell(p.user, 9), p.ppid);
+      out += start + width.rest_of_line(p.command(), start) + "\n";
+      Walker{snapshot, style, width, out, -1}.walk(holder.pid, "");
     }
   }
   (void)table;

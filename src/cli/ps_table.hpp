@@ -6,11 +6,16 @@
 
 #include "cli/ps_filter.hpp"
 #include "text/terminal_style.hpp"
+#include "text/terminal_width.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {
 
-std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style);
-std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style);
+// Every text that came from a process, the kernel or the driver is sanitised; commands are cut
+// to `width` (whole when it is unlimited: --wide or a pipe).
+std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
+                            const OutputWidth& width);
+std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
+                           const OutputWidth& width);
 
 }  // namespace gpureap

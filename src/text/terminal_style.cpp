@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "text/truncate.hpp"
+
 namespace gpureap {
 
 ColorChoice parse_color_choice(std::string_view text) {
@@ -33,6 +35,22 @@ std::string TerminalStyle::wrap(std::string_view code, std::string_view text) co
   out += text;
   out += "\x1b[0m";
   return out;
+}
+
+std::size_t visible_width(std::string_view text) {
+  std::string plain;
+  plain.reserve(text.size());
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    if (text[at] == '\x1b' && at + 1 < text.size() && text[at + 1] == '[') {
+      const std::size_t end = text.find('m', at);
+      if (end != std::string_view::npos) {
+        at = end;
+        continue;
+      }
+    }
+    plain += text[at];
+  }
+  return display_width(plain);
 }
 
 }  // namespace gpureap

@@ -1,6 +1,7 @@
 // Colour only for people: honours NO_COLOR (https://no-color.org), TERM=dumb and non-terminals.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,9 @@ class TerminalStyle {
   std::string wrap(std::string_view code, std::string_view text) const;
   bool enabled_;
 };
+
+// Columns `text` takes on a terminal, not counting the colour codes TerminalStyle adds
+// (ESC [ ... m). Give it sanitised text: any other escape would be counted as text.
+std::size_t visible_width(std::string_view text);
 
 }  // namespace gpureap

@@ -1,0 +1,33 @@
+// The one way text that came from outside gpureap reaches a terminal: command lines, comm,
+// file and cgroup names, kernel-log lines, configuration values. A process may name itself
+// "\e]0;pwned\a\e[2J" to retitle or clear root's terminal, or to redraw a kill plan above
+// "Proceed? [y/N]"; after this function it is shown as inert, visible text.
+//
+// What is replaced, each escape standing for exactly the bytes it replaced, so that the output
+// is unambiguous (it can be read back to the original bytes):
+//   \\       a backslash (so that a literal "\x1b" in a name cannot pass for an escape)
+//   \xHH     a C0 control byte 0x00-0x1F (ESC, BEL, CR, LF, TAB, ...), DEL 0x7F, and every byte
+//            that is not part of valid UTF-8 (raw C1 bytes 0x80-0x9F, overlong forms,
+//            surrogates, truncated sequences), one escape per byte
+//   \uHHHH   a C1 control written as valid UTF-8 (U+0080-U+009F), and the characters that
+//            reorder or break lines without being controls: U+2028, U+2029, the bidirectional
+//            marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F, U+202A-U+202E,
+//            U+2066-U+2069)
+// Everything else (printable ASCII, valid UTF-8) is kept as it is.
+//
+// JSON output does not use this: it keeps the exact bytes, escaped by the JSON library.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpureap {
+
+// For single-line fields: every control, newline and tab included, is escaped.
+std::string sanitize_for_terminal(std::string_view text);
+
+// For text gpureap lays out over several lines itself (a finding's detail): '\n' is kept,
+// everything else as sanitize_for_terminal.
+std::string sanitize_lines_for_terminal(std::string_view text);
+
+}  // namespace gpureap
