@@ -1,5 +1,6 @@
 // What `gpureap kill` selects, with real processes: a refused target is never replaced by its
 // tree or group, and --holders takes only holders whose job is provably over.
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,8 +16,9 @@
 namespace gpureap::test {
 namespace {
 
-// A shell script called `name` (its comm) that starts `gpusim-cuda <sim_args>` and waits; the
-// child's READY line goes to <state>/<name>.ready. Ended (whole group) on destruction.
+// A shell script called `name` (its comm) running `body` with $SIM (gpusim-cuda) and $READY
+// (<state>/<name>.ready, where the GPU process it starts writes its READY line). Ended (whole
+// group) on destruction.
 struct Launcher {
   pid_t pid = -1;    // the script
   pid_t child = -1;  // the GPU process it started
@@ -29,11 +31,10 @@ struct Launcher {
   }
 };
 
-void start_launcher(const SimHost& host, const std::string& name, const std::string& sim_args, Launcher& launcher) {
+void start_launcher(const SimHost& host, const std::string& name, const std::string& body, Launcher& launcher) {
   const std::string script = host.state_dir() + "/" + name;
   const std::string ready = script + ".ready";
-  std::ofstream(script) << "#!/bin/sh\n\"" << GPUSIM_CUDA_BINARY << "\" " << sim_args << " > \"" << ready
-                        << "\" &\nwait\n";
+  std::ofstream(script) << "#!/bin/sh\nSIM='" << GPUSIM_CUDA_BINARY << "'\nREADY='" << ready << "'\n" << body << "\n";
   ASSERT_EQ(chmod(script.c_str(), 0755), 0);
   const pid_t child = fork();
   if (child == 0) {
@@ -51,6 +52,8 @@ void start_launcher(const SimHost& host, const std::string& name, const std::str
   }, 10000)) << ready;
   launcher.child = static_cast<pid_t>(std::stol(line.substr(line.find("pid=") + 4)));
 }
+
+const char* kOneGpuProcess = "\"$SIM\" --alloc 0:1GiB > \"$READY\" &\nwait";
 
 TEST(KillSelection, KillOneSignalsNothingAndEveryGpuProcessSurvives) {
   SimHost host;
@@ -73,7 +76,7 @@ TEST(KillSelection, KillOneSignalsNothingAndEveryGpuProcessSurvives) {
 TEST(KillSelection, ProtectedParentIsNotReplacedByItsGpuChild) {
   SimHost host;
   Launcher launcher;
-  ASSERT_NO_FATAL_FAILURE(start_launcher(host, "gpulauncher", "--alloc 0:1GiB", launcher));
+  ASSERT_NO_FATAL_FAILURE(start_launcher(host, "gpulauncher", kOneGpuProcess, launcher));
   // Protected by a name on the command line, then by the configuration file.
   const std::string config = host.state_dir() + "/config.toml";
   std::ofstream(config) << "[kill]\nprotect = [\"gpulaunch*\"]\n";
@@ -118,6 +121,48 @@ TEST(KillSelection, HoldersEndsADeadJobsOrphanAndLeavesARunningJobsWorkersAlone)
   }
   EXPECT_TRUE(running(running_job.pid));
   EXPECT_EQ(gpu_entry(host.ps_json(), 0)["memory"]["used_bytes"], 1 * GiB) << "the running job's memory remains";
+}
+
+
+// Protection by what a user cannot forge: a process that merely calls itself Xorg, or a user's
+// own executable named Xorg, is ended like any other; root's nvidia-smi stays protected.
+TEST(KillSelection, ProcessesCallingThemselvesXorgAreNotProtected) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root to run a process as another user";
+  const passwd* pw = test_user();
+  ASSERT_NE(pw, nullptr);
+  const uid_t user = pw->pw_uid;
+  SimHost host;
+  auto named = host.start({"--name", "Xorg", "--alloc", "0:1GiB"});                 // comm only, root
+  auto users = host.start_program(host.sim_binary_named("Xorg"), {"--alloc", "0:1GiB"}, user);  // exe, a user's
+  auto smi = host.start_program(host.sim_binary_named("nvidia-smi"), {"--alloc", "1:1GiB"});   // exe, root
+  int rc = -1;
+  const auto report = kill_json(host, {"--all", "--yes"}, &rc);
+  EXPECT_EQ(rc, 8) << report.dump(2);
+  for (pid_t pid : {named.pid, users.pid}) {
+    const auto* t = kill_target(report, pid);
+    ASSERT_NE(t, nullptr) << pid << report.dump(2);
+    EXPECT_EQ((*t)["outcome"], "exited") << t->dump(2);
+    EXPECT_FALSE(running(pid));
+  }
+  const auto* t = kill_target(report, smi.pid);
+  ASSERT_NE(t, nullptr) << report.dump(2);
+  EXPECT_EQ((*t)["refusal"]["kind"], "protected");
+  EXPECT_TRUE(running(smi.pid));
+}
+
+// A descendant calling itself Xorg does not switch off the freeze sweep of its tree.
+TEST(KillSelection, ADescendantNamedXorgDoesNotDisableTheSweep) {
+  SimHost host;
+  Launcher launcher;
+  ASSERT_NO_FATAL_FAILURE(start_launcher(
+      host, "jobscript", "\"$SIM\" --name Xorg > /dev/null &\n\"$SIM\" --alloc 0:1GiB > \"$READY\" &\nwait", launcher));
+  int rc = -1;
+  const auto report = kill_json(host, {std::to_string(launcher.pid), "--yes"}, &rc);
+  EXPECT_EQ(rc, 0) << report.dump(2);
+  for (const auto& note : report["notes"]) {
+    EXPECT_EQ(note.get<std::string>().find("not swept"), std::string::npos) << note;
+  }
+  EXPECT_FALSE(running(launcher.child));
 }
 
 }  // namespace
