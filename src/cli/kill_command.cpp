@@ -84,13 +84,13 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
       "kill", "End GPU processes gracefully (SIGTERM, then SIGKILL), with their workers, and verify the memory was freed");
   kill->footer(
       "Targets: the PIDs named, plus the GPU processes matching every filter given (--gpu, --user,\n"
-      "--name, --container; --all for every GPU process; --holders adds unlisted holders of the\n"
-      "GPUs' device files, such as orphaned workers). By default each target's descendants that\n"
+      "--name, --container; --all for every GPU process; --holders adds holders of the GPUs' device\n"
+      "files whose job has provably ended, such as a killed job's workers; never a running job's). By default each target's descendants that\n"
       "hold GPU device files or share its process group are included (--no-tree to turn off).\n"
       "Never signalled: PID <= 1, gpureap and its ancestors, kernel threads, driver PIDs whose\n"
       "identity is foreign or mismatch, and protected processes (display servers,\n"
-      "nvidia-persistenced, nv-hostengine/DCGM, nvidia-smi; --protect adds names, --force overrides\n"
-      "protection only).\n\n"
+      "nvidia-persistenced, nv-hostengine/DCGM, nvidia-smi: root-owned, by executable name; --protect\n"
+      "adds names matched on the process name too; --force overrides protection only).\n\n"
       "Confirmation: on a terminal, without --yes, gpureap asks before signalling more than one\n"
       "process or another user's process. Without a terminal it proceeds without asking.\n\n"
       "Exit status: 0 every target ended and the memory was verified free, 2 usage error,\n"
@@ -108,7 +108,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   kill->add_option("--container", options.criteria.containers, "GPU processes in this container (id or pod UID prefix)")
       ->delimiter(',');
   kill->add_flag("--holders", options.criteria.holders,
-                 "Also unlisted holders of the GPUs' device files (orphaned workers)");
+                 "Also holders of the GPUs' device files whose job has ended (a killed job's workers)");
   kill->add_flag("--all", options.criteria.all, "Every GPU process");
   kill->add_flag("--no-tree", options.no_tree, "Do not include descendants");
   kill->add_flag("--group", options.criteria.group, "Signal each target's whole process group");

@@ -128,6 +128,31 @@ void check_permission(PlannedTarget& target, const PlanPolicy& policy) {
       target.pid, target.user, *target.uid, target.user);
 }
 
+// A refused target is never replaced by its tree or group: `kill 1` must not become "every
+// process on the host", nor a protected launcher "its GPU children". Expansions carry the
+// target they were added for (`via`), which always comes earlier in the plan; a descendant is
+// also dropped when a refused target sits between it and that root.
+void drop_expansions_of_refused(KillPlan& plan, const Snapshot& snapshot) {
+  std::set<pid_t> not_expanded;  // refused, denied, or dropped themselves
+  std::vector<PlannedTarget> kept;
+  for (auto& target : plan.targets) {
+    bool dropped = target.via && not_expanded.count(*target.via) > 0;
+    if (!dropped && target.via && !target.by_group) {
+      const ProcessInfo* up = snapshot.table.find(target.ppid);
+      for (int depth = 0; up != nullptr && up->pid != *target.via && up->pid > 1 && depth < 4096; ++depth) {
+        if (not_expanded.count(up->pid)) {
+          dropped = true;
+          break;
+        }
+        up = snapshot.table.find(up->ppid);
+      }
+    }
+    if (dropped || target.refusal != Refusal::None || target.permission_denied) not_expanded.insert(target.pid);
+    if (!dropped) kept.push_back(std::move(target));
+  }
+  plan.targets = std::move(kept);
+}
+
 }  // namespace
 
 std::string refusal_name(Refusal refusal) {
@@ -203,6 +228,7 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
     if (target.refusal == Refusal::None) check_permission(target, policy);
     plan.targets.push_back(std::move(target));
   }
+  drop_expansions_of_refused(plan, snapshot);
 
   // Per GPU: what the targets that will be signalled should free, against the baseline.
   std::map<unsigned, PlannedGpu> gpus;

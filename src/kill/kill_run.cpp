@@ -1,6 +1,7 @@
 #include "kill/kill_run.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,17 @@ KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const Pla
       if (tree) {
         for (pid_t child : snapshot.table.children_of(pid)) stack.push_back(child);
       }
+    }
+  }
+  // The sweep's check also looks at the members of each target's process group (protection
+  // needs the owner and the executable).
+  std::set<pid_t> groups;
+  for (const auto& s : selection.processes) {
+    if (const ProcessInfo* p = snapshot.table.find(s.pid); p != nullptr && p->pgid > 1) groups.insert(p->pgid);
+  }
+  if (tree && !groups.empty()) {
+    for (const auto& [pid, info] : snapshot.table.processes()) {
+      if (groups.count(info.pgid)) detail_pids.push_back(pid);
     }
   }
   std::sort(detail_pids.begin(), detail_pids.end());

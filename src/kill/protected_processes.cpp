@@ -1,13 +1,22 @@
 #include "kill/protected_processes.hpp"
 
 namespace gpureap {
+namespace {
+
+std::string exe_basename(const std::string& exe) {
+  std::string base = exe;
+  if (const auto slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
+  // readlink of a deleted binary ends in " (deleted)".
+  if (const auto deleted = base.find(" (deleted)"); deleted != std::string::npos) base.resize(deleted);
+  return base;
+}
+
+}  // namespace
 
 ProtectedProcesses ProtectedProcesses::builtin() {
   ProtectedProcesses list;
-  for (const char* name : {"Xorg", "Xwayland", "gnome-shell", "kwin_x11", "kwin_wayland", "sway",
-                           "nvidia-persistenced", "nv-hostengine", "dcgm*", "nvidia-smi"}) {
-    list.add(name);
-  }
+  list.builtin_patterns_ = {"Xorg", "Xwayland", "gnome-shell", "kwin_x11", "kwin_wayland", "sway",
+                            "nvidia-persistenced", "nv-hostengine", "dcgm*", "nvidia-smi"};
   return list;
 }
 
@@ -18,11 +27,15 @@ bool protected_name_matches(const std::string& pattern, const std::string& name)
 }
 
 std::optional<std::string> ProtectedProcesses::match(const ProcessInfo& process) const {
-  std::string exe_base = process.exe;
-  if (const auto slash = exe_base.rfind('/'); slash != std::string::npos) exe_base = exe_base.substr(slash + 1);
-  // readlink of a deleted binary ends in " (deleted)".
-  if (const auto deleted = exe_base.find(" (deleted)"); deleted != std::string::npos) exe_base.resize(deleted);
-  for (const auto& pattern : patterns_) {
+  const std::string exe_base = exe_basename(process.exe);
+  // Only root can start a root-owned process from a file: the exe link and the owner together
+  // cannot be forged by a user. Without the details (exe unread) nothing built-in matches.
+  if (process.details_loaded && process.uid == 0) {
+    for (const auto& pattern : builtin_patterns_) {
+      if (protected_name_matches(pattern, exe_base)) return pattern;
+    }
+  }
+  for (const auto& pattern : user_patterns_) {
     // comm is cut to 15 characters: a longer name matches on its first 15.
     const std::string short_pattern =
         pattern.back() != '*' && pattern.size() > 15 ? pattern.substr(0, 15) : pattern;

@@ -134,18 +134,32 @@ class Selector {
         add(std::move(selected));
       }
     }
-    if (criteria_.holders) {
-      for (const auto& h : snapshot_.holders) {
-        if (h.role == "client" || h.role == "gpu-process") continue;  // no memory of their own / done above
-        if (std::none_of(h.gpus.begin(), h.gpus.end(), [&](unsigned g) { return gpu_wanted(g); })) continue;
-        if (!linux_filters_match(h.linux_process)) continue;
-        std::string gpus;
-        for (unsigned g : h.gpus) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g);
-        SelectedProcess selected;
-        selected.pid = h.pid;
-        selected.reason = fmt::format("{} holding GPU {}'s device file without being listed", h.role, gpus);
-        add(std::move(selected));
+    if (criteria_.holders) select_holders();
+  }
+
+  // Unlisted holders whose job is provably over (an orphan with evidence, or the keeper of an
+  // exited listed PID's context), and workers of a job selected above. A running job's
+  // DataLoader workers are neither: ending them breaks that job.
+  void select_holders() {
+    for (const auto& h : snapshot_.holders) {
+      if (std::none_of(h.gpus.begin(), h.gpus.end(), [&](unsigned g) { return gpu_wanted(g); })) continue;
+      if (!linux_filters_match(h.linux_process)) continue;
+      std::string gpus;
+      for (unsigned g : h.gpus) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g);
+      SelectedProcess selected;
+      selected.pid = h.pid;
+      if (h.context_of) {
+        selected.reason = fmt::format("keeps the context of exited PID {} alive, holding GPU {}'s device file",
+                                      *h.context_of, gpus);
+      } else if (h.role == "orphan") {
+        selected.reason = fmt::format("orphan of a job that has ended, holding GPU {}'s device file", gpus);
+      } else if (h.role == "worker" && h.listed_ancestor && chosen_.count(*h.listed_ancestor)) {
+        selected.reason = fmt::format("worker of selected PID {}, holding GPU {}'s device file", *h.listed_ancestor, gpus);
+        selected.via = *h.listed_ancestor;
+      } else {
+        continue;  // a running job's worker, an unlisted holder without evidence, a client
       }
+      add(std::move(selected));
     }
   }
 

@@ -16,14 +16,6 @@
 namespace gpureap::test {
 namespace {
 
-const passwd* test_user() {
-  const char* name = "gpureap-test-user";
-  if (getpwnam(name) == nullptr) {
-    run_command({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name});
-  }
-  return getpwnam(name);
-}
-
 TEST(KillPolicy, NonRootUserCannotEndRootsProcessAndNothingIsSignalled) {
   if (!running_as_root()) GTEST_SKIP() << "creating a user and switching to it needs root";
   const passwd* pw = test_user();
@@ -103,7 +95,7 @@ TEST(KillPolicy, MismatchedPidIsRefusedAndTheStrangerIsNotSignalled) {
 
 TEST(KillPolicy, ProtectedProcessIsRefusedUnlessForced) {
   SimHost host;
-  auto smi = host.start({"--name", "nvidia-smi", "--alloc", "0:1GiB"});
+  auto smi = host.start_program(host.sim_binary_named("nvidia-smi"), {"--alloc", "0:1GiB"});
   int rc = -1;
   auto report = kill_json(host, {std::to_string(smi.pid), "--yes"}, &rc);
   EXPECT_EQ(rc, 8) << report.dump(2);
@@ -155,7 +147,8 @@ TEST(KillPolicy, ProtectedProcessIsRefusedUnlessForced) {
 TEST(KillPolicy, ProtectedDescendantSurvivesTheTreeKill) {
   SimHost host;
   const std::string script =
-      "\"$0\" --name nvidia-smi --nvml-client > \"$1/smi\" & \"$0\" --alloc 0:1GiB > \"$1/job\" & wait";
+      "\"$1/bin/nvidia-smi\" --nvml-client > \"$1/smi\" & \"$0\" --alloc 0:1GiB > \"$1/job\" & wait";
+  host.sim_binary_named("nvidia-smi");
   const pid_t shell = fork();
   if (shell == 0) {
     setpgid(0, 0);

@@ -72,12 +72,8 @@ TEST(Ps, StoppedProcessShowsStateT) {
 
 TEST(Ps, ProcessOfANonRootUserShowsThatUser) {
   if (!running_as_root()) GTEST_SKIP() << "creating a user and switching to it needs root";
-  const char* name = "gpureap-test-user";
-  if (getpwnam(name) == nullptr) {
-    const auto r = run_command({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  const passwd* pw = getpwnam(name);
+  const char* name = kTestUserName;
+  const passwd* pw = test_user();
   ASSERT_NE(pw, nullptr);
   SimHost host;
   auto mine = host.start({"--alloc", "0:1GiB"});
@@ -100,11 +96,8 @@ TEST(Ps, ProcessOfANonRootUserShowsThatUser) {
 
 TEST(Ps, UnprivilegedViewerSeesOtherUsersProcessesAsUnverified) {
   if (!running_as_root()) GTEST_SKIP() << "needs root to run gpureap as another user";
-  const char* name = "gpureap-test-user";
-  if (getpwnam(name) == nullptr) {
-    ASSERT_EQ(run_command({"/usr/sbin/useradd", "--system", "--no-create-home", name}).exit_code, 0);
-  }
-  const passwd* pw = getpwnam(name);
+  const passwd* pw = test_user();
+  ASSERT_NE(pw, nullptr);
   SimHost host;
   auto roots = host.start({"--alloc", "0:1GiB"});
   SpawnOptions options;

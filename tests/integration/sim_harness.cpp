@@ -4,12 +4,14 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -74,6 +76,21 @@ std::string library_for(const std::string& generation) {
 std::string gpureap_binary() { return GPUREAP_BINARY; }
 
 bool running_as_root() { return geteuid() == 0; }
+
+const passwd* test_user() {
+  const int lock = open("/run/lock/gpureap-test-user.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+    if (lock >= 0) close(lock);
+    return nullptr;
+  }
+  if (getpwnam(kTestUserName) == nullptr) {
+    const auto r = run_command({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                                kTestUserName});
+    if (r.exit_code != 0) ADD_FAILURE() << "useradd " << kTestUserName << ": exit " << r.exit_code << ": " << r.err;
+  }
+  close(lock);
+  return getpwnam(kTestUserName);
+}
 
 bool can_unshare_pid() {
   return run_command({"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "/bin/true"}).exit_code == 0;
@@ -197,7 +214,22 @@ void SimHost::ctl(const std::vector<std::string>& args) const {
 }
 
 SimProcess SimHost::start(const std::vector<std::string>& args, std::optional<uid_t> uid) const {
-  std::vector<std::string> argv = {GPUSIM_CUDA_BINARY};
+  return start_program(GPUSIM_CUDA_BINARY, args, uid);
+}
+
+std::string SimHost::sim_binary_named(const std::string& name) const {
+  const std::string dir = state_dir_ + "/bin";
+  const std::string path = dir + "/" + name;
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(GPUSIM_CUDA_BINARY, path, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::permissions(dir, std::filesystem::perms(0755));
+  std::filesystem::permissions(path, std::filesystem::perms(0755));
+  return path;
+}
+
+SimProcess SimHost::start_program(const std::string& program, const std::vector<std::string>& args,
+                                  std::optional<uid_t> uid) const {
+  std::vector<std::string> argv = {program};
   argv.insert(argv.end(), args.begin(), args.end());
   int out_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");

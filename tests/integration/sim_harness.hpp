@@ -2,6 +2,7 @@
 // the simulated CUDA program, and the real gpureap binary run against them.
 #pragma once
 
+#include <pwd.h>
 #include <sys/types.h>
 
 #include <map>
@@ -75,6 +76,12 @@ class SimHost {
 
   // Starts gpusim-cuda <args...> and waits for its READY line.
   SimProcess start(const std::vector<std::string>& args, std::optional<uid_t> uid = std::nullopt) const;
+  // The same from another executable (see sim_binary_named).
+  SimProcess start_program(const std::string& program, const std::vector<std::string>& args,
+                           std::optional<uid_t> uid = std::nullopt) const;
+  // A copy of gpusim-cuda at <state>/bin/<name>: a process whose executable is called `name`
+  // (what protection by executable path sees), runnable by any user.
+  std::string sim_binary_named(const std::string& name) const;
 
   // Runs the real gpureap binary with this host's environment (plus extra).
   CommandResult gpureap(const std::vector<std::string>& args,
@@ -98,6 +105,11 @@ const nlohmann::json* find_holder(const nlohmann::json& ps, pid_t pid);
 const nlohmann::json& gpu_entry(const nlohmann::json& ps, unsigned index);
 
 bool running_as_root();
+// The system user gpureap-test-user (needs root), created at most once however many test
+// processes ask at the same time: an flock serialises the check and the useradd (two racing
+// useradds fail with exit 9). nullptr when it cannot be created.
+constexpr const char* kTestUserName = "gpureap-test-user";
+const passwd* test_user();
 // unshare(1) can make a PID namespace with its own /proc here (root, kernel allows it).
 bool can_unshare_pid();
 // Polls until predicate() is true or timeout; returns the final value.

@@ -136,23 +136,46 @@ TEST(KillAudit, LineIsOneJsonObjectWithEveryField) {
   EXPECT_EQ(nlohmann::json::parse(audit_line(record, who, 0))["result"], "pending");
 }
 
-TEST(KillProtected, BuiltInNamesMatchOnCommOrExeBasename) {
+TEST(KillProtected, BuiltInNamesMatchARootOwnedExecutableNeverComm) {
   const auto list = ProtectedProcesses::builtin();
   ProcessInfo p;
+  p.details_loaded = true;
+  p.uid = 0;
   p.comm = "Xorg";
+  p.exe = "/usr/bin/python3.11";
+  EXPECT_EQ(list.match(p), std::nullopt) << "comm is anyone's to set";
+  p.exe = "/usr/lib/xorg/Xorg";
   EXPECT_EQ(list.match(p), "Xorg");
-  p.comm = "dcgm-exporter";
-  EXPECT_EQ(list.match(p), "dcgm*");
+  p.uid = 1000;
+  EXPECT_EQ(list.match(p), std::nullopt) << "a user's own copy called Xorg";
+  p.uid = 0;
   p.comm = "python3";
   p.exe = "/usr/bin/nv-hostengine (deleted)";
   EXPECT_EQ(list.match(p), "nv-hostengine");
-  p.exe = "/usr/bin/python3.11";
-  EXPECT_EQ(list.match(p), std::nullopt);
-  p.comm = "nvidia-persiste";  // comm is cut to 15 characters
+  p.exe = "/usr/bin/dcgm-exporter";
+  EXPECT_EQ(list.match(p), "dcgm*");
+  p.exe = "/usr/bin/nvidia-persistenced";
   EXPECT_EQ(list.match(p), "nvidia-persistenced");
+  p.details_loaded = false;
+  EXPECT_EQ(list.match(p), std::nullopt) << "owner unknown: not proven";
   EXPECT_TRUE(protected_name_matches("sway", "sway"));
   EXPECT_FALSE(protected_name_matches("sway", "swayidle"));
   EXPECT_FALSE(protected_name_matches("", ""));
+}
+
+TEST(KillProtected, AddedNamesMatchCommOrExeWhoeverOwnsIt) {
+  auto list = ProtectedProcesses::builtin();
+  list.add("slurmstepd");
+  list.add("my-long-exporter-name");
+  ProcessInfo p;
+  p.uid = 1000;
+  p.comm = "slurmstepd";
+  EXPECT_EQ(list.match(p), "slurmstepd");
+  p.comm = "my-long-exporte";  // comm is cut to 15 characters
+  EXPECT_EQ(list.match(p), "my-long-exporter-name");
+  p.comm = "python3";
+  p.exe = "/opt/bin/slurmstepd";
+  EXPECT_EQ(list.match(p), "slurmstepd");
 }
 
 }  // namespace
