@@ -15,6 +15,9 @@ inline constexpr int kPermissionDenied = 7;  // a target belongs to someone we m
 inline constexpr int kRefused = 8;           // a target was refused (identity, protected, self, PID 1)
 inline constexpr int kNothingSelected = 9;   // the selection matched no process
 inline constexpr int kAborted = 10;          // the user declined at the confirmation prompt (kill, doctor --fix)
+// kill: SIGINT, SIGTERM, SIGHUP or SIGQUIT stopped the ladder; what it had stopped was continued.
+// The shell's convention for a command ended by a signal: 130 (INT), 143 (TERM), 129 (HUP), 131 (QUIT).
+constexpr int interrupted_by(int signal) { return 128 + signal; }
 // doctor: 0 healthy, 1 warnings, 2 critical findings (its own meaning of 1 and 2: health
 // checks test exactly these), and:
 inline constexpr int kDoctorCouldNotRun = 11;  // bad option or unreadable input: no diagnosis made

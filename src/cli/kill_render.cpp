@@ -79,6 +79,7 @@ Json optional_pid(const std::optional<pid_t>& pid) { return pid ? Json(*pid) : J
 
 int kill_exit_status(const KillReport& report) {
   switch (kill_verdict(report)) {
+    case KillVerdict::Interrupted: return exit_code::interrupted_by(report.interrupted_by);
     case KillVerdict::NotFreed: return exit_code::kNotFreed;
     case KillVerdict::PermissionDenied: return exit_code::kPermissionDenied;
     case KillVerdict::Refused: return exit_code::kRefused;

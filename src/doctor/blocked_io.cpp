@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <sys/utsname.h>
 
+#include "proc/mountinfo.hpp"
 #include "proc/parse_util.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/proc_parse.hpp"
@@ -41,39 +42,14 @@ constexpr std::string_view kNetworkFilesystems[] = {
     "fuse.blobfuse", "fuse.blobfuse2", "fuse.alluxio-fuse", "fuse.mfs", "fuse.quobyte",
     "fuse.seaweedfs", "fuse.davfs"};
 
-// mountinfo escapes space, tab, newline and backslash as \ooo (\040, \011, \012, \134).
-std::string unescape_mount_field(std::string_view text) {
-  auto octal = [text](std::size_t i) {
-    return i < text.size() && text[i] >= '0' && text[i] <= '7';
-  };
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
-      out.push_back(static_cast<char>((text[i + 1] - '0') * 64 + (text[i + 2] - '0') * 8 +
-                                      (text[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
-}
-
-// "id parent major:minor root mount_point options [optional...] - fstype source superopts"
-std::optional<MountRef> parse_mountinfo_line(std::string_view line) {
-  std::string_view mount_point;
-  for (int field = 0; field < 5; ++field) mount_point = procfs::take_token(line);
-  if (mount_point.empty() || mount_point.front() != '/') return std::nullopt;
-  for (std::string_view token = procfs::take_token(line); token != "-";
-       token = procfs::take_token(line)) {
-    if (token.empty()) return std::nullopt;  // no separator: not a mountinfo line
-  }
+// The one mountinfo parser (src/proc), plus doctor's question: is it a network filesystem?
+std::optional<MountRef> mount_ref_from_line(std::string_view line) {
+  auto entry = parse_mountinfo_line(line);
+  if (!entry) return std::nullopt;
   MountRef mount;
-  mount.mount_point = unescape_mount_field(mount_point);
-  mount.fs_type = unescape_mount_field(procfs::take_token(line));
-  mount.source = unescape_mount_field(procfs::take_token(line));
-  if (mount.fs_type.empty()) return std::nullopt;
+  mount.mount_point = std::move(entry->mount_point);
+  mount.fs_type = std::move(entry->fs_type);
+  mount.source = std::move(entry->source);
   mount.network = is_network_filesystem(mount.fs_type);
   return mount;
 }
@@ -81,7 +57,7 @@ std::optional<MountRef> parse_mountinfo_line(std::string_view line) {
 std::vector<MountRef> parse_mounts(std::string_view text) {
   std::vector<MountRef> mounts;
   while (!text.empty()) {
-    auto mount = parse_mountinfo_line(procfs::take_line(text));
+    auto mount = mount_ref_from_line(procfs::take_line(text));
     if (mount) mounts.push_back(std::move(*mount));
   }
   return mounts;

@@ -84,20 +84,15 @@ FixResult nudge_parent(const Snapshot& snapshot, const FixAction& action, const 
     result.message = "the parent is gone";
     return result;
   }
-  PinResult pin = PidRef::pin(pid, parent->start_time_ticks, snapshot.table.options().proc_root);
-  if (pin.status != PinStatus::Ok) {
+  const NudgeResult nudge = nudge_zombie_parent(pid, parent->start_time_ticks, snapshot.table.options().proc_root,
+                                                "doctor --fix: reap zombie child", options.audit);
+  if (nudge.status == NudgeStatus::NotPinned) {
     result.outcome = FixOutcome::Skipped;
     result.message = "the parent exited or its PID was reused; nothing sent";
     return result;
   }
-  AuditRecord record{AuditStage::Sending, pid, parent->start_time_ticks, SIGCHLD, "doctor --fix: reap zombie child", 0};
-  if (options.audit) options.audit->write(record);
-  const int error = pin.ref.send_signal(SIGCHLD);
-  record.stage = AuditStage::Sent;
-  record.result_errno = error;
-  if (options.audit) options.audit->write(record);
-  result.outcome = error == 0 ? FixOutcome::Done : FixOutcome::Failed;
-  result.message = error == 0 ? "SIGCHLD sent" : std::string("not sent: ") + std::strerror(error);
+  result.outcome = nudge.status == NudgeStatus::Sent ? FixOutcome::Done : FixOutcome::Failed;
+  result.message = nudge.status == NudgeStatus::Sent ? "SIGCHLD sent" : std::string("not sent: ") + std::strerror(nudge.error);
   return result;
 }
 

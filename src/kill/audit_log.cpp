@@ -70,53 +70,42 @@ std::string audit_line(const AuditRecord& record, const Requester& requester, do
   return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-AuditLog::AuditLog(AuditLog&& other) noexcept { *this = std::move(other); }
-
-AuditLog& AuditLog::operator=(AuditLog&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = other.fd_;
-    path_ = std::move(other.path_);
-    requester_ = std::move(other.requester_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-AuditLog::~AuditLog() {
-  if (fd_ >= 0) close(fd_);
-}
-
 std::optional<AuditLog> AuditLog::open(const std::string& path, Requester requester, std::string& error) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     error = fmt::format("cannot open the audit log {}: {}", path, std::strerror(errno));
     return std::nullopt;
   }
+  procfs::unique_fd owned(fd);
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     error = fmt::format("the audit log {} is not a regular file", path);
-    close(fd);
     return std::nullopt;
   }
   AuditLog log;
-  log.fd_ = fd;
+  log.fd_ = std::move(owned);
   log.path_ = path;
   log.requester_ = std::move(requester);
   return log;
 }
 
 void AuditLog::write(const AuditRecord& record) const {
+  append(record);
+  sync();
+}
+
+void AuditLog::append(const AuditRecord& record) const {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const std::string line = audit_line(record, requester_, now) + "\n";
   // One write with O_APPEND: concurrent gpureap runs never interleave inside a line.
-  const ssize_t written = ::write(fd_, line.data(), line.size());
-  if (written != static_cast<ssize_t>(line.size())) {
-    throw std::runtime_error(fmt::format("cannot write the audit log {}: {}", path_,
-                                         written < 0 ? std::strerror(errno) : "short write"));
+  if (const int error = procfs::write_all(fd_.get(), line); error != 0) {
+    throw std::runtime_error(fmt::format("cannot write the audit log {}: {}", path_, std::strerror(error)));
   }
-  if (fdatasync(fd_) != 0) {
+}
+
+void AuditLog::sync() const {
+  if (fdatasync(fd_.get()) != 0) {
     throw std::runtime_error(fmt::format("cannot flush the audit log {}: {}", path_, std::strerror(errno)));
   }
 }

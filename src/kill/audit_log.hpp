@@ -1,6 +1,8 @@
 // The audit log: one JSON line per signal sent (time, target identity, signal, reason, who
-// asked, result), appended to a 0600 file and flushed to disk (fdatasync) before gpureap moves
-// on. A log that cannot be written stops gpureap before it signals anything.
+// asked, result), appended to a 0600 file and flushed to disk (fdatasync) before the signals
+// it announces go out: once per step of the ladder (append the step's lines, then sync), not
+// once per signal, so that a slow disk does not stretch the time a tree stays stopped. A log
+// that cannot be written stops gpureap before it signals anything.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,8 @@
 #include <string>
 
 #include <sys/types.h>
+
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 
@@ -38,21 +42,20 @@ struct AuditRecord {
 class AuditLog {
  public:
   AuditLog() = default;
-  AuditLog(AuditLog&& other) noexcept;
-  AuditLog& operator=(AuditLog&& other) noexcept;
-  AuditLog(const AuditLog&) = delete;
-  AuditLog& operator=(const AuditLog&) = delete;
-  ~AuditLog();
 
   // Opens (creates with mode 0600) for appending. On failure: nullopt and the reason in `error`.
   static std::optional<AuditLog> open(const std::string& path, Requester requester, std::string& error);
 
   // Appends one line and fdatasyncs it. Throws std::runtime_error when it cannot.
   void write(const AuditRecord& record) const;
+  // Appends one line without syncing: a step's lines, followed by one sync().
+  void append(const AuditRecord& record) const;
+  // fdatasync: every line appended so far is on disk. Throws std::runtime_error when it cannot.
+  void sync() const;
   const std::string& path() const { return path_; }
 
  private:
-  int fd_ = -1;
+  procfs::unique_fd fd_;
   std::string path_;
   Requester requester_;
 };

@@ -2,83 +2,137 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
+#include <string_view>
 
-#include "kill/proc_peek.hpp"
+#include "proc/mountinfo.hpp"
+#include "proc/parse_util.hpp"
+#include "proc/pid_files.hpp"
 
 namespace gpureap::killtree {
+namespace {
 
-// Mountinfo: field 5 is the mount point; after " - " comes the filesystem type.
+using Clock = std::chrono::steady_clock;
+
+int write_at(int dirfd, const char* name, std::string_view text) {
+  const procfs::unique_fd fd(::openat(dirfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return errno;
+  return procfs::write_all(fd.get(), text);
+}
+
+// cgroup.procs of dirfd and of every cgroup below it. False when one could not be read.
+bool collect_pids(int dirfd, std::vector<pid_t>& out, int depth) {
+  if (depth > 64) return false;
+  procfs::ReadBuffer buffer;
+  const auto text = buffer.read_file_at(dirfd, "cgroup.procs", 16u << 20);
+  if (!text) return false;
+  std::string_view rest = *text;
+  for (std::string_view token = procfs::take_token(rest); !token.empty(); token = procfs::take_token(rest)) {
+    pid_t pid = 0;
+    if (!procfs::parse_whole_unsigned(token, pid) || pid <= 0) return false;
+    out.push_back(pid);
+  }
+  std::vector<std::string> children;
+  procfs::DirLister lister;
+  if (!lister.for_each(dirfd, [&](const char* name, unsigned char type) {
+        if (type == DT_DIR) children.emplace_back(name);
+        return true;
+      })) {
+    return false;
+  }
+  for (const std::string& child : children) {
+    const procfs::unique_fd fd = procfs::open_dir_at(dirfd, child.c_str(), true);
+    if (!fd || !collect_pids(fd.get(), out, depth + 1)) return false;
+  }
+  return true;
+}
+
+bool events_say_frozen(int events_fd) {
+  char buffer[512];
+  const ssize_t got = ::pread(events_fd, buffer, sizeof buffer - 1, 0);
+  if (got <= 0) return false;
+  const std::string_view text(buffer, static_cast<std::size_t>(got));
+  return text.find("frozen 1") != std::string_view::npos;
+}
+
+}  // namespace
+
 std::optional<std::string> cgroup2_mount(const std::string& proc_root) {
-  std::ifstream mountinfo(proc_root + "/self/mountinfo");
-  std::string line;
-  while (std::getline(mountinfo, line)) {
-    const auto dash = line.find(" - ");
-    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
-    std::istringstream fields(line.substr(0, dash));
-    std::string id, parent, devno, root, mount_point;
-    if (fields >> id >> parent >> devno >> root >> mount_point && root == "/") return mount_point;
+  const procfs::unique_fd self = procfs::open_dir_at(AT_FDCWD, (proc_root + "/self").c_str(), false);
+  if (!self) return std::nullopt;
+  procfs::ReadBuffer buffer;
+  const auto text = buffer.read_file_at(self.get(), "mountinfo");
+  if (!text) return std::nullopt;
+  for (const MountEntry& mount : parse_mountinfo(*text)) {
+    if (mount.fs_type == "cgroup2" && mount.root == "/") return mount.mount_point;
   }
   return std::nullopt;
 }
 
 std::optional<std::string> own_cgroup_dir(const std::string& proc_root, pid_t pid) {
-  std::ifstream file(proc_root + "/" + std::to_string(pid) + "/cgroup");
-  std::string line, path;
-  while (std::getline(file, line)) {
-    if (line.rfind("0::", 0) == 0) path = line.substr(3);
-  }
-  if (path.empty() || path == "/" || path.find("..") != std::string::npos) return std::nullopt;
+  const auto path = procfs::read_cgroup_v2_path(proc_root, pid);
+  if (!path || path->empty() || *path == "/" || path->find("..") != std::string::npos) return std::nullopt;
   const auto mount = cgroup2_mount(proc_root);
   if (!mount) return std::nullopt;
-  std::string dir = *mount + path;
-  if (access((dir + "/cgroup.kill").c_str(), W_OK) != 0) return std::nullopt;
+  std::string dir = *mount + *path;
+  if (::access((dir + "/cgroup.kill").c_str(), W_OK) != 0) return std::nullopt;
+  if (::access((dir + "/cgroup.freeze").c_str(), W_OK) != 0) return std::nullopt;
   return dir;
 }
 
 std::vector<pid_t> cgroup_subtree_pids(const std::string& cgroup_dir) {
+  auto dir = CgroupDir::open(cgroup_dir);
+  if (!dir) return {};
+  return dir->member_pids().value_or(std::vector<pid_t>{});
+}
+
+int write_cgroup_kill(const std::string& cgroup_dir) {
+  const procfs::unique_fd dir = procfs::open_dir_at(AT_FDCWD, cgroup_dir.c_str(), true);
+  if (!dir) return errno;
+  return write_at(dir.get(), "cgroup.kill", "1");
+}
+
+std::optional<CgroupDir> CgroupDir::open(const std::string& path) {
+  procfs::unique_fd fd = procfs::open_dir_at(AT_FDCWD, path.c_str(), true);
+  if (!fd) return std::nullopt;
+  CgroupDir dir;
+  dir.path_ = path;
+  dir.dir_ = std::move(fd);
+  return dir;
+}
+
+std::optional<std::vector<pid_t>> CgroupDir::member_pids() const {
   std::vector<pid_t> pids;
-  std::vector<std::string> stack{cgroup_dir};
-  while (!stack.empty()) {
-    const std::string dir = stack.back();
-    stack.pop_back();
-    std::ifstream procs(dir + "/cgroup.procs");
-    long pid = 0;
-    while (procs >> pid) pids.push_back(static_cast<pid_t>(pid));
-    if (DIR* d = opendir(dir.c_str())) {
-      while (const dirent* entry = readdir(d)) {
-        if (entry->d_type == DT_DIR && entry->d_name[0] != '.') stack.push_back(dir + "/" + entry->d_name);
-      }
-      closedir(d);
-    }
-  }
+  if (!collect_pids(dir_.get(), pids, 0)) return std::nullopt;
   return pids;
 }
 
-bool cgroup_is_exactly(const std::string& proc_root, const std::string& cgroup_dir,
-                       const std::unordered_set<pid_t>& members, pid_t job_pgid,
-                       const std::unordered_set<pid_t>& excluded) {
-  const auto pids = cgroup_subtree_pids(cgroup_dir);
-  if (pids.empty()) return false;
-  for (pid_t pid : pids) {
-    if (excluded.count(pid) != 0) return false;
-    if (members.count(pid) != 0) continue;
-    const auto stat = killproc::read_stat(proc_root, pid);
-    if (stat && (job_pgid <= 1 || stat->pgid != job_pgid)) return false;
+bool CgroupDir::freeze(std::chrono::milliseconds bound) {
+  const procfs::unique_fd events(::openat(dir_.get(), "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!events || write_at(dir_.get(), "cgroup.freeze", "1") != 0) return false;
+  frozen_ = true;
+  const auto deadline = Clock::now() + bound;
+  // cgroup.events signals a change with POLLPRI; the state is read again after each wake-up.
+  while (!events_say_frozen(events.get())) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      thaw();
+      return false;
+    }
+    pollfd entry{events.get(), POLLPRI, 0};
+    ::poll(&entry, 1, static_cast<int>(std::min<long long>(left, 10)));
   }
   return true;
 }
 
-int write_cgroup_kill(const std::string& cgroup_dir) {
-  const int fd = ::open((cgroup_dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  const int error = ::write(fd, "1", 1) == 1 ? 0 : errno;
-  ::close(fd);
-  return error;
+void CgroupDir::thaw() noexcept {
+  if (!frozen_) return;
+  if (write_at(dir_.get(), "cgroup.freeze", "0") == 0) frozen_ = false;
 }
+
+int CgroupDir::kill() const { return write_at(dir_.get(), "cgroup.kill", "1"); }
 
 }  // namespace gpureap::killtree

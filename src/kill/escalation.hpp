@@ -1,19 +1,24 @@
-// The escalation ladder over a set of pinned processes: first signal (SIGTERM by default),
-// SIGCONT to stopped ones so they can handle it, wait for exit by polling the pidfds (no
-// sleep loops), SIGKILL at the timeout. Trees and groups are swept so that a process forked
-// during the kill cannot escape. Every signal goes through an AuditSink first.
+// The escalation ladder over a set of pinned processes, in five steps a reader can follow
+// top to bottom (escalation.cpp, run_ladder):
 //
-// Trees and groups: every member is SIGSTOPped as it is found (pinned by pidfd + start time
-// the moment it is seen), sweeping again until a sweep finds no new PID and all members have
-// stopped; then the first signal to all, then SIGCONT to all. Before SIGKILL the live members
-// are stopped and swept once more (they ran again after SIGCONT), so a swept root's signals
-// read SIGSTOP, SIGTERM, SIGCONT, SIGSTOP, SIGKILL. When a swept tree is exactly its own
-// cgroup v2 (checked while it is frozen), the SIGKILL step also writes cgroup.kill, which
-// takes even a child forked after the SIGCONT whose parent then exited (reparented out of
-// the tree). Without such a cgroup that one case remains a gap of the sweep; process groups
-// (scanned by pgid) do not have it.
-// The engine itself refuses (outcome Refused, nothing sent) PID <= 1, gpureap and its
-// ancestors, kernel threads and targets without a valid pidfd.
+//   freeze    swept trees and groups stop: their own cgroup v2 frozen with cgroup.freeze when
+//             the tree owns it, otherwise SIGSTOP to each member as it is found, sweeping
+//             again until a sweep finds no new PID (ladder_freeze.cpp)
+//   signal    the first signal (SIGTERM by default) to every member, then SIGCONT / thaw so
+//             that they can handle it
+//   wait      poll the pidfds until they exit or the timeout passes (no sleep loops)
+//   escalate  freeze again (they ran since), SIGKILL the survivors; cgroup.kill only for a
+//             cgroup that holds nothing but the frozen, pinned plan (cgroup_kill.hpp)
+//   verify    judge what is still alive (D state, unkillable), from reads re-checked against
+//             the pidfd
+//
+// Every signal is audited first, one flush per step (ladder_signal.cpp). SIGINT, SIGTERM,
+// SIGHUP and SIGQUIT sent to gpureap meanwhile stop the ladder between steps: everything it
+// stopped or froze is continued, and the run says which signal interrupted it
+// (interrupt_guard.hpp). A swept root's signals read SIGSTOP, SIGTERM, SIGCONT, SIGSTOP,
+// SIGKILL. The engine itself refuses (outcome Refused, nothing sent) PID <= 1, gpureap and its
+// ancestors, kernel threads and targets without a valid pidfd. A process of a tree that
+// cannot be pinned (EMFILE...) is reported as a survivor, never left out silently.
 #pragma once
 
 #include <chrono>
@@ -78,6 +83,23 @@ struct SignalEvent {
   int result_errno = 0;  // 0 = delivered
 };
 using AuditSink = std::function<void(const SignalEvent&)>;
+
+// The audit of a ladder: `before` for each signal of a step, then `flush` once (the step's
+// lines are on disk), then the step's signals go out, then `after` for each with its result.
+// Any of them may throw: no further signal is sent, and what was stopped is continued.
+struct AuditHooks {
+  AuditSink before;
+  AuditSink after;
+  std::function<void()> flush;
+};
+
+struct EscalationRun {
+  std::vector<TargetResult> results;  // as run_escalation's
+  int interrupted_by = 0;  // SIGINT, SIGTERM, SIGHUP or SIGQUIT received during the ladder; 0: none
+};
+
+EscalationRun run_ladder(std::vector<EscalationTarget> targets, const EscalationOptions& options,
+                         const AuditHooks& audit);
 
 // Results: one per target, in the order given, then one per process discovered in a tree or
 // group (discovered=true), in the order found. `audit` is called before each signal (if it

@@ -1,5 +1,7 @@
 #include "kill/kill_execution.hpp"
 
+#include <cerrno>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -121,24 +123,37 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
         break;
       case PinStatus::Error:
         outcome.outcome = KillOutcome::Survived;
-        outcome.detail = fmt::format("cannot pin PID {}: {}", pid, std::strerror(pin.error));
+        outcome.detail = fmt::format("cannot pin PID {}: {}: not signalled", pid, std::strerror(pin.error));
+        if (pin.error == EMFILE || pin.error == ENFILE) {
+          outcome.detail += "; raise the open-file limit (ulimit -n) and run gpureap again";
+        }
         break;
     }
   }
 
-  AuditSink sink, sink_result;
+  // The step's lines are appended, then synced once before its signals go out.
+  AuditHooks hooks;
   if (audit) {
-    sink = [audit](const SignalEvent& event) {
-      audit->write(AuditRecord{AuditStage::Sending, event.pid, event.start_time_ticks, event.signal, event.reason, 0});
+    hooks.before = [audit](const SignalEvent& event) {
+      audit->append(AuditRecord{AuditStage::Sending, event.pid, event.start_time_ticks, event.signal, event.reason, 0});
     };
-    sink_result = [audit](const SignalEvent& event) {
-      audit->write(
+    hooks.after = [audit](const SignalEvent& event) {
+      audit->append(
           AuditRecord{AuditStage::Sent, event.pid, event.start_time_ticks, event.signal, event.reason, event.result_errno});
     };
+    hooks.flush = [audit]() { audit->sync(); };
   }
   std::vector<TargetResult> results;
   if (!escalation.empty()) {
-    results = run_escalation(std::move(escalation), options.engine, sink, sink_result);
+    EscalationRun run = run_ladder(std::move(escalation), options.engine, hooks);
+    results = std::move(run.results);
+    report.interrupted_by = run.interrupted_by;
+    if (run.interrupted_by != 0) {
+      report.notes.push_back(fmt::format(
+          "interrupted by {}: gpureap stopped signalling; every process it had stopped was continued, "
+          "and targets not yet ended were left running",
+          signal_name(run.interrupted_by)));
+    }
   }
   for (const auto& r : results) {
     TargetOutcome* outcome = nullptr;
@@ -180,7 +195,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
   }
 
   // Zombies: SIGCHLD to the parent when asked, unless the parent was ended above.
-  if (options.reap_zombies) {
+  if (options.reap_zombies && report.interrupted_by == 0) {
     for (const auto& t : plan.targets) {
       if (!t.zombie() || t.refusal != Refusal::None) continue;
       auto& outcome = report.targets[index_of[t.pid]];
@@ -189,15 +204,14 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
         continue;
       }
       const ProcessInfo* parent = snapshot.table.find(t.ppid);
-      if (parent == nullptr || t.ppid <= 1) continue;
-      auto pin = PidRef::pin(t.ppid, parent->start_time_ticks, snapshot.table.options().proc_root);
-      if (pin.status != PinStatus::Ok) continue;
-      const std::string reason = fmt::format("--reap-zombies: parent of zombie {}", t.pid);
-      if (audit) audit->write(AuditRecord{AuditStage::Sending, t.ppid, parent->start_time_ticks, SIGCHLD, reason, 0});
-      const int err = pin.ref.send_signal(SIGCHLD);
-      if (audit) audit->write(AuditRecord{AuditStage::Sent, t.ppid, parent->start_time_ticks, SIGCHLD, reason, err});
-      outcome.detail = err == 0 ? fmt::format("SIGCHLD sent to its parent PID {} ({})", t.ppid, parent->comm)
-                                : fmt::format("SIGCHLD to its parent PID {} failed: {}", t.ppid, std::strerror(err));
+      if (parent == nullptr) continue;
+      const NudgeResult nudge =
+          nudge_zombie_parent(t.ppid, parent->start_time_ticks, snapshot.table.options().proc_root,
+                              fmt::format("--reap-zombies: parent of zombie {}", t.pid), audit);
+      if (nudge.status == NudgeStatus::NotPinned) continue;
+      outcome.detail = nudge.status == NudgeStatus::Sent
+                           ? fmt::format("SIGCHLD sent to its parent PID {} ({})", t.ppid, parent->comm)
+                           : fmt::format("SIGCHLD to its parent PID {} failed: {}", t.ppid, std::strerror(nudge.error));
       outcome.detail += "; if the parent does not reap it, end the parent: gpureap kill " + std::to_string(t.ppid);
     }
   }

@@ -10,6 +10,7 @@
 #include "kill/kill_plan.hpp"
 #include "kill/kill_outcome.hpp"
 #include "kill/pid_ref.hpp"
+#include "kill/zombie_parent.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {

@@ -42,6 +42,7 @@ KillVerdict kill_verdict(const KillReport& report) {
       if (!g.verified) not_freed = true;
     }
   }
+  if (report.interrupted_by != 0) return KillVerdict::Interrupted;
   if (not_freed) return KillVerdict::NotFreed;
   if (denied) return KillVerdict::PermissionDenied;
   if (refused) return KillVerdict::Refused;

@@ -39,13 +39,14 @@ struct KillReport {
   std::vector<TargetOutcome> targets;   // planned targets first (plan order), then discovered
   std::vector<GpuVerification> gpus;    // empty with --dry-run or --no-verify: see settings
   std::vector<std::string> notes;       // e.g. reaped zombies, driver unreadable
+  int interrupted_by = 0;  // the signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that stopped the ladder; 0: none
 };
 
 // The outcomes a plan implies before acting: refused, permission-denied, zombie, or planned.
 std::vector<TargetOutcome> planned_outcomes(const KillPlan& plan);
 
 // How a kill ended as a whole, worst first; the CLI maps it to an exit status.
-enum class KillVerdict { NotFreed, PermissionDenied, Refused, Ok };
+enum class KillVerdict { Interrupted, NotFreed, PermissionDenied, Refused, Ok };
 // Ok only when every target ended and (with verification) the memory was verified free.
 KillVerdict kill_verdict(const KillReport& report);
 

@@ -1,9 +1,12 @@
 #include "kill/kill_run.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "kill/tree_sweep.hpp"
 
 namespace gpureap {
 
@@ -39,10 +42,22 @@ KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const Pla
 }
 
 std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& snapshot) {
+  raise_open_file_limit();
+  // Room is kept for the reads of /proc the ladder needs: a target beyond it fails as EMFILE
+  // (reported, exit 6) instead of starving those reads.
+  std::size_t budget = killtree::pidfd_budget();
   std::map<pid_t, PinResult> pins;
   for (const auto& t : plan.targets) {
     if (!t.actionable()) continue;
-    pins.emplace(t.pid, PidRef::pin(t.pid, t.start_time_ticks, snapshot.table.options().proc_root));
+    PinResult pin;
+    if (budget == 0) {
+      pin.status = PinStatus::Error;
+      pin.error = EMFILE;
+    } else {
+      pin = PidRef::pin(t.pid, t.start_time_ticks, snapshot.table.options().proc_root);
+      if (pin.status == PinStatus::Ok) --budget;
+    }
+    pins.emplace(t.pid, std::move(pin));
   }
   return pins;
 }

@@ -19,7 +19,8 @@ namespace gpureap {
 KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy, bool tree);
 
 // Pins every actionable target from the start time the snapshot read: whatever happens to the
-// PIDs afterwards, only these processes can receive our signals.
+// PIDs afterwards, only these processes can receive our signals. Raises RLIMIT_NOFILE to its
+// hard limit first; a target that still finds no descriptor fails with EMFILE (reported).
 std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& snapshot);
 
 // Polls the driver through `source` until the plan's memory is released (no wait when a

@@ -1,14 +1,14 @@
 #include "kill/pid_ref.hpp"
 
 #include <cerrno>
-#include <utility>
 
 #include <csignal>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "kill/proc_peek.hpp"
+#include "proc/pid_files.hpp"
 
 namespace gpureap {
 namespace {
@@ -27,23 +27,11 @@ int pidfd_open(pid_t pid) {
 
 }  // namespace
 
-PidRef::PidRef(PidRef&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)),
-      fd_(std::exchange(other.fd_, -1)),
-      start_ticks_(std::exchange(other.start_ticks_, 0)) {}
-
-PidRef& PidRef::operator=(PidRef&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    pid_ = std::exchange(other.pid_, -1);
-    fd_ = std::exchange(other.fd_, -1);
-    start_ticks_ = std::exchange(other.start_ticks_, 0);
-  }
-  return *this;
-}
-
-PidRef::~PidRef() {
-  if (fd_ >= 0) ::close(fd_);
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 PinResult PidRef::pin(pid_t pid, std::uint64_t expected_start_ticks, const std::string& proc_root) {
@@ -68,11 +56,11 @@ PinResult PidRef::pin(pid_t pid, std::uint64_t expected_start_ticks, const std::
   }
   PidRef ref;
   ref.pid_ = pid;
-  ref.fd_ = fd;
+  ref.fd_ = procfs::unique_fd(fd);
   ref.start_ticks_ = expected_start_ticks;
   // Read /proc only now: the fd names whatever held the PID at pidfd_open; if that process
   // started when the snapshot's did, it is the one we looked at.
-  const auto stat = killproc::read_stat(proc_root, pid);
+  const auto stat = procfs::read_stat(proc_root, pid);
   if (!stat) {
     // Gone between pidfd_open and the read (or reaped): nothing left to signal.
     result.status = PinStatus::Gone;
@@ -89,14 +77,34 @@ PinResult PidRef::pin(pid_t pid, std::uint64_t expected_start_ticks, const std::
 }
 
 int PidRef::send_signal(int sig) const {
-  if (fd_ < 0) return EBADF;
-  if (::syscall(SYS_pidfd_send_signal, fd_, sig, nullptr, 0u) == 0) return 0;
+  if (!fd_) return EBADF;
+  if (::syscall(SYS_pidfd_send_signal, fd_.get(), sig, nullptr, 0u) == 0) return 0;
   return errno;
 }
 
+bool PidRef::not_reaped() const { return valid() && send_signal(0) != ESRCH; }
+
+std::optional<StatFields> PidRef::read_stat(const std::string& proc_root) const {
+  auto stat = procfs::read_stat(proc_root, pid_);
+  if (!stat || stat->start_time_ticks != start_ticks_ || !not_reaped()) return std::nullopt;
+  return stat;
+}
+
+std::optional<StatusFields> PidRef::read_status(const std::string& proc_root) const {
+  auto status = procfs::read_status(proc_root, pid_);
+  if (!status || !read_stat(proc_root)) return std::nullopt;  // stat after: same process still?
+  return status;
+}
+
+std::optional<std::string> PidRef::read_wchan(const std::string& proc_root) const {
+  std::string wchan = procfs::read_wchan(proc_root, pid_);
+  if (!read_stat(proc_root)) return std::nullopt;
+  return wchan;
+}
+
 bool PidRef::has_exited() const {
-  if (fd_ < 0) return true;
-  pollfd entry{fd_, POLLIN, 0};
+  if (!fd_) return true;
+  pollfd entry{fd_.get(), POLLIN, 0};
   int ready;
   do {
     ready = ::poll(&entry, 1, 0);

@@ -5,9 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <sys/types.h>
+
+#include "proc/process_info.hpp"
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 
@@ -24,31 +28,41 @@ struct PinResult;
 class PidRef {
  public:
   PidRef() = default;
-  PidRef(PidRef&& other) noexcept;
-  PidRef& operator=(PidRef&& other) noexcept;
-  PidRef(const PidRef&) = delete;
-  PidRef& operator=(const PidRef&) = delete;
-  ~PidRef();
 
   // pidfd_open(pid), then re-read <proc_root>/<pid>/stat: its start time must equal
   // expected_start_ticks, else IdentityChanged and no fd is kept.
   static PinResult pin(pid_t pid, std::uint64_t expected_start_ticks, const std::string& proc_root = "/proc");
 
   pid_t pid() const { return pid_; }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   std::uint64_t start_time_ticks() const { return start_ticks_; }
-  bool valid() const { return fd_ >= 0; }
+  bool valid() const { return static_cast<bool>(fd_); }
 
   // pidfd_send_signal(fd, sig). Returns 0, or the errno (ESRCH: already exited; EPERM).
   int send_signal(int sig) const;
   // True once the process has exited (the pidfd polls readable); never blocks.
   bool has_exited() const;
+  // Not yet reaped: the pidfd still names a process (running or a zombie). False once the
+  // PID could name someone else.
+  bool not_reaped() const;
+
+  // Reads of /proc/<pid> that feed a report, checked after the read (the systemd PidRef
+  // pattern): the stat read must carry our start time and the pidfd must still name an
+  // unreaped process, otherwise the read may describe a stranger and is discarded (nullopt).
+  std::optional<StatFields> read_stat(const std::string& proc_root) const;
+  std::optional<StatusFields> read_status(const std::string& proc_root) const;
+  std::optional<std::string> read_wchan(const std::string& proc_root) const;
 
  private:
   pid_t pid_ = -1;
-  int fd_ = -1;
+  procfs::unique_fd fd_;
   std::uint64_t start_ticks_ = 0;
 };
+
+// One pidfd per member: raise the soft RLIMIT_NOFILE to the hard limit before pinning, so that
+// a large tree fits (the kill start calls it). A process that still cannot be pinned (EMFILE)
+// is reported as a failure of the kill, never left out silently.
+void raise_open_file_limit();
 
 struct PinResult {
   PinStatus status = PinStatus::Error;

@@ -25,14 +25,22 @@ struct SweepScope {
 
 // Called for each new process, already pinned; `state` is its stat state when found.
 using FoundFn = std::function<void(PidRef ref, char state)>;
+// Called for a process of the scope that could not be pinned for another reason than its
+// exit (EMFILE, ENFILE, no pidfd_open...): it cannot be signalled and must be reported.
+using PinFailedFn = std::function<void(pid_t pid, const PinResult& failure)>;
 
 // One sweep. `known` holds every PID already handled (and is extended with those found);
 // `excluded` holds PIDs never to touch (gpureap itself and its ancestors). PID <= 1, kernel
-// threads, zombies and processes that vanish before they are pinned are skipped. Returns how
-// many new processes were found.
+// threads, zombies and processes that vanish before they are pinned are skipped; a failed
+// pin goes to `failed` (and into `known`). Returns how many new processes were found.
+// `pin_budget` is how many more pidfds may be opened (keeping room for the reads of /proc
+// the sweep itself needs): a process found once it is spent fails as EMFILE.
 std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
                        std::unordered_set<pid_t>& known, const std::unordered_set<pid_t>& excluded,
-                       const FoundFn& found);
+                       std::size_t& pin_budget, const FoundFn& found, const PinFailedFn& failed);
+
+// How many pidfds this process may still open, leaving `reserve` descriptors free for reads.
+std::size_t pidfd_budget(std::size_t reserve = 32);
 
 // gpureap's own PID and all its ancestors up to PID 1, as seen in proc_root.
 std::unordered_set<pid_t> self_and_ancestors(const std::string& proc_root);

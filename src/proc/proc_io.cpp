@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 namespace gpureap::procfs {
-Fd& Fd::operator=(Fd&& other) noexcept {
+unique_fd& unique_fd::operator=(unique_fd&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.release();
@@ -17,8 +17,21 @@ Fd& Fd::operator=(Fd&& other) noexcept {
   return *this;
 }
 
-Fd::~Fd() {
+unique_fd::~unique_fd() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+int write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t written = ::write(fd, data.data(), data.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (written == 0) return EIO;
+    data.remove_prefix(static_cast<std::size_t>(written));
+  }
+  return 0;
 }
 
 Fd open_dir_at(int dirfd, const char* name, bool no_follow) {

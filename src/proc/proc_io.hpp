@@ -1,6 +1,6 @@
-// Low-level reads relative to directory fds, into one reused buffer. Internal to src/proc.
-// Every call reports failure with errno set, so callers can tell "gone" (ENOENT, ESRCH)
-// from "denied" (EACCES, EPERM).
+// Low-level reads relative to directory fds, into one reused buffer, and the one owned-fd
+// type of gpureap (unique_fd). Every call reports failure with errno set, so callers can tell
+// "gone" (ENOENT, ESRCH) from "denied" (EACCES, EPERM).
 #pragma once
 
 #include <cstddef>
@@ -12,16 +12,16 @@
 
 namespace gpureap::procfs {
 
-// An owned file descriptor, closed on destruction.
-class Fd {
+// An owned file descriptor, closed on destruction. The only fd wrapper: use it everywhere.
+class unique_fd {
  public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
+  unique_fd() = default;
+  explicit unique_fd(int fd) : fd_(fd) {}
+  unique_fd(unique_fd&& other) noexcept : fd_(other.release()) {}
+  unique_fd& operator=(unique_fd&& other) noexcept;
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd();
 
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
@@ -34,6 +34,11 @@ class Fd {
  private:
   int fd_ = -1;
 };
+using Fd = unique_fd;
+
+// Writes all of data to fd, retrying short writes and EINTR. Returns 0 or the errno
+// (EIO for a write that made no progress).
+int write_all(int fd, std::string_view data);
 
 // openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_CLOEXEC), plus O_NOFOLLOW when asked.
 Fd open_dir_at(int dirfd, const char* name, bool no_follow);

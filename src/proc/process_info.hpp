@@ -28,6 +28,9 @@ struct DeviceFileHandle {
   std::string path;          // the link target, e.g. "/dev/nvidia0"
 };
 
+// PF_KTHREAD in stat's flags: a kernel thread.
+inline constexpr unsigned kPfKthread = 0x00200000;
+
 // Fields of /proc/<pid>/stat, cut at the last ')' of the name.
 struct StatFields {
   pid_t pid = 0;
@@ -40,7 +43,7 @@ struct StatFields {
   std::uint64_t stime_ticks = 0;
   std::uint64_t start_time_ticks = 0;  // since boot, in clock ticks
   std::uint64_t rss_pages = 0;
-  unsigned flags = 0;  // PF_KTHREAD = 0x00200000 marks kernel threads
+  unsigned flags = 0;  // kPfKthread marks kernel threads
 };
 
 // Fields of /proc/<pid>/status that stat lacks.

@@ -14,8 +14,6 @@
 namespace gpureap::procfs {
 namespace {
 
-constexpr unsigned kPfKthread = 0x00200000;
-
 struct PidName {
   char text[16];
   explicit PidName(pid_t pid) {

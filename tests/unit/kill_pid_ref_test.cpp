@@ -135,7 +135,7 @@ TEST(PidRef, MovesOwnership) {
     ::_exit(0);
   }
   ::close(gate[0]);
-  const auto first_stat = killproc::read_stat(proc_dir, first);
+  const auto first_stat = procfs::read_stat(proc_dir, first);
   const std::uint64_t first_start = first_stat ? first_stat->start_time_ticks : 0;
   PinResult old_pin = PidRef::pin(first, first_start, proc_dir);
   out << "first_pid=" << first << "\nfirst_pin=" << static_cast<int>(old_pin.status) << "\n";

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "kill/pid_ref.hpp"
-#include "kill/proc_peek.hpp"
+#include "proc/pid_files.hpp"
 
 namespace gpureap::killtest {
 
@@ -53,7 +53,7 @@ inline void ready(int fd) {
 }
 
 inline char state_of(pid_t pid) {
-  const auto stat = killproc::read_stat("/proc", pid);
+  const auto stat = procfs::read_stat("/proc", pid);
   return stat ? stat->state : '-';
 }
 
@@ -67,7 +67,7 @@ inline bool wait_for_state(pid_t pid, char state) {
 }
 
 inline std::uint64_t start_ticks(pid_t pid) {
-  const auto stat = killproc::read_stat("/proc", pid);
+  const auto stat = procfs::read_stat("/proc", pid);
   return stat ? stat->start_time_ticks : 0;
 }
 

@@ -1,0 +1,89 @@
+// The explicit state the ladder's steps share (escalation.cpp, ladder_signal.cpp,
+// ladder_freeze.cpp): the members pinned so far, their results, and the cgroups frozen.
+// Internal to src/kill.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "kill/cgroup_kill.hpp"
+#include "kill/escalation.hpp"
+#include "kill/interrupt_guard.hpp"
+#include "kill/pid_ref.hpp"
+
+namespace gpureap::ladder {
+
+using Clock = std::chrono::steady_clock;
+
+// A pinned process the ladder acts on: a target, or one found in a target's tree or group.
+struct Member {
+  PidRef ref;
+  std::size_t result = 0;  // index into State::results
+  std::size_t target = 0;  // the target it belongs to (audit reason, sweep, cgroup)
+  bool live = true;        // still to be watched (not exited, not given up on)
+  bool stopped_by_us = false;
+  bool was_stopped = false;  // in state T before we began: gets SIGCONT after the first signal
+};
+
+// Thrown at a step boundary when SIGINT/SIGTERM/SIGHUP/SIGQUIT reached gpureap.
+struct Interrupted {
+  int signal = 0;
+};
+
+struct State {
+  State(std::vector<EscalationTarget>& targets_in, const EscalationOptions& options_in,
+        const AuditHooks& audit_in, InterruptGuard& interrupts_in)
+      : targets(targets_in), options(options_in), audit(audit_in), interrupts(interrupts_in) {}
+
+  std::vector<EscalationTarget>& targets;
+  const EscalationOptions& options;
+  const AuditHooks& audit;
+  InterruptGuard& interrupts;
+
+  std::vector<TargetResult> results;  // one per target, then one per discovered process
+  std::vector<Member> members;
+  std::unordered_set<pid_t> known;     // every PID handled (pinned, refused or failed)
+  std::unordered_set<pid_t> excluded;  // gpureap and its ancestors
+  std::vector<std::optional<killtree::CgroupDir>> cgroups;  // per target: its frozen own cgroup
+  std::size_t pin_budget = 0;  // pidfds the sweep may still open (tree_sweep pidfd_budget)
+  Clock::time_point first_signal_at{};
+  int interrupted_by = 0;  // the signal that stopped the ladder, 0 while none did
+
+  bool sweeps(std::size_t target) const {
+    return targets[target].sweep_descendants || targets[target].process_group.has_value();
+  }
+  bool cgroup_frozen(std::size_t target) const {
+    return cgroups[target].has_value() && cgroups[target]->frozen_by_us();
+  }
+  // Throws Interrupted when a signal arrived: called between steps, never inside one.
+  void checkpoint() {
+    if (const int sig = interrupts.received(); sig != 0) throw Interrupted{sig};
+  }
+};
+
+// --- ladder_signal.cpp ---
+enum class Phase { BeforeFirstSignal, AfterFirstSignal };
+// One audited step: `before` for each signal, one flush, then the signals, then `after`.
+// Returns each send's errno (0: delivered), in order; records signals and errors in results.
+std::vector<int> signal_step(State& state, const std::vector<std::size_t>& members, int sig, Phase phase);
+// SIGSTOP to these members (live ones); marks those stopped.
+void stop_members(State& state, const std::vector<std::size_t>& members, Phase phase);
+// On every way out that is not the ladder's end: SIGCONT to what we stopped, thaw what we
+// froze. Sent even when the audit fails (it undoes our own act; a job left in T is worse).
+void resume_everything(State& state) noexcept;
+
+// --- ladder_freeze.cpp ---
+// Freeze every swept tree and group: cgroup.freeze where the tree owns its cgroup, SIGSTOP
+// otherwise, sweeping until nothing new appears.
+void freeze(State& state);
+// Before SIGKILL: freeze again what ran since the first signal, and sweep once more.
+void refreeze(State& state);
+// After the final freeze: does target's frozen cgroup hold only live, verified members of
+// its plan? Unreadable means no.
+bool cgroup_within_plan(State& state, std::size_t target);
+// Thaws every cgroup the ladder froze.
+void thaw_all(State& state) noexcept;
+
+}  // namespace gpureap::ladder
