@@ -1,0 +1,101 @@
+# Installation (`cmake --install`) and the Debian package (CPack). scripts/package.sh builds
+# the package, scripts/package-check.sh installs it and runs it on the simulator.
+#
+#   bin/gpureap
+#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor}.1.gz   from the binary's --help
+#   share/bash-completion/completions/gpureap
+#   share/zsh/vendor-completions/_gpureap
+#   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml
+#
+# The simulator (sim/) is a test fixture and is never installed.
+
+include(GNUInstallDirs)
+set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
+
+install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)
+install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+install(FILES ${GPUREAP_PACKAGING_DIR}/examples/config.toml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES
+  ${PROJECT_SOURCE_DIR}/docs/exit-codes.md
+  ${PROJECT_SOURCE_DIR}/docs/ps-json.md
+  ${PROJECT_SOURCE_DIR}/docs/kill-json.md
+  ${PROJECT_SOURCE_DIR}/docs/doctor-json.md
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+
+# ---------------------------------------------------------------------------------------------
+# Man pages: help2man runs the built binary's --help (one source of truth for the text).
+set(GPUREAP_MAN_PAGES AUTO CACHE STRING
+    "Generate the man pages with help2man: ON (required), OFF, or AUTO (when help2man is found)")
+find_program(GPUREAP_HELP2MAN help2man)
+if(GPUREAP_MAN_PAGES STREQUAL "ON" AND NOT GPUREAP_HELP2MAN)
+  message(FATAL_ERROR "GPUREAP_MAN_PAGES=ON but help2man was not found: "
+                      "install it (scripts/setup-deps.sh) or configure with -DGPUREAP_MAN_PAGES=OFF")
+endif()
+if(GPUREAP_HELP2MAN AND NOT GPUREAP_MAN_PAGES STREQUAL "OFF")
+  set(GPUREAP_DOCDIR ${CMAKE_INSTALL_FULL_DOCDIR})  # named in the pages' FILES and SEE ALSO
+  set(man_out ${CMAKE_BINARY_DIR}/man)
+  set(man_pages)
+  set(man_includes)
+  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor)
+    configure_file(${GPUREAP_PACKAGING_DIR}/man/${page}.h2m.in ${CMAKE_BINARY_DIR}/man-include/${page}.h2m @ONLY)
+    list(APPEND man_includes ${CMAKE_BINARY_DIR}/man-include/${page}.h2m)
+    list(APPEND man_pages ${man_out}/${page}.1.gz)
+  endforeach()
+  add_custom_command(OUTPUT ${man_pages}
+    COMMAND ${GPUREAP_PACKAGING_DIR}/man/gen-man.sh $<TARGET_FILE:gpureap> ${man_out}
+            ${CMAKE_BINARY_DIR}/man-include ${GPUREAP_HELP2MAN}
+    DEPENDS gpureap ${GPUREAP_PACKAGING_DIR}/man/gen-man.sh ${man_includes}
+    COMMENT "Generating the man pages from gpureap --help"
+    VERBATIM)
+  add_custom_target(gpureap_man ALL DEPENDS ${man_pages})
+  install(FILES ${man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+else()
+  message(STATUS "gpureap: help2man not found (or GPUREAP_MAN_PAGES=OFF): no man pages")
+endif()
+
+# ---------------------------------------------------------------------------------------------
+# Tests that the shipped files match the binary.
+if(GPUREAP_BUILD_TESTS)
+  add_test(NAME packaging.completions_match_help
+           COMMAND bash ${GPUREAP_PACKAGING_DIR}/tests/completions-match-help.sh $<TARGET_FILE:gpureap>
+                   ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash ${GPUREAP_PACKAGING_DIR}/completions/_gpureap)
+  add_test(NAME packaging.example_config_takes_effect
+           COMMAND bash ${GPUREAP_PACKAGING_DIR}/tests/example-config-takes-effect.sh $<TARGET_FILE:gpureap>
+                   ${GPUREAP_PACKAGING_DIR}/examples/config.toml)
+  if(TARGET gpureap_man)
+    add_test(NAME packaging.man_pages_match_help
+             COMMAND bash ${GPUREAP_PACKAGING_DIR}/tests/man-pages-match-help.sh $<TARGET_FILE:gpureap> ${man_out})
+    set_tests_properties(packaging.man_pages_match_help PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
+endif()
+
+# ---------------------------------------------------------------------------------------------
+# The Debian package: gpureap_<version>_<arch>.deb.
+set(GPUREAP_PACKAGE_MAINTAINER "gpureap maintainers <maintainers@users.noreply.a-seed-822c9f19.example>"
+    CACHE STRING "Maintainer field of the Debian package")
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME gpureap)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT ${GPUREAP_PACKAGE_MAINTAINER})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "find and safely end the processes holding NVIDIA GPU memory")
+set(CPACK_PACKAGE_DESCRIPTION
+    "gpureap answers who holds GPU memory and how to get it back. `gpureap ps` lists every GPU\n"
+    "process and every holder of a GPU device file (forked workers, orphans, NVML clients),\n"
+    "with how far each driver-reported PID can be trusted. `gpureap kill` ends them safely\n"
+    "(pidfd-pinned, SIGTERM then SIGKILL, with their workers) and verifies with the driver\n"
+    "that the memory came back. `gpureap doctor` explains memory no process accounts for and\n"
+    "the safest remedy. It loads libnvidia-ml.so.1 at run time and works without it.")
+string(JOIN "" CPACK_PACKAGE_DESCRIPTION ${CPACK_PACKAGE_DESCRIPTION})
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # gpureap_<version>_<arch>.deb
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from the binary's libraries (dpkg-shlibdeps)
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})  # the paths the man pages name
+set(CPACK_STRIP_FILES ON)
+include(CPack)

@@ -1,0 +1,75 @@
+# bash completion for gpureap                                   -*- shell-script -*-
+# Installed as share/bash-completion/completions/gpureap. Kept in step with `gpureap --help`
+# by the test packaging.completions_match_help (packaging/tests/completions-match-help.sh).
+
+_gpureap() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+  # `--opt=value`: bash splits at '=' (COMP_WORDBREAKS).
+  if [[ $cur == = ]]; then
+    cur=""
+  elif [[ $prev == = && COMP_CWORD -ge 2 ]]; then
+    prev=${COMP_WORDS[COMP_CWORD - 2]}
+  fi
+
+  # The subcommand is the first word that is not an option (the top level takes no values).
+  local command="" i
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    if [[ ${COMP_WORDS[i]} != -* ]]; then
+      command=${COMP_WORDS[i]}
+      break
+    fi
+  done
+
+  local options values
+  case $command in
+    "")
+      if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "ps kill doctor" -- "$cur"))
+      fi
+      return
+      ;;
+    ps)
+      options="-h --help --json --tree --watch --gpu --user --pid --container --color"
+      values="--watch --gpu --user --pid --container --color"
+      ;;
+    kill)
+      options="-h --help --gpu --user --name --container --holders --all --no-tree --group
+               -s --signal --timeout --no-escalate -n --dry-run -y --yes --json
+               --verify-timeout --no-verify --reap-zombies --force --protect --audit-log --color"
+      values="--gpu --user --name --container -s --signal --timeout --verify-timeout
+              --protect --audit-log --color"
+      ;;
+    doctor)
+      options="-h --help --json --fix -y --yes --only --allow-reset --kernel-log --no-kernel-log
+               --since --settle --tolerance-mib --timeout --verify-timeout --color"
+      values="--only --kernel-log --since --settle --tolerance-mib --timeout --verify-timeout --color"
+      ;;
+    *) return ;;
+  esac
+
+  # The value of an option that takes one.
+  if [[ " ${values//$'\n'/ } " == *" $prev "* ]]; then
+    case $prev in
+      --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")) ;;
+      --user) COMPREPLY=($(compgen -u -- "$cur")) ;;
+      --pid) COMPREPLY=($(compgen -W "$(command ls /proc 2>/dev/null | grep -E '^[0-9]+$')" -- "$cur")) ;;
+      -s | --signal) COMPREPLY=($(compgen -W "TERM INT HUP QUIT USR1 USR2 KILL" -- "$cur")) ;;
+      --audit-log | --kernel-log)
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -f -- "$cur"))
+        ;;
+      *) COMPREPLY=() ;;  # a number, a regex, an id: nothing to offer
+    esac
+    return
+  fi
+
+  if [[ $cur == -* || $command != kill ]]; then
+    COMPREPLY=($(compgen -W "$options" -- "$cur"))
+  else
+    # kill's positionals are PIDs.
+    COMPREPLY=($(compgen -W "$(command ls /proc 2>/dev/null | grep -E '^[0-9]+$')" -- "$cur"))
+  fi
+} &&
+  complete -F _gpureap gpureap
