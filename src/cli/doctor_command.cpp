@@ -1,4 +1,5 @@
 #include "cli/doctor_command.hpp"
+#include "cli/option_limits.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,23 +32,17 @@ int fail(const std::string& message) {
   return exit_code::kDoctorCouldNotRun;
 }
 
-// Bounds of the time and amount options (docs/exit-codes.md: outside is status 11).
-constexpr double kMaxSinceSeconds = 365 * 86400.0;
-constexpr double kMaxSettleSeconds = 600;
-constexpr double kMaxTimeoutSeconds = 3600;
-constexpr double kMaxToleranceMib = 1024 * 1024;  // 1 TiB
-
 // Each time option through the one duration parser; the first error, or "".
 std::string check_numbers(DoctorCommandOptions& o) {
   std::vector<std::string> errors;
-  if (!o.since.empty()) errors.push_back(check_duration_option("--since", o.since, kMaxSinceSeconds, o.since_s));
-  errors.push_back(check_duration_option("--settle", o.settle, kMaxSettleSeconds, o.settle_s));
+  if (!o.since.empty()) errors.push_back(check_duration_option("--since", o.since, option_limits::kMaxSinceSeconds, o.since_s));
+  errors.push_back(check_duration_option("--settle", o.settle, option_limits::kMaxSettleSeconds, o.settle_s));
   if (!o.tolerance_mib.empty()) {
-    errors.push_back(check_number_option("--tolerance-mib", o.tolerance_mib, kMaxToleranceMib, "MiB",
+    errors.push_back(check_number_option("--tolerance-mib", o.tolerance_mib, option_limits::kMaxToleranceMib, "MiB",
                                          o.tolerance_mib_value));
   }
-  errors.push_back(check_duration_option("--timeout", o.timeout, kMaxTimeoutSeconds, o.timeout_s));
-  errors.push_back(check_duration_option("--verify-timeout", o.verify_timeout, kMaxTimeoutSeconds, o.verify_timeout_s));
+  errors.push_back(check_duration_option("--timeout", o.timeout, option_limits::kMaxSignalTimeoutSeconds, o.timeout_s));
+  errors.push_back(check_duration_option("--verify-timeout", o.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds, o.verify_timeout_s));
   for (const auto& e : errors) {
     if (!e.empty()) return e;
   }

@@ -1,4 +1,5 @@
 #include "cli/kill_command.hpp"
+#include "cli/option_limits.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -58,8 +59,6 @@ bool needs_confirmation(const KillPlan& plan, const KillOptions& options) {
 }
 
 // Bounds of the time options (docs/exit-codes.md: a value outside is a usage error, exit 2).
-constexpr double kMaxTimeoutSeconds = 3600;
-constexpr double kMaxVerifyTimeoutSeconds = 3600;
 
 std::string usage_check(KillOptions& options) {
   if (options.criteria.pids.empty() && !options.criteria.has_filters()) {
@@ -69,8 +68,8 @@ std::string usage_check(KillOptions& options) {
     if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
   }
   for (const std::string& error :
-       {check_duration_option("--timeout", options.timeout, kMaxTimeoutSeconds, options.timeout_s),
-        check_duration_option("--verify-timeout", options.verify_timeout, kMaxVerifyTimeoutSeconds,
+       {check_duration_option("--timeout", options.timeout, option_limits::kMaxSignalTimeoutSeconds, options.timeout_s),
+        check_duration_option("--verify-timeout", options.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds,
                               options.verify_timeout_s)}) {
     if (!error.empty()) return "gpureap kill: " + error + "; nothing was signalled";
   }

@@ -1,4 +1,5 @@
 #include "cli/ps_command.hpp"
+#include "cli/option_limits.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -21,8 +22,6 @@
 namespace gpureap {
 namespace {
 
-constexpr double kMinWatchSeconds = 0.1;
-constexpr double kMaxWatchSeconds = 86400;
 
 volatile std::sig_atomic_t g_stop = 0;
 void on_stop_signal(int) { g_stop = 1; }
@@ -103,8 +102,8 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
 
 int run_ps(PsOptions options) {
   if (options.watch) {
-    const std::string error = check_duration_option("--watch", *options.watch, kMaxWatchSeconds,
-                                                    options.watch_seconds, kMinWatchSeconds);
+    const std::string error = check_duration_option("--watch", *options.watch, option_limits::kMaxWatchSeconds,
+                                                    options.watch_seconds, option_limits::kMinWatchSeconds);
     if (!error.empty()) {
       std::cerr << "gpureap ps: " << error << "\n";
       return exit_code::kUsage;

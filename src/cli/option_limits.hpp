@@ -1,0 +1,17 @@
+// The bounds of every time and size option, in one place (README "Text output and time
+// options" and each command's --help state them). A value outside is a usage error.
+#pragma once
+
+namespace gpureap::option_limits {
+
+// kill --timeout/--verify-timeout, doctor --timeout/--verify-timeout: an hour is already far
+// beyond any graceful shutdown or driver release we have measured.
+inline constexpr double kMaxSignalTimeoutSeconds = 3600;
+inline constexpr double kMaxVerifyTimeoutSeconds = 3600;
+inline constexpr double kMaxSinceSeconds = 365 * 86400.0;  // doctor --since
+inline constexpr double kMaxSettleSeconds = 600;           // doctor --settle
+inline constexpr double kMaxToleranceMib = 1024 * 1024;    // doctor --tolerance-mib: 1 TiB
+inline constexpr double kMinWatchSeconds = 0.1;            // ps --watch
+inline constexpr double kMaxWatchSeconds = 86400;
+
+}  // namespace gpureap::option_limits
