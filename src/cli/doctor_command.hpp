@@ -23,6 +23,8 @@ struct DoctorCommandOptions {
   double timeout_s = 10;
   double verify_timeout_s = 30;
   std::string color = "auto";
+  std::string audit_log;    // "" = $GPUREAP_AUDIT_LOG, else the configuration's, else none
+  std::string ipc_min_age;  // "" = DoctorOptions' default (10 min)
 };
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options);

@@ -35,6 +35,15 @@ struct AuditRecord {
   int result_errno = 0;  // 0: delivered (for Sent)
 };
 
+// Removing an object (doctor --fix: a shared memory file, a System V segment or semaphore set)
+// is audited like a signal: a "removing" line on disk before, a "removed" line with the result.
+struct AuditRemovalRecord {
+  AuditStage stage = AuditStage::Sent;  // Sending: "removing"; Sent: "removed"
+  std::string object;  // what, e.g. "/dev/shm/torch_123_4_0" or "System V segment 5"
+  std::string reason;
+  std::string result;  // Sent only: "removed", "in-use", ... and a message
+};
+
 class AuditLog {
  public:
   AuditLog() = default;
@@ -49,9 +58,12 @@ class AuditLog {
 
   // Appends one line and fdatasyncs it. Throws std::runtime_error when it cannot.
   void write(const AuditRecord& record) const;
+  void write(const AuditRemovalRecord& record) const;
   const std::string& path() const { return path_; }
 
  private:
+  void append(const std::string& line) const;
+
   int fd_ = -1;
   std::string path_;
   Requester requester_;
@@ -59,5 +71,6 @@ class AuditLog {
 
 // The line itself (without the newline), for tests.
 std::string audit_line(const AuditRecord& record, const Requester& requester, double unix_time);
+std::string audit_removal_line(const AuditRemovalRecord& record, const Requester& requester, double unix_time);
 
 }  // namespace gpureap

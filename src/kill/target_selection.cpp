@@ -136,14 +136,14 @@ class Selector {
     }
     if (criteria_.holders) {
       for (const auto& h : snapshot_.holders) {
-        if (h.role == "client" || h.role == "gpu-process") continue;  // no memory of their own / done above
+        if (h.role == HolderRole::Client || h.role == HolderRole::GpuProcess) continue;  // no memory of their own / done above
         if (std::none_of(h.gpus.begin(), h.gpus.end(), [&](unsigned g) { return gpu_wanted(g); })) continue;
         if (!linux_filters_match(h.linux_process)) continue;
         std::string gpus;
         for (unsigned g : h.gpus) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g);
         SelectedProcess selected;
         selected.pid = h.pid;
-        selected.reason = fmt::format("{} holding GPU {}'s device file without being listed", h.role, gpus);
+        selected.reason = fmt::format("{} holding GPU {}'s device file without being listed", holder_role_name(h.role), gpus);
         add(std::move(selected));
       }
     }

@@ -15,7 +15,9 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/ipc.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -91,6 +93,25 @@ struct PathGuard {  // a file or a whole directory tree; symlinks are removed, n
     std::filesystem::remove_all(path, ignored);
   }
 };
+
+// No test may touch the host's /dev/shm: this process gets a mount namespace of its own with
+// an empty tmpfs there (once; ctest runs each test in its own process). "" on success, else
+// why not, for GTEST_SKIP.
+std::string private_dev_shm() {
+  static const std::string why = [] {
+    if (::geteuid() != 0) return std::string("needs root to mount a private /dev/shm in a mount namespace");
+    if (::unshare(CLONE_NEWNS) != 0) return fmt::format("unshare(CLONE_NEWNS): {}", std::strerror(errno));
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("gpureap-test", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777") != 0) {
+      return fmt::format("cannot mount a private tmpfs on /dev/shm: {}", std::strerror(errno));
+    }
+    return std::string();
+  }();
+  return why;
+}
+#define REQUIRE_PRIVATE_DEV_SHM()                                   \
+  if (const std::string why_not = private_dev_shm(); !why_not.empty()) \
+  GTEST_SKIP() << why_not
 
 std::string unique_name() {
   static int counter = 0;
@@ -320,6 +341,7 @@ TEST(IpcSysvSem, SetNeverOperatedOnIsNotReported) {
 // ---------------------------------------------------------------- POSIX
 
 TEST(IpcPosix, FileOfDeadCreatorIsReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const DeadShmFile dead;
   ASSERT_EQ(dead.creator.value(), 0);
   const Scan scan;
@@ -335,6 +357,7 @@ TEST(IpcPosix, FileOfDeadCreatorIsReported) {
 }
 
 TEST(IpcPosix, FileHeldOpenByLiveProcessIsNotReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const ShmFile shm;
   {
     const Child holder(Child::Stays, [&] { return make_shm_file(shm.name, Hold::OpenFd); });
@@ -345,6 +368,7 @@ TEST(IpcPosix, FileHeldOpenByLiveProcessIsNotReported) {
 }
 
 TEST(IpcPosix, FileMappedByLiveProcessIsNotReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const ShmFile shm;
   const Child holder(Child::Stays, [&] { return make_shm_file(shm.name, Hold::Mapping); });
   ASSERT_EQ(holder.value(), 0);  // its fd is closed: only the mapping holds the file
@@ -352,6 +376,7 @@ TEST(IpcPosix, FileMappedByLiveProcessIsNotReported) {
 }
 
 TEST(IpcPosix, NamedSemaphoreOfDeadCreatorIsReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const std::string name = unique_name();
   const PathGuard guard{"/dev/shm/sem." + name};
   const Child creator(Child::Exits, [&] {
@@ -379,6 +404,7 @@ struct PrivateShmDir {
 };
 
 TEST(IpcPosix, TorchNamesWithLiveCreatorAreNotReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const PrivateShmDir dir;
   ASSERT_FALSE(dir.guard.path.empty());
   const Child dead(Child::Exits, [] { return 0L; });
@@ -392,6 +418,7 @@ TEST(IpcPosix, TorchNamesWithLiveCreatorAreNotReported) {
 }
 
 TEST(IpcPosix, OnlyRegularFilesOlderThanMinAgeAreReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const PrivateShmDir dir;
   ASSERT_FALSE(dir.guard.path.empty());
   ASSERT_TRUE(write_file(dir.path("plain")));
@@ -472,6 +499,7 @@ TEST(IpcRemoval, SysvSemOperatedOnOrChangedSinceIsKept) {
 }
 
 TEST(IpcRemoval, PosixFileIsRemovedOnceThenGone) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const DeadShmFile dead;
   const Scan scan;
   ASSERT_NE(scan.posix(dead.name), nullptr);
@@ -489,6 +517,7 @@ TEST(IpcRemoval, PosixFileIsRemovedOnceThenGone) {
 }
 
 TEST(IpcRemoval, PosixFileOpenedOrReplacedSinceIsKept) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const DeadShmFile dead;
   const PathGuard spare{dead.guard.path + "-spare"};
   const Scan scan;
@@ -505,6 +534,7 @@ TEST(IpcRemoval, PosixFileOpenedOrReplacedSinceIsKept) {
 }
 
 TEST(IpcRemoval, PosixRefusesPathsAndSymlinks) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const PrivateShmDir dir;
   ASSERT_FALSE(dir.guard.path.empty());
   ASSERT_EQ(::mkdir(dir.path("sub").c_str(), 0700), 0);
