@@ -261,9 +261,9 @@ FixResult reset_gpu(unsigned gpu, std::chrono::milliseconds timeout) {
     ::kill(child, SIGKILL);  // our own child, not yet reaped: its PID cannot have been reused
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
-    result.message = fmt::format("nvidia-smi -r -i {} did not finish within {} s and was killed; the GPU may be in "
-                                 "a bad state: check it with nvidia-smi, and reboot if it does not answer",
-                                 gpu, std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+    result.message = fmt::format("nvidia-smi -r -i {} did not finish within {:.1f} s and was killed; the GPU may be "
+                                 "in a bad state: check it with nvidia-smi, and reboot if it does not answer",
+                                 gpu, std::chrono::duration<double>(timeout).count());
     return result;
   }
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
