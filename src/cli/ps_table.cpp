@@ -306,7 +306,7 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
       if (!holder.holds_gpu(gpu.reading.index)) continue;
       const ProcessInfo& p = *holder.linux_process;
       out += fmt::format("  {:>7} {:<9} {} {}  {}\n", holder.pid, clip(p.user, 9), std::string(1, p.state),
-                         style.red(holder.role == HolderRole::Orphan ? "ORPHAN holder (parent gone)" : "unlisted holder"),
+                         style.red(holder.role == HolderRole::Orphan ? "ORPHAN holder (its job is over)" : "unlisted holder"),
                          clip(p.command(), kCommandWidth));
       Walker{snapshot, style, out, minor}.walk(holder.pid, "");
     }

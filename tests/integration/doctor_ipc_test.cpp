@@ -53,6 +53,19 @@ IsolatedRun run_isolated(const SimHost& host, const std::vector<std::string>& fi
   return run;
 }
 
+// Nothing is removed while any process is in D (its maps cannot be read safely); other tests
+// freeze processes into D with the cgroup v1 freezer. Non-empty: why this run proves nothing.
+std::string blocked_by_d(const nlohmann::json& fixes) {
+  for (const auto& f : fixes) {
+    if (f["message"].is_string() &&
+        f["message"].get<std::string>().find("uninterruptible sleep (D)") != std::string::npos) {
+      return "a process is in D (another test may have frozen one), so nothing was removed: " +
+             f["message"].get<std::string>();
+    }
+  }
+  return {};
+}
+
 int field(const std::string& line, const std::string& key) {
   const auto at = line.find(key + "=");
   return at == std::string::npos ? -1 : std::stoi(line.substr(at + key.size() + 1));
@@ -87,6 +100,7 @@ TEST(DoctorIpc, SegmentSemaphoresAndShmFileOfADeadProcessAreFoundThenRemoved) {
   EXPECT_EQ(file["size_bytes"], 2097152);
   EXPECT_TRUE(has_remedy(posix.front(), "rm -- /dev/shm/gpureap-doctor-test"));
 
+  if (const std::string why = blocked_by_d(run.after_fix["fixes"]); !why.empty()) GTEST_SKIP() << why;
   ASSERT_EQ(run.after_fix["fixes"].size(), 3u) << run.after_fix.dump(2);
   for (const auto& f : run.after_fix["fixes"]) EXPECT_EQ(f["outcome"], "done") << f.dump();
   EXPECT_TRUE(findings(run.after, "leftover-sysv-shm").empty()) << run.after.dump(2);
@@ -120,6 +134,7 @@ TEST(DoctorIpc, PlainFixRemovesOnlyADeadPyTorchJobsOldFileAndAuditsIt) {
   int rc = -1;
   const auto report = doctor_json(host, {"--fix", "--yes", "--audit-log", audit}, &rc, {}, setup);
   ASSERT_TRUE(report.contains("fixes")) << report.dump(2);
+  if (const std::string why = blocked_by_d(report["fixes"]); !why.empty()) GTEST_SKIP() << why;
   std::vector<std::string> removed;
   for (const auto& f : report["fixes"]) {
     if (f["finding_id"] == "leftover-posix-shm" && f["outcome"] == "done") removed.push_back(f["action"]);

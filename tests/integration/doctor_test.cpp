@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -194,12 +195,16 @@ struct FrozenInD {
     }
     std::ofstream(group + "/cgroup.procs") << pid;
     std::ofstream(group + "/freezer.state") << "FROZEN";
+    frozen = pid;
   }
   ~FrozenInD() {
     if (group.empty()) return;
     std::ofstream(group + "/freezer.state") << "THAWED";
+    // Back to the root group, so that the group can go while the process still lives.
+    std::ofstream("/sys/fs/cgroup/freezer/cgroup.procs") << frozen;
     for (int i = 0; i < 50 && ::rmdir(group.c_str()) != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  pid_t frozen = -1;
 };
 
 TEST(Doctor, DStateHolderShowsWchanAndThatItDidNotRun) {
@@ -239,12 +244,17 @@ TEST(Doctor, DStateProcessIsNeverReadForCmdlineOrMaps) {
   const auto report = doctor_json(host, {}, &rc, {}, "echo data > /dev/shm/unclaimed");
   bool said = false;
   for (const auto& note : report["notes"]) {
-    if (note.get<std::string>().find("PID " + std::to_string(job.pid) + " in uninterruptible sleep (D)") !=
-        std::string::npos) {
+    const std::string text = note.get<std::string>();
+    if (text.find(std::to_string(job.pid)) != std::string::npos &&
+        text.find("in uninterruptible sleep (D)") != std::string::npos) {
       said = true;
     }
   }
   EXPECT_TRUE(said) << report["notes"].dump(2);
+  const auto shm = findings(report, "leftover-posix-shm");
+  ASSERT_EQ(shm.size(), 1u) << report["findings"].dump(2);
+  const auto blocked = shm.front()["evidence"]["blocked_pids"].get<std::vector<pid_t>>();
+  EXPECT_NE(std::find(blocked.begin(), blocked.end(), job.pid), blocked.end()) << shm.front().dump(2);
 }
 
 TEST(Doctor, NoDriverIsCritical) {

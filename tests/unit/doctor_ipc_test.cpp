@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -503,6 +504,10 @@ TEST(IpcRemoval, PosixFileIsRemovedOnceThenGone) {
   const DeadShmFile dead;
   const Scan scan;
   ASSERT_NE(scan.posix(dead.name), nullptr);
+  if (!scan.found.blocked_pids.empty()) {
+    GTEST_SKIP() << "PID " << scan.found.blocked_pids.front()
+                 << " is in D (another test may have frozen it): nothing is removed while one is";
+  }
   IpcScanOptions options;
   if (scan.found.processes_not_inspected != 0) {  // a process we cannot read may hold it
     EXPECT_EQ(remove_posix_shm(*scan.posix(dead.name), options).outcome,
@@ -530,6 +535,48 @@ TEST(IpcRemoval, PosixFileOpenedOrReplacedSinceIsKept) {
   ASSERT_TRUE(write_file(spare.path));
   ASSERT_EQ(::rename(spare.path.c_str(), dead.guard.path.c_str()), 0);  // same name, new inode
   EXPECT_EQ(remove_posix_shm(*scan.posix(dead.name), {}).outcome, RemovalOutcome::Changed);
+  EXPECT_TRUE(exists(dead.guard.path));
+}
+
+// A process with a thread in D is never read (its maps could hang us), so it might map the
+// file: nothing is removed while one exists, and the refusal names it. The cgroup v1 freezer
+// parks a child in D.
+TEST(IpcRemoval, PosixFileIsKeptWhileAProcessIsInD) {
+  REQUIRE_PRIVATE_DEV_SHM();
+  const std::string freezer = "/sys/fs/cgroup/freezer";
+  struct stat info {};
+  if (::stat((freezer + "/cgroup.procs").c_str(), &info) != 0) {
+    GTEST_SKIP() << "no cgroup v1 freezer at " << freezer
+                 << " (cgroup v2's freezer stops tasks in an interruptible sleep, not D)";
+  }
+  const DeadShmFile dead;
+  const Scan scan;
+  ASSERT_NE(scan.posix(dead.name), nullptr);
+  // Torn down in reverse: thawed, then the child killed and reaped, then the group removed.
+  struct GroupDir {
+    std::string path;
+    ~GroupDir() { ::rmdir(path.c_str()); }
+  } group{freezer + "/gpureap-ipc-test-" + std::to_string(::getpid())};
+  ASSERT_EQ(::mkdir(group.path.c_str(), 0755), 0);
+  const Child sleeper(Child::Stays, [] { return 0L; });
+  struct Thaw {
+    std::string group;
+    ~Thaw() { std::ofstream(group + "/freezer.state") << "THAWED"; }
+  } thaw{group.path};
+  std::ofstream(group.path + "/cgroup.procs") << sleeper.pid();
+  std::ofstream(group.path + "/freezer.state") << "FROZEN";
+  char state = '?';
+  for (int i = 0; i < 200 && state != 'D'; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(sleeper.pid()) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    state = close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+    if (state != 'D') ::usleep(10000);
+  }
+  ASSERT_EQ(state, 'D');
+  const RemovalResult result = remove_posix_shm(*scan.posix(dead.name), {});
+  EXPECT_EQ(result.outcome, RemovalOutcome::InUse) << result.message;
+  EXPECT_NE(result.message.find("uninterruptible sleep (D)"), std::string::npos) << result.message;
   EXPECT_TRUE(exists(dead.guard.path));
 }
 
