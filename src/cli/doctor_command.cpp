@@ -19,6 +19,7 @@
 #include "doctor/doctor_fix.hpp"
 #include "cli/doctor_render.hpp"
 #include "doctor/event_age.hpp"
+#include "doctor/kernel_log.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "kill/kill_config.hpp"
 #include "text/duration.hpp"
@@ -43,6 +44,9 @@ std::string check_numbers(DoctorCommandOptions& o) {
   }
   errors.push_back(check_duration_option("--timeout", o.timeout, option_limits::kMaxSignalTimeoutSeconds, o.timeout_s));
   errors.push_back(check_duration_option("--verify-timeout", o.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds, o.verify_timeout_s));
+  if (!o.ipc_min_age.empty()) {
+    errors.push_back(check_duration_option("--ipc-min-age", o.ipc_min_age, option_limits::kMaxIpcMinAgeSeconds, o.ipc_min_age_s));
+  }
   for (const auto& e : errors) {
     if (!e.empty()) return e;
   }
@@ -57,20 +61,17 @@ std::string check_usage(DoctorCommandOptions& o) {
   if (!o.since.empty() && o.no_kernel_log) return "--since filters Xid events: it makes no sense with --no-kernel-log";
   for (const auto& id : o.only) {
     const auto& known = fixable_finding_ids();
-    if (std::find(known.begin(), known.end(), id) == known.end()) {
+    const auto parsed = parse_finding_id(id);
+    if (!parsed || std::find(known.begin(), known.end(), *parsed) == known.end()) {
       std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      for (const FindingId k : known) list += (list.empty() ? "" : ", ") + std::string(finding_id_name(k));
       return fmt::format("--only {}: not a finding --fix can act on (choose from: {})", sanitize_for_terminal(id), list);
     }
   }
   if (!o.kernel_log.empty()) {
-    const int fd = ::open(o.kernel_log.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-      return fmt::format("--kernel-log {}: cannot read it: {} (save the log first, e.g. journalctl -k > kernel.log, "
-                         "or dmesg > kernel.log)",
-                         sanitize_for_terminal(o.kernel_log), std::strerror(errno));
+    if (const std::string problem = kernel_log_file_problem(o.kernel_log); !problem.empty()) {
+      return "--kernel-log " + sanitize_for_terminal(problem);
     }
-    ::close(fd);
   }
   return {};
 }
@@ -118,7 +119,11 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
       "--allow-reset, and only when nothing uses it. Without a terminal, --fix needs --yes.\n\n"
       "Exit status: 0 healthy (information at most), 1 warnings, 2 critical findings (after\n"
       "--fix: what remains), 10 fixes declined, 11 doctor could not run (bad option, unreadable\n"
-      "--kernel-log).\n\n"
+      "--kernel-log, a bad --ipc-min-age).\n\n"
+      "Shared memory: --fix removes a file in /dev/shm unasked only when it is a dead PyTorch\n"
+      "job's (torch_<pid>_..., that PID gone), unwritten for --ipc-min-age, and nobody has it\n"
+      "open or mapped; every other leftover, System V objects included, only with --only ID.\n"
+      "Each removal is in the audit log like a signal.\n\n"
       "Environment: GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR, GPUREAP_AUDIT_LOG, GPUREAP_CONFIG, NO_COLOR.");
   doctor->add_flag("--json", options.json, "Machine-readable output (schema gpureap.doctor/1, see docs/doctor-json.md)");
   doctor->add_flag("--fix", options.fix, "Apply the safe remedies after showing them and asking");
@@ -140,6 +145,11 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
   doctor->add_option("--timeout", options.timeout, "With --fix: seconds between SIGTERM and SIGKILL, 0 to 3600 (default 10)");
   doctor->add_option("--verify-timeout", options.verify_timeout,
                      "With --fix: seconds to wait for the driver to release the memory, 0 to 3600 (default 30)");
+  doctor->add_option("--audit-log", options.audit_log,
+                     "With --fix: append one JSON line per signal and per removal to this file (mode 0600)");
+  doctor->add_option("--ipc-min-age", options.ipc_min_age,
+                     "With --fix: a dead PyTorch job's /dev/shm file is removed unasked once unwritten this long "
+                     "(600, 10m, 2h; at most 30d; default 10m)");
   doctor->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   return doctor;
@@ -156,6 +166,7 @@ int run_doctor(const DoctorCommandOptions& given) {
   options.kernel_log = o.kernel_log;
   options.no_kernel_log = o.no_kernel_log;
   if (o.since_s >= 0) options.xid_max_age_seconds = o.since_s;
+  if (o.ipc_min_age_s >= 0) options.ipc_min_age_seconds = o.ipc_min_age_s;
   const ColorChoice choice = parse_color_choice(o.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, o.json ? ColorChoice::Never : choice);
 
@@ -173,7 +184,7 @@ int run_doctor(const DoctorCommandOptions& given) {
     const auto config = load_kill_config(config_error);
     if (!config) return fail(sanitize_for_terminal(config_error));
     FixOptions fix;
-    fix.only = o.only;
+    for (const auto& id : o.only) fix.only.push_back(*parse_finding_id(id));  // checked by check_usage
     fix.allow_reset = o.allow_reset;
     fix.timeout_s = o.timeout_s;
     fix.verify_timeout_s = o.verify_timeout_s;
@@ -181,23 +192,26 @@ int run_doctor(const DoctorCommandOptions& given) {
     const auto actions = choose_fixes(diagnosis, fix);
     if (!actions.empty()) {
       // Show the diagnosis first: the fixes only make sense beside it.
-      DoctorReport before{snapshot.get(), &diagnosis, &options, false, {}, doctor_exit_status(diagnosis.findings)};
+      // No exit status under it: that is known only after the fixes (or 10 when declined).
+      DoctorReport before{snapshot.get(), &diagnosis, &options, false, {}, std::nullopt};
       if (!o.json) write_out(render_doctor(before, style));
       const std::string plan = render_fix_plan(actions, style);
       if (!o.yes) {
         if (isatty(STDIN_FILENO) != 1) {
           std::cerr << plan << "gpureap doctor: not on a terminal, so nothing was changed: add --yes to apply these "
-                               "fixes without asking\n";
+                               "fixes without asking (exit status 10)\n";
           return exit_code::kAborted;
         }
         if (!confirm(plan)) {
-          std::cerr << "gpureap doctor: not confirmed; nothing was changed\n";
+          std::cerr << "gpureap doctor: not confirmed; nothing was changed (exit status 10)\n";
           return exit_code::kAborted;
         }
       } else if (!o.json) {
         write_out("\n" + plan);
       }
-      std::string audit_path = std::getenv("GPUREAP_AUDIT_LOG") ? std::getenv("GPUREAP_AUDIT_LOG") : config->audit_log;
+      std::string audit_path = o.audit_log;
+      if (audit_path.empty() && std::getenv("GPUREAP_AUDIT_LOG") != nullptr) audit_path = std::getenv("GPUREAP_AUDIT_LOG");
+      if (audit_path.empty()) audit_path = config->audit_log;
       std::optional<AuditLog> audit;
       if (!audit_path.empty()) {
         std::string error;
@@ -213,7 +227,7 @@ int run_doctor(const DoctorCommandOptions& given) {
       again.settle_seconds = std::min(options.settle_seconds, 1.0);
       final_diagnosis = diagnose(*source, *final_snapshot, again);
     } else if (!o.json) {
-      report.fixes.push_back({"", "nothing to fix", FixOutcome::Skipped,
+      report.fixes.push_back({std::nullopt, "nothing to fix", FixOutcome::Skipped,
                               o.only.empty() ? "no finding has a fix doctor applies without --only"
                                              : "the chosen findings have nothing to fix"});
     }
@@ -221,13 +235,14 @@ int run_doctor(const DoctorCommandOptions& given) {
   report.snapshot = final_snapshot ? final_snapshot.get() : snapshot.get();
   report.diagnosis = final_snapshot ? &final_diagnosis : &diagnosis;
   report.exit_code = doctor_exit_status(report.diagnosis->findings);
+  const int exit_status = *report.exit_code;
   if (o.json) {
     write_out(doctor_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   } else {
     if (final_snapshot) write_out("\n" + style.bold("After the fixes:") + "\n");
     write_out(render_doctor(report, style));
   }
-  return report.exit_code;
+  return exit_status;
 }
 
 }  // namespace gpureap

@@ -29,6 +29,9 @@ struct DoctorCommandOptions {
   double timeout_s = 10;
   double verify_timeout_s = 30;
   std::string color = "auto";
+  std::string audit_log;    // "" = $GPUREAP_AUDIT_LOG, else the configuration's, else none
+  std::string ipc_min_age;  // "" = DoctorOptions' default (10 min)
+  double ipc_min_age_s = -1;  // < 0: not given
 };
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options);

@@ -63,7 +63,7 @@ nlohmann::json doctor_json(const DoctorReport& report) {
                           {"explanation", r.explanation},
                           {"applied_by_fix", r.applied_by_fix}});
     }
-    findings.push_back({{"id", f.id},
+    findings.push_back({{"id", finding_id_name(f.id)},
                         {"severity", severity_name(f.severity)},
                         {"gpu", f.gpu ? nlohmann::json(*f.gpu) : nlohmann::json(nullptr)},
                         {"summary", f.summary},
@@ -76,13 +76,13 @@ nlohmann::json doctor_json(const DoctorReport& report) {
   if (report.fix_requested) {
     nlohmann::json fixes = nlohmann::json::array();
     for (const auto& r : report.fixes) {
-      fixes.push_back({{"finding_id", r.finding_id}, {"action", r.description}, {"outcome", fix_outcome_name(r.outcome)}, {"message", r.message}});
+      fixes.push_back({{"finding_id", r.finding_id ? nlohmann::json(finding_id_name(*r.finding_id)) : nlohmann::json(nullptr)}, {"action", r.description}, {"outcome", fix_outcome_name(r.outcome)}, {"message", r.message}});
     }
     out["fixes"] = fixes;
   } else {
     out["fixes"] = nullptr;
   }
-  out["exit_code"] = report.exit_code;
+  out["exit_code"] = report.exit_code ? nlohmann::json(*report.exit_code) : nlohmann::json(nullptr);
   return out;
 }
 
@@ -148,8 +148,8 @@ std::string render_doctor(const DoctorReport& report, const TerminalStyle& style
   for (const auto& note : d.notes) out += style.dim("Note: " + sanitize_for_terminal(note)) + "\n";
   std::size_t counts[3] = {0, 0, 0};
   for (const auto& f : d.findings) ++counts[static_cast<int>(f.severity)];
-  out += fmt::format("{} critical, {} warning{}, {} info · exit status {}\n", counts[2], counts[1],
-                     counts[1] == 1 ? "" : "s", counts[0], report.exit_code);
+  out += fmt::format("{} critical, {} warning{}, {} info{}\n", counts[2], counts[1], counts[1] == 1 ? "" : "s",
+                     counts[0], report.exit_code ? fmt::format(" · exit status {}", *report.exit_code) : "");
   return out;
 }
 

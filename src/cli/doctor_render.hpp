@@ -2,6 +2,7 @@
 // its risk) and JSON (schema gpureap.doctor/1, docs/doctor-json.md).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ struct DoctorReport {
   const DoctorOptions* options = nullptr;
   bool fix_requested = false;
   std::vector<FixResult> fixes;
-  int exit_code = 0;
+  std::optional<int> exit_code;  // none while fixes are still to come: not said
 };
 
 nlohmann::json doctor_json(const DoctorReport& report);

@@ -11,6 +11,7 @@ inline constexpr double kMaxVerifyTimeoutSeconds = 3600;
 inline constexpr double kMaxSinceSeconds = 365 * 86400.0;  // doctor --since
 inline constexpr double kMaxSettleSeconds = 600;           // doctor --settle
 inline constexpr double kMaxToleranceMib = 1024 * 1024;    // doctor --tolerance-mib: 1 TiB
+inline constexpr double kMaxIpcMinAgeSeconds = 30 * 86400.0;  // doctor --ipc-min-age
 inline constexpr double kMinWatchSeconds = 0.1;            // ps --watch
 inline constexpr double kMaxWatchSeconds = 86400;
 

@@ -129,7 +129,11 @@ Json holder_json(const HolderView& holder, const Snapshot& snapshot) {
   for (const auto& f : p.device_files) files.push_back(f.path);
   out["device_files"] = files;
   out["listed_by_driver"] = holder.listed_by_driver;
-  out["role"] = holder.role;
+  out["role"] = std::string(holder_role_name(holder.role));
+  out["orphan_evidence"] = holder.role == HolderRole::Orphan
+                               ? Json{{"kind", std::string(orphan_evidence_name(holder.orphan_evidence))},
+                                      {"pids", holder.evidence_pids}}
+                               : Json(nullptr);
   out["listed_ancestor"] = optional_value(holder.listed_ancestor);
   out["context_of"] = optional_value(holder.context_of);
   out["ppid"] = p.ppid;

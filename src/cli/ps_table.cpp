@@ -179,17 +179,17 @@ std::string process_row(const GpuProcessView& view, const TerminalStyle& style, 
 }
 
 std::string holder_note(const HolderView& holder) {
-  if (holder.role == "worker") return fmt::format("worker of {} (inherited)", *holder.listed_ancestor);
-  if (holder.role == "orphan" && holder.context_of) return fmt::format("ORPHAN: keeps {}'s memory", *holder.context_of);
-  if (holder.role == "orphan") return "ORPHAN: its job is gone";
-  if (holder.role == "client") return "driver client, no memory";
+  if (holder.role == HolderRole::Worker) return fmt::format("worker of {} (inherited)", *holder.listed_ancestor);
+  if (holder.role == HolderRole::Orphan && holder.context_of) return fmt::format("ORPHAN: keeps {}'s memory", *holder.context_of);
+  if (holder.role == HolderRole::Orphan) return "ORPHAN: its job is gone";
+  if (holder.role == HolderRole::Client) return "driver client, no memory";
   return "not listed by the driver";
 }
 
 std::string holder_row(const HolderView& holder, const TerminalStyle& style, const OutputWidth& width) {
   const ProcessInfo& p = *holder.linux_process;
   std::string note = fmt::format("{:<28}", holder_note(holder));
-  note = holder.role == "orphan" ? style.red(note) : style.yellow(note);
+  note = holder.role == HolderRole::Orphan ? style.red(note) : style.yellow(note);
   const std::string start = fmt::format("  {:>7} {} {:>7} {:<2} {:>6} {} ", holder.pid, fixed_cell(p.user, 9),
                                         p.ppid, std::string(1, p.state), format_duration(p.elapsed_seconds), note);
   return start + width.rest_of_line(p.command(), start) + "\n";
@@ -311,7 +311,7 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
       const ProcessInfo& p = *holder.linux_process;
       const std::string start =
           fmt::format("  {:>7} {} {} {}  ", holder.pid, fixed_cell(p.user, 9), std::string(1, p.state),
-                      style.red(holder.role == "orphan" ? "ORPHAN holder (parent gone)" : "unlisted holder"));
+                      style.red(holder.role == HolderRole::Orphan ? "ORPHAN holder (its job is over)" : "unlisted holder"));
       out += start + width.rest_of_line(p.command(), start) + "\n";
       Walker{snapshot, style, width, out, minor}.walk(holder.pid, "");
     }

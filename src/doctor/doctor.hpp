@@ -24,14 +24,16 @@ struct DoctorOptions {
   std::optional<double> xid_max_age_seconds;  // --since: older Xid events (whose age is known) are ignored
   std::string kmsg_path = "/dev/kmsg";
   std::string shm_dir = "/dev/shm";
-  double ipc_min_age_seconds = 0;
+  // A dead GPU job's shared memory file is removed by --fix only once unwritten this long
+  // (--ipc-min-age): a job being restarted may still reattach it.
+  double ipc_min_age_seconds = 600;
 };
 
 // What --fix may do, each tied to the finding that showed it.
 struct FixAction {
   enum class Kind { EndOrphans, ReapZombies, EndZombieParent, RemoveSysvShm, RemoveSysvSem, RemovePosixShm, ResetGpu };
   Kind kind = Kind::EndOrphans;
-  std::string finding_id;
+  FindingId finding_id = FindingId::OrphanedHolders;
   std::optional<unsigned> gpu;
   std::string description;         // for the confirmation list
   std::vector<pid_t> pids;         // processes to end or parents to nudge

@@ -1,13 +1,16 @@
 #include "doctor/doctor_fix.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <set>
 
 #include <fmt/format.h>
@@ -22,7 +25,7 @@ extern char** environ;
 namespace gpureap {
 namespace {
 
-bool chosen(const FixOptions& options, const std::string& id) {
+bool chosen(const FixOptions& options, FindingId id) {
   return std::find(options.only.begin(), options.only.end(), id) != options.only.end();
 }
 
@@ -96,8 +99,28 @@ FixResult nudge_parent(const Snapshot& snapshot, const FixAction& action, const 
   return result;
 }
 
+std::string ipc_object_name(const Diagnosis& diagnosis, const FixAction& action) {
+  switch (action.kind) {
+    case FixAction::Kind::RemoveSysvShm:
+      return fmt::format("System V shared memory segment {}", diagnosis.ipc.shm.at(action.ipc_index).shmid);
+    case FixAction::Kind::RemoveSysvSem:
+      return fmt::format("System V semaphore set {}", diagnosis.ipc.semaphores.at(action.ipc_index).semid);
+    default: return diagnosis.ipc.posix.at(action.ipc_index).path;
+  }
+}
+
+// Audited like a signal: the "removing" line is on disk before the object is touched; a log
+// that cannot be written stops the removal.
 FixResult remove_ipc(const Diagnosis& diagnosis, const FixAction& action, const DoctorOptions& doctor_options,
-                     const Snapshot& snapshot) {
+                     const Snapshot& snapshot, const AuditLog* audit) {
+  AuditRemovalRecord record{AuditStage::Sending, ipc_object_name(diagnosis, action),
+                            fmt::format("doctor --fix: {}", finding_id_name(action.finding_id)), ""};
+  try {
+    if (audit) audit->write(record);
+  } catch (const std::runtime_error& error) {
+    return {action.finding_id, action.description, FixOutcome::Failed,
+            std::string(error.what()) + "; not removed"};
+  }
   RemovalResult removal;
   switch (action.kind) {
     case FixAction::Kind::RemoveSysvShm: removal = remove_sysv_shm(diagnosis.ipc.shm.at(action.ipc_index)); break;
@@ -108,6 +131,13 @@ FixResult remove_ipc(const Diagnosis& diagnosis, const FixAction& action, const 
       scan.shm_dir = doctor_options.shm_dir;
       removal = remove_posix_shm(diagnosis.ipc.posix.at(action.ipc_index), scan);
     }
+  }
+  record.stage = AuditStage::Sent;
+  record.result = fmt::format("{}: {}", removal_outcome_name(removal.outcome), removal.message);
+  try {
+    if (audit) audit->write(record);
+  } catch (const std::runtime_error& error) {
+    removal.message += fmt::format(" ({})", error.what());
   }
   return {action.finding_id, action.description,
           removal.outcome == RemovalOutcome::Removed ? FixOutcome::Done
@@ -129,10 +159,11 @@ std::string fix_outcome_name(FixOutcome outcome) {
   return "failed";
 }
 
-const std::vector<std::string>& fixable_finding_ids() {
-  static const std::vector<std::string> ids = {"orphaned-holders",   "unlisted-holders",  "zombie",
-                                               "leftover-sysv-shm",  "leftover-sysv-sem", "leftover-posix-shm",
-                                               "memory-leak"};
+const std::vector<FindingId>& fixable_finding_ids() {
+  static const std::vector<FindingId> ids = {FindingId::OrphanedHolders, FindingId::UnlistedHolders,
+                                             FindingId::Zombie,          FindingId::LeftoverSysvShm,
+                                             FindingId::LeftoverSysvSem, FindingId::LeftoverPosixShm,
+                                             FindingId::MemoryLeak};
   return ids;
 }
 
@@ -162,14 +193,14 @@ std::vector<FixResult> apply_fixes(SnapshotSource& source, Snapshot& snapshot, c
   for (const FixAction* a : actions) {
     if (a->kind == FixAction::Kind::RemoveSysvShm || a->kind == FixAction::Kind::RemoveSysvSem ||
         a->kind == FixAction::Kind::RemovePosixShm) {
-      results.push_back(remove_ipc(diagnosis, *a, doctor_options, snapshot));
+      results.push_back(remove_ipc(diagnosis, *a, doctor_options, snapshot, options.audit));
     }
   }
   return results;
 }
 
-FixResult reset_gpu(unsigned gpu) {
-  FixResult result{"memory-leak", fmt::format("reset GPU {} (nvidia-smi -r -i {})", gpu, gpu), FixOutcome::Failed, ""};
+FixResult reset_gpu(unsigned gpu, std::chrono::milliseconds timeout) {
+  FixResult result{FindingId::MemoryLeak, fmt::format("reset GPU {} (nvidia-smi -r -i {})", gpu, gpu), FixOutcome::Failed, ""};
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
     result.message = std::string("pipe: ") + std::strerror(errno);
@@ -186,21 +217,49 @@ FixResult reset_gpu(unsigned gpu) {
   const int spawned = posix_spawnp(&child, "nvidia-smi", &files, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&files);
   ::close(out[1]);
-  std::string text;
-  if (spawned == 0) {
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(out[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
-    }
-  }
-  ::close(out[0]);
   if (spawned != 0) {
+    ::close(out[0]);
     result.message = fmt::format("could not run nvidia-smi: {}", std::strerror(spawned));
     return result;
   }
+  // A reset of a wedged GPU can hang in the driver: never wait for ever.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto left_ms = [&deadline] {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<long long>(0, std::min<long long>(left.count(), 1000)));
+  };
+  std::string text;
+  bool timed_out = false;
+  for (;;) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, left_ms());
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(out[0], buffer, sizeof buffer);
+    if (n > 0 && text.size() < (1u << 20)) text.append(buffer, static_cast<std::size_t>(n));
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
+  }
+  ::close(out[0]);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (!timed_out) {
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child || (done < 0 && errno != EINTR)) break;
+    if (std::chrono::steady_clock::now() >= deadline) timed_out = true;
+    if (!timed_out) ::poll(nullptr, 0, 50);
+  }
+  if (timed_out) {
+    ::kill(child, SIGKILL);  // our own child, not yet reaped: its PID cannot have been reused
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.message = fmt::format("nvidia-smi -r -i {} did not finish within {:.1f} s and was killed; the GPU may be "
+                                 "in a bad state: check it with nvidia-smi, and reboot if it does not answer",
+                                 gpu, std::chrono::duration<double>(timeout).count());
+    return result;
   }
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   for (auto& c : text) c = c == '\n' ? ' ' : c;

@@ -4,6 +4,7 @@
 // removal; a GPU is reset only when asked (--allow-reset) and its preconditions hold.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -18,14 +19,14 @@ std::string fix_outcome_name(FixOutcome outcome);  // "done", "failed", "skipped
 
 // What --fix did with one action.
 struct FixResult {
-  std::string finding_id;
+  std::optional<FindingId> finding_id;  // none for "nothing to fix"
   std::string description;
   FixOutcome outcome = FixOutcome::Failed;
   std::string message;  // for a person
 };
 
 struct FixOptions {
-  std::vector<std::string> only;  // finding ids the user chose; empty: every safe fix
+  std::vector<FindingId> only;  // findings the user chose; empty: every safe fix
   bool allow_reset = false;
   double timeout_s = 10;          // SIGTERM → SIGKILL
   double verify_timeout_s = 30;   // waiting for the driver to release the memory
@@ -34,7 +35,7 @@ struct FixOptions {
 };
 
 // The finding ids --only accepts.
-const std::vector<std::string>& fixable_finding_ids();
+const std::vector<FindingId>& fixable_finding_ids();
 
 // What --fix will do: with --only, every action of those findings (disruptive ones included);
 // otherwise the safe ones. Resets only with allow_reset.
@@ -46,8 +47,9 @@ std::vector<FixResult> apply_fixes(SnapshotSource& source, Snapshot& snapshot, c
                                    const std::vector<const FixAction*>& actions, const FixOptions& options,
                                    const DoctorOptions& doctor_options);
 
-// Runs `nvidia-smi -r -i N` (no shell) and reports what it said. The caller has checked the
-// preconditions on a fresh snapshot and closed its own NVML library.
-FixResult reset_gpu(unsigned gpu);
+// Runs `nvidia-smi -r -i N` (no shell) and reports what it said; killed (and reported) when it
+// runs past `timeout`. The caller has checked the preconditions on a fresh snapshot and closed
+// its own NVML library.
+FixResult reset_gpu(unsigned gpu, std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 }  // namespace gpureap

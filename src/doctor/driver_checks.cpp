@@ -34,7 +34,7 @@ Finding driver_load_finding(const Snapshot& snapshot) {
   f.evidence["nvml_code"] = d.nvml_code;
   f.evidence["kernel_module"] = module.empty() ? nlohmann::json(nullptr) : nlohmann::json(module);
   if (d.failure == LoadFailure::LibraryNotFound) {
-    f.id = "no-driver";
+    f.id = FindingId::NoDriver;
     f.summary = "No NVIDIA driver library (libnvidia-ml.so.1) could be loaded: no GPU can be inspected";
     f.details.push_back(module.empty() ? "No NVIDIA kernel module is loaded either (/proc/driver/nvidia/version is missing)."
                                        : "The kernel module is loaded (" + module + ") but its user-space library is not found.");
@@ -48,7 +48,7 @@ Finding driver_load_finding(const Snapshot& snapshot) {
     return f;
   }
   if (d.failure == LoadFailure::InitFailed && d.nvml_code == nvml_abi::kErrorLibRmVersionMismatch) {
-    f.id = "driver-version-mismatch";
+    f.id = FindingId::DriverVersionMismatch;
     f.summary = "The NVIDIA library and the loaded kernel module have different versions (driver upgraded without reload)";
     f.details.push_back("Kernel module: " + (module.empty() ? std::string("unknown") : module));
     f.details.push_back("Library: " + (d.library_path.empty() ? std::string("libnvidia-ml.so.1") : d.library_path));
@@ -59,13 +59,13 @@ Finding driver_load_finding(const Snapshot& snapshot) {
     return f;
   }
   if (d.failure == LoadFailure::InitFailed && d.nvml_code == nvml_abi::kErrorDriverNotLoaded) {
-    f.id = "driver-not-loaded";
+    f.id = FindingId::DriverNotLoaded;
     f.summary = "The NVIDIA library is installed but the kernel module is not loaded";
     f.remedies.push_back({"dmesg | grep -i nvrm", Risk::None, "look for the reason the module failed to load"});
     f.remedies.push_back({"modprobe nvidia && modprobe nvidia_uvm", Risk::Medium, "load the module"});
     return f;
   }
-  f.id = "driver-init-failed";
+  f.id = FindingId::DriverInitFailed;
   f.summary = "The NVIDIA driver could not be initialised: " + d.message;
   f.remedies.push_back({"dmesg | grep -i -E 'nvrm|xid'", Risk::None, "look for driver errors in the kernel log"});
   f.remedies.push_back({"systemctl reboot", Risk::High, "reboot when the driver stays unusable"});
@@ -79,7 +79,7 @@ Finding gpu_error_finding(const GpuView& gpu) {
   f.evidence["pci_bus_id"] = gpu.reading.pci_bus_id;
   f.evidence["error"] = {{"code", error.code}, {"name", error.name()}, {"call", error.call}, {"message", error.message}};
   if (error.code == nvml_abi::kErrorGpuIsLost) {
-    f.id = "gpu-lost";
+    f.id = FindingId::GpuLost;
     f.severity = Severity::Critical;
     f.summary = fmt::format("GPU {} is lost (fell off the bus or stopped answering): its memory and processes are unreachable",
                             gpu.reading.index);
@@ -91,7 +91,7 @@ Finding gpu_error_finding(const GpuView& gpu) {
                           "a GPU that fell off the bus needs the node rebooted, often power-cycled; a GPU reset cannot help"});
     return f;
   }
-  f.id = "gpu-error";
+  f.id = FindingId::GpuError;
   f.severity = error.code == nvml_abi::kErrorNoPermission ? Severity::Warning : Severity::Critical;
   f.summary = fmt::format("GPU {} could not be read: {} ({})", gpu.reading.index, error.message, error.name());
   f.remedies.push_back({"nvidia-smi -q -i " + std::to_string(gpu.reading.index), Risk::None, "see what the driver says about it"});
@@ -107,7 +107,7 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
   }
   if (snapshot.driver.count_error) {
     Finding f;
-    f.id = "driver-error";
+    f.id = FindingId::DriverError;
     f.severity = Severity::Critical;
     f.summary = "The driver could not count the GPUs: " + snapshot.driver.count_error->message;
     f.evidence["error"] = {{"code", snapshot.driver.count_error->code}, {"name", snapshot.driver.count_error->name()}};
@@ -121,7 +121,7 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
     }
     if (gpu.reading.persistence_mode == false) {
       Finding f;
-      f.id = "persistence-off";
+      f.id = FindingId::PersistenceOff;
       f.severity = Severity::Info;
       f.gpu = gpu.reading.index;
       f.summary = fmt::format("GPU {}: persistence is off: the driver tears its state down whenever no client is attached",
@@ -146,7 +146,7 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
     }
     if (!foreign.empty()) {
       Finding f;
-      f.id = "in-container";
+      f.id = FindingId::InContainer;
       f.severity = Severity::Warning;
       f.summary = fmt::format(
           "gpureap runs in a PID namespace (a container without --pid=host): {} driver-listed process(es) using {} "
@@ -175,7 +175,7 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
   }
   if (!unknown.empty()) {
     Finding f;
-    f.id = "unverifiable-pids";
+    f.id = FindingId::UnverifiablePids;
     f.severity = Severity::Warning;
     f.summary = fmt::format("The driver lists {} PID(s) that are not GPU processes here: never signal them by number",
                             unknown.size());

@@ -27,8 +27,35 @@ struct Remedy {
   bool applied_by_fix = false;  // `doctor --fix` does this itself (after asking)
 };
 
+// The kinds of finding; their names are stable (JSON "id", --only).
+enum class FindingId {
+  NoDriver,
+  DriverVersionMismatch,
+  DriverNotLoaded,
+  DriverInitFailed,
+  GpuLost,
+  GpuError,
+  DriverError,
+  PersistenceOff,
+  InContainer,
+  UnverifiablePids,
+  OrphanedHolders,
+  UnlistedHolders,
+  ReleaseInProgress,
+  MemoryLeak,
+  MemoryUnexplained,  // v1 memory figures: unexplained memory that may be the driver's reservation
+  Zombie,
+  DState,
+  Xid,
+  LeftoverSysvShm,
+  LeftoverSysvSem,
+  LeftoverPosixShm,
+};
+std::string_view finding_id_name(FindingId id);  // "orphaned-holders", "xid", ...
+std::optional<FindingId> parse_finding_id(std::string_view name);
+
 struct Finding {
-  std::string id;          // stable kind, e.g. "orphaned-holders", "xid"
+  FindingId id = FindingId::NoDriver;  // stable kind
   Severity severity = Severity::Info;
   std::optional<unsigned> gpu;  // NVML index, when the finding concerns one GPU
   std::string summary;     // one line for a person

@@ -216,6 +216,7 @@ void find_posix(const IpcScanOptions& options, std::int64_t now, IpcLeftovers& o
   for (const auto& file : candidates) ids.push_back({file.device, file.inode, file.name});
   OpenFileScan scan = find_open_or_mapped(ids, options.proc_root);
   out.processes_not_inspected = scan.processes_not_inspected;
+  out.blocked_pids = scan.blocked_pids;
   for (auto& error : scan.errors) out.errors.push_back(std::move(error));
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!scan.in_use[i]) out.posix.push_back(std::move(candidates[i]));

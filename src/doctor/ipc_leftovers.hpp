@@ -51,9 +51,11 @@ struct PosixShmLeftover {
   std::uint64_t size_bytes = 0;       // st_size
   std::uint64_t allocated_bytes = 0;  // st_blocks * 512: the RAM it really holds
   unsigned uid = 0;
-  std::int64_t mtime = 0;
+  std::int64_t mtime = 0;             // last written: its age for removal (ctime cannot be set back)
   std::uint64_t device = 0, inode = 0;
-  std::optional<int> creator_pid;     // from the name, when a known convention embeds it
+  // From the name, when a GPU framework's convention embeds it (PyTorch's "torch_<pid>_...");
+  // set only when that PID is gone. What makes the file recognisably a dead GPU job's.
+  std::optional<int> creator_pid;
   bool semaphore = false;
 };
 
@@ -75,6 +77,9 @@ struct IpcLeftovers {
   // Processes whose fds or maps could not be read (permission): a POSIX object they hold
   // would look unused, so the POSIX results are incomplete and the caller must say so.
   std::size_t processes_not_inspected = 0;
+  // Of those, processes with a thread in uninterruptible sleep (D): their files and maps are
+  // never read (reading maps could hang on their mmap lock).
+  std::vector<int> blocked_pids;
   std::vector<std::string> errors;  // for a person: what could not be read and why
 };
 

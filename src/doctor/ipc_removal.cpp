@@ -21,13 +21,15 @@
 
 #include "proc/parse_util.hpp"
 #include "proc/proc_io.hpp"
+#include "proc/proc_parse.hpp"
+#include "proc/task_state.hpp"
 
 namespace gpureap {
 namespace {
 
 using procfs::Fd;
 
-enum class Look { Inspected, Gone, Denied };
+enum class Look { Inspected, Gone, Denied, Blocked };
 
 // Marks which of a few files some process holds open (fd links) or mapped (maps lines carry
 // "major:minor inode", so no stat is needed). Only a link whose last path component is one
@@ -62,6 +64,18 @@ class OpenFileFinder {
       const Look look = pid_dir ? inspect_process(pid_dir.get(), pid)
                                 : (procfs::errno_means_denied() ? Look::Denied : Look::Gone);
       if (look == Look::Denied && !procfs::denial_hides_nothing(pid)) ++scan.processes_not_inspected;
+      if (look == Look::Blocked) {
+        ++scan.processes_not_inspected;
+        scan.blocked_pids.push_back(pid);
+      }
+    }
+    if (!scan.blocked_pids.empty()) {
+      std::string blocked;
+      for (const int pid : scan.blocked_pids) blocked += (blocked.empty() ? "" : ", ") + std::to_string(pid);
+      scan.errors.push_back(fmt::format(
+          "PID {} in uninterruptible sleep (D): its open files and memory maps were not read (that can "
+          "hang); a shared memory file it holds would look unused, so none is removed while it is",
+          blocked));
     }
     if (scan.processes_not_inspected != 0) {
       scan.errors.push_back(fmt::format(
@@ -74,6 +88,12 @@ class OpenFileFinder {
 
  private:
   Look inspect_process(int pid_dir, int pid) {
+    // The state just before: maps of a process with a thread in D are never read.
+    const auto stat_text = buffer_.read_proc_file_at(pid_dir, "stat");
+    if (!stat_text) return procfs::errno_means_denied() ? Look::Denied : Look::Gone;
+    const auto stat = parse_stat(*stat_text);
+    if (!stat) return Look::Denied;  // not understood: cannot call it harmless
+    if (procfs::address_space_may_block(pid_dir, stat->state, buffer_, lister_)) return Look::Blocked;
     bool saw_any = false;
     const Look look = inspect_task(pid_dir, saw_any);
     if (look != Look::Inspected || saw_any) return look;
@@ -341,6 +361,9 @@ RemovalResult remove_posix_shm(const PosixShmLeftover& expected, const IpcScanOp
     if (!S_ISREG(st.st_mode) || st.st_dev != expected.device || st.st_ino != expected.inode) {
       return refuse(RemovalOutcome::Changed, what, "is not the file found earlier");
     }
+    if (st.st_mtim.tv_sec != expected.mtime) {
+      return refuse(RemovalOutcome::InUse, what, "was written since it was found");
+    }
     if (st.st_nlink != 1) {
       return refuse(RemovalOutcome::Changed, what, "has another hard link now (cannot check it)");
     }
@@ -355,6 +378,12 @@ RemovalResult remove_posix_shm(const PosixShmLeftover& expected, const IpcScanOp
   const OpenFileScan scan =
       find_open_or_mapped({{expected.device, expected.inode, expected.name}}, options.proc_root);
   if (scan.in_use.at(0)) return refuse(RemovalOutcome::InUse, what, "is open or mapped by a process");
+  if (!scan.blocked_pids.empty()) {
+    return refuse(RemovalOutcome::InUse, what,
+                  fmt::format("may be in use: PID {} is in uninterruptible sleep (D), so its maps were "
+                              "not read",
+                              scan.blocked_pids.front()));
+  }
   if (scan.processes_not_inspected != 0 && !options.accept_uninspected_processes) {
     return refuse(RemovalOutcome::PermissionDenied, what,
                   fmt::format("may be in use: {} process(es) could not be checked (run as root)",

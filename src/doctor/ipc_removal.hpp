@@ -46,7 +46,8 @@ struct FileIdentity {
 };
 struct OpenFileScan {
   std::vector<bool> in_use;  // per file: some process holds it open or mapped
-  std::size_t processes_not_inspected = 0;
+  std::size_t processes_not_inspected = 0;  // denied, or skipped in D (blocked_pids)
+  std::vector<int> blocked_pids;
   std::vector<std::string> errors;
 };
 // Looks through the fd links and memory maps of every process under proc_root.

@@ -1,6 +1,8 @@
 #include "doctor/kernel_log.hpp"
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <system_error>
 #include <vector>
 
@@ -113,19 +115,62 @@ KernelLogRead scan_kernel_log_text(std::string_view text, std::string source) {
   return out;
 }
 
+std::string kernel_log_file_problem(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  const int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) {
+    return fmt::format("{}: cannot read it: {} (save the log first, e.g. journalctl -k > kernel.log, or dmesg > "
+                       "kernel.log)",
+                       path, errno_text(errno));
+  }
+  const FdCloser closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fmt::format("cannot inspect kernel log file {}: {}", path, errno_text(errno));
+  if (S_ISREG(st.st_mode)) return {};
+  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a pipe (it may never end)"
+                     : S_ISCHR(st.st_mode)  ? "a character device (it may never end)"
+                                            : "not a regular file";
+  return fmt::format("{} is {}, not a saved kernel log: save the log to a file first, e.g. journalctl -k > kernel.log",
+                     path, what);
+}
+
 KernelLogRead read_kernel_log_file(const std::string& path) {
   KernelLogRead out;
   out.source = path;
-  const int fd = open_cloexec(path, O_RDONLY);
+  if (std::string problem = kernel_log_file_problem(path); !problem.empty()) {
+    out.error = std::move(problem);
+    return out;
+  }
+  const int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     out.error = fmt::format("cannot read kernel log file {}: {}", path, errno_text(err));
     return out;
   }
   const FdCloser closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced since the check
+    out.error = fmt::format("kernel log file {} is not a regular file", path);
+    return out;
+  }
   LineSplitter lines(out);
+  bool skip_partial_line = false;
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxKernelLogBytes) {
+    // The newest part is what matters: read the last kMaxKernelLogBytes, from a line start.
+    const auto start = static_cast<off_t>(static_cast<std::uint64_t>(st.st_size) - kMaxKernelLogBytes);
+    if (::lseek(fd, start, SEEK_SET) == start) skip_partial_line = true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKernelLogReadSeconds);
+  std::size_t total = 0;
   std::vector<char> buffer(kFileChunkSize);
   for (;;) {
+    if (total >= kMaxKernelLogBytes) break;  // a file still growing: stop at the bound
+    if (std::chrono::steady_clock::now() > deadline) {
+      out.error = fmt::format("reading kernel log file {} took longer than {:.0f} s; stopped after {} lines", path,
+                              kKernelLogReadSeconds, out.lines_read);
+      break;
+    }
     const ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0) {
       const int err = errno;
@@ -135,7 +180,15 @@ KernelLogRead read_kernel_log_file(const std::string& path) {
       break;
     }
     if (got == 0) break;
-    lines.feed(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+    total += static_cast<std::size_t>(got);
+    std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
+    if (skip_partial_line) {
+      const std::size_t newline = chunk.find('\n');
+      if (newline == std::string_view::npos) continue;
+      chunk.remove_prefix(newline + 1);
+      skip_partial_line = false;
+    }
+    lines.feed(chunk);
   }
   lines.finish();
   return out;
@@ -157,7 +210,13 @@ KernelLogRead read_kmsg(const std::string& path) {
   // Each read() returns exactly one record: "prio,seq,usec,flags;text\n" and dictionary
   // lines after it, which we drop.
   std::vector<char> buffer(kKmsgBufferSize);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKernelLogReadSeconds);
   for (std::size_t reads = 0; reads < kMaxKmsgRecords; ++reads) {
+    if ((reads & 1023) == 0 && std::chrono::steady_clock::now() > deadline) {
+      out.error = fmt::format("reading {} took longer than {:.0f} s; stopped after {} records", path,
+                              kKernelLogReadSeconds, out.lines_read);
+      break;
+    }
     const ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0) {
       const int err = errno;

@@ -3,6 +3,7 @@
 // also how doctor works where /dev/kmsg is closed to non-root users (dmesg_restrict).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -21,9 +22,16 @@ struct KernelLogRead {
   bool truncated = false;            // kmsg records were overwritten before we read them (EPIPE)
 };
 
-// Every line of a saved log. A missing or unreadable file is an error value naming the path.
-// The path may be a pipe (`--kernel-log <(journalctl -k)`); it is read to its end.
+// Every line of a saved log. A missing or unreadable file, or anything but a regular file
+// (a FIFO, /dev/zero, a directory: endless or meaningless), is an error value naming the
+// path. At most the last kMaxKernelLogBytes are read, and for at most kKernelLogReadSeconds.
+inline constexpr std::size_t kMaxKernelLogBytes = 64u << 20;
+inline constexpr double kKernelLogReadSeconds = 30;
 KernelLogRead read_kernel_log_file(const std::string& path);
+
+// "" when path can be read as a saved kernel log, else the reason in one line (what doctor
+// says before it exits 11). Never blocks: a FIFO is opened without waiting for a writer.
+std::string kernel_log_file_problem(const std::string& path);
 
 // The records /dev/kmsg holds now, oldest first, without waiting for new ones. A regular
 // file given as path is read as a saved log (one record per line), for tests and replays.

@@ -23,7 +23,11 @@ nlohmann::json holder_evidence(const Snapshot& snapshot, const HolderView& h) {
   const ProcessInfo& p = *h.linux_process;
   const ProcessInfo* leader = snapshot.table.find(p.pgid);
   return {{"pid", h.pid},
-          {"role", h.role},
+          {"role", std::string(holder_role_name(h.role))},
+          {"orphan_evidence", h.role == HolderRole::Orphan
+                                  ? nlohmann::json{{"kind", std::string(orphan_evidence_name(h.orphan_evidence))},
+                                                   {"pids", h.evidence_pids}}
+                                  : nlohmann::json(nullptr)},
           {"ppid", p.ppid},
           {"pgid", p.pgid},
           {"process_group_leader_alive", leader != nullptr},
@@ -34,16 +38,26 @@ nlohmann::json holder_evidence(const Snapshot& snapshot, const HolderView& h) {
           {"container", p.container ? nlohmann::json(p.container->id) : nlohmann::json(nullptr)}};
 }
 
-std::string holder_line(const Snapshot& snapshot, const HolderView& h) {
-  const ProcessInfo& p = *h.linux_process;
-  std::string parent;
-  if (snapshot.table.find(p.pgid) == nullptr && p.pgid != h.pid) {
-    parent = fmt::format("; its process group leader {} (likely the job that forked it) is gone", p.pgid);
-  } else if (p.ppid <= 1) {
-    parent = "; reparented to init";
+std::string evidence_text(const HolderView& h) {
+  const pid_t leader = h.evidence_pids.empty() ? 0 : h.evidence_pids.front();
+  switch (h.orphan_evidence) {
+    case OrphanEvidence::ExitedListedGroupLeader:
+      return fmt::format("; the driver still lists PID {}, which led its process group and has exited", leader);
+    case OrphanEvidence::ExitedListedSessionLeader:
+      return fmt::format("; the driver still lists PID {}, which led its session and has exited", leader);
+    case OrphanEvidence::GroupLeaderGone:
+      return fmt::format("; its process group leader {} (the job that forked it) is gone", leader);
+    case OrphanEvidence::SessionLeaderGone:
+      return fmt::format("; its session leader {} (the job that started it) is gone", leader);
+    case OrphanEvidence::None: break;
   }
+  return h.linux_process->ppid <= 1 ? "; its parent is init (not evidence of a dead job: services have it too)" : "";
+}
+
+std::string holder_line(const HolderView& h) {
+  const ProcessInfo& p = *h.linux_process;
   return fmt::format("PID {} {} age {} state {}: {}{}", h.pid, p.user, format_duration(p.elapsed_seconds),
-                     p.state, p.command(), parent);
+                     p.state, p.command(), evidence_text(h));
 }
 
 std::string pid_list(const std::vector<pid_t>& pids) {
@@ -75,15 +89,16 @@ void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vec
   const std::uint64_t held = unattributed + exited_bytes;
   above = above || exited_bytes > 0;
   Finding f;
-  f.id = orphans ? "orphaned-holders" : "unlisted-holders";
-  f.severity = Severity::Warning;
+  f.id = orphans ? FindingId::OrphanedHolders : FindingId::UnlistedHolders;
+  // Unlisted holders of a GPU whose memory is explained cost nothing: information.
+  f.severity = orphans || above ? Severity::Warning : Severity::Info;
   f.gpu = index;
   std::vector<pid_t> pids;
   nlohmann::json list = nlohmann::json::array();
   for (const HolderView* h : holders) {
     pids.push_back(h->pid);
     list.push_back(holder_evidence(snapshot, *h));
-    f.details.push_back(holder_line(snapshot, *h));
+    f.details.push_back(holder_line(*h));
   }
   const std::string what = orphans ? "orphaned process(es) whose job has died" : "process(es) the driver does not list";
   f.summary = above ? fmt::format("GPU {}: {} kept in use by {} {}, which still hold its device files", index,
@@ -101,18 +116,25 @@ void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vec
   f.evidence["listed_for_exited"] = exited;
   f.evidence["held_bytes"] = held;
   f.remedies.push_back({"gpureap ps --tree", Risk::None, "see them with their process trees"});
+  // Orphans are ended unasked only when they explain memory nothing else does; otherwise
+  // ending them frees nothing and only --only may choose it.
+  const bool fix_unasked = orphans && above;
+  if (orphans && !above) {
+    f.details.push_back("The GPU's memory is explained without them: --fix leaves them unless chosen with "
+                        "--only orphaned-holders.");
+  }
   f.remedies.push_back({"gpureap kill " + pid_list(pids), orphans ? Risk::Low : Risk::Medium,
                         orphans ? "end them (SIGTERM, then SIGKILL) and verify the memory comes back"
                                 : "end them, if the job they belong to should not run; their parent is alive "
                                   "(doctor --fix --only unlisted-holders does this)",
-                        orphans});
+                        fix_unasked});
   diagnosis.findings.push_back(std::move(f));
   FixAction fix;
   fix.kind = FixAction::Kind::EndOrphans;
-  fix.finding_id = orphans ? "orphaned-holders" : "unlisted-holders";
+  fix.finding_id = orphans ? FindingId::OrphanedHolders : FindingId::UnlistedHolders;
   fix.gpu = index;
   fix.pids = pids;
-  fix.only_when_chosen = !orphans;
+  fix.only_when_chosen = !fix_unasked;
   fix.description = fmt::format("end {} on GPU {}: PID {}", orphans ? "the orphaned holders" : "the unlisted holders",
                                 index, pid_list(pids));
   diagnosis.fixes.push_back(std::move(fix));
@@ -159,7 +181,7 @@ void report_release(const GpuView& gpu, const ReleaseWatch& watch, std::uint64_t
   const std::uint64_t first = watch.samples.front().second;
   const std::uint64_t last = watch.samples.back().second;
   Finding f;
-  f.id = "release-in-progress";
+  f.id = FindingId::ReleaseInProgress;
   f.severity = Severity::Info;
   f.gpu = index;
   const bool done = last <= settled_at;
@@ -192,7 +214,7 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
                  std::size_t hidden, Diagnosis& diagnosis) {
   const unsigned index = gpu.reading.index;
   Finding f;
-  f.id = "memory-leak";
+  f.id = FindingId::MemoryLeak;
   f.gpu = index;
   const bool incomplete = hidden > 0;
   f.severity = incomplete ? Severity::Warning : Severity::Critical;
@@ -229,10 +251,54 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
   diagnosis.leaked_gpus.push_back(index);
   FixAction fix;
   fix.kind = FixAction::Kind::ResetGpu;
-  fix.finding_id = "memory-leak";
+  fix.finding_id = FindingId::MemoryLeak;
   fix.gpu = index;
   fix.description = fmt::format("reset GPU {} with nvidia-smi -r -i {} (only with --allow-reset)", index, index);
   diagnosis.fixes.push_back(std::move(fix));
+}
+
+// With v1 figures (drivers before R510) "used" includes the driver's own reservation, whose
+// size is not reported. Allowed for it: 1 GiB, or 2% of the GPU's memory when that is more
+// (v2 drivers report a few hundred MiB reserved on current GPUs).
+std::uint64_t reservation_allowance_bytes(const GpuView& gpu) {
+  if (gpu.memory.reserved) return 0;
+  return std::max<std::uint64_t>(1ull << 30, gpu.memory.total.value_or(0) / 50);
+}
+
+// Unexplained memory on a GPU whose reservation is unknown: perhaps all reservation, so never
+// called a critical leak and no reset is offered; a warning only beyond the allowance, after
+// re-measuring showed it is not being released.
+void report_unknown_reservation(const GpuView& gpu, std::uint64_t unattributed, std::uint64_t tolerance,
+                                std::uint64_t allowance, const ReleaseWatch* watch, Diagnosis& diagnosis) {
+  const unsigned index = gpu.reading.index;
+  Finding f;
+  f.id = FindingId::MemoryUnexplained;
+  f.gpu = index;
+  const bool beyond = watch != nullptr;
+  f.severity = beyond ? Severity::Warning : Severity::Info;
+  f.summary = fmt::format("GPU {}: {} in use that no process explains, {} the allowance for the driver's own "
+                          "reservation: this driver reports only v1 memory figures",
+                          index, format_bytes(unattributed), beyond ? "beyond" : "within");
+  f.details.push_back("With v1 figures (drivers before R510) \"used\" includes the memory the driver reserves for "
+                      "itself, whose size is not reported, so it cannot be told from a leak.");
+  f.details.push_back(fmt::format("Allowed for the reservation: {} beyond the usual {} of per-process overhead.",
+                                  format_bytes(allowance), format_bytes(tolerance)));
+  if (beyond) {
+    f.details.push_back(fmt::format("Used memory did not fall in {:.1f} s of re-measuring; it may be a leak, or a "
+                                    "larger reservation than allowed for.",
+                                    watch->samples.back().first));
+  }
+  f.evidence["unattributed_bytes"] = unattributed;
+  f.evidence["memory_source"] = gpu.memory.source;
+  f.evidence["reserved_bytes_known"] = false;
+  f.evidence["reservation_allowance_bytes"] = allowance;
+  if (beyond) {
+    f.remedies.push_back({"nvidia-smi -q -d MEMORY", Risk::None,
+                          "compare with the figures right after a reboot: the same amount in use then is the "
+                          "reservation, not a leak"});
+    f.remedies.push_back({"", Risk::None, "a driver of R510 or later reports the reservation separately"});
+  }
+  diagnosis.findings.push_back(std::move(f));
 }
 
 }  // namespace
@@ -250,7 +316,8 @@ void check_memory(SnapshotSource& source, const Snapshot& snapshot, const Doctor
     const std::uint64_t tolerance = tolerance_bytes(gpu, options);
     const bool known = gpu.memory.unattributed.has_value();
     const std::uint64_t unattributed = gpu.memory.unattributed.value_or(0);
-    const bool above = known && unattributed > tolerance;
+    const std::uint64_t allowance = reservation_allowance_bytes(gpu);
+    const bool above = known && unattributed > tolerance + allowance;
     if (!known) {
       diagnosis.notes.push_back(fmt::format("GPU {}: the driver does not report every process's memory, so memory "
                                             "that no process explains cannot be computed",
@@ -259,14 +326,16 @@ void check_memory(SnapshotSource& source, const Snapshot& snapshot, const Doctor
     std::vector<const HolderView*> orphans, unlisted;
     for (const auto& h : snapshot.holders) {
       if (!h.holds_gpu(index) || h.listed_by_driver) continue;
-      if (h.role == "orphan") orphans.push_back(&h);
-      if (h.role == "unlisted") unlisted.push_back(&h);
+      if (h.role == HolderRole::Orphan) orphans.push_back(&h);
+      if (h.role == HolderRole::Unlisted) unlisted.push_back(&h);
     }
     report_holders(snapshot, gpu, orphans, true, unattributed, above, diagnosis);
     report_holders(snapshot, gpu, unlisted, false, unattributed, above && orphans.empty(), diagnosis);
     if (above && orphans.empty() && unlisted.empty()) {
       candidates.push_back(index);
-      settled_at[index] = gpu.memory.attributed + tolerance;
+      settled_at[index] = gpu.memory.attributed + tolerance + allowance;
+    } else if (known && allowance > 0 && unattributed > tolerance && orphans.empty() && unlisted.empty()) {
+      report_unknown_reservation(gpu, unattributed, tolerance, allowance, nullptr, diagnosis);
     }
   }
   if (candidates.empty()) return;
@@ -277,6 +346,9 @@ void check_memory(SnapshotSource& source, const Snapshot& snapshot, const Doctor
     const ReleaseWatch& watch = watches.at(index);
     if (watch.falling()) {
       report_release(gpu, watch, settled_at.at(index), diagnosis);
+    } else if (!gpu.memory.reserved) {
+      report_unknown_reservation(gpu, *gpu.memory.unattributed, tolerance_bytes(gpu, options),
+                                 reservation_allowance_bytes(gpu), &watch, diagnosis);
     } else {
       report_leak(snapshot, gpu, *gpu.memory.unattributed, watch, hidden, diagnosis);
     }

@@ -41,7 +41,7 @@ void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis) {
     const bool parent_gpu = parent != nullptr && (is_gpu_process(snapshot, parent->pid) || holder_of(snapshot, parent->pid));
     if (!listed && !parent_gpu && !zombie.holds_any_device_file()) continue;
     Finding f;
-    f.id = "zombie";
+    f.id = FindingId::Zombie;
     // A zombie holds nothing, unless its threads still do (then the driver may list it).
     const bool stuck_parent = parent != nullptr && (parent->state == 'T' || parent->state == 'D' || parent->state == 'Z');
     f.severity = (listed || zombie.holds_any_device_file() || stuck_parent) ? Severity::Warning : Severity::Info;
@@ -73,13 +73,13 @@ void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis) {
                             false});
       FixAction nudge;
       nudge.kind = FixAction::Kind::ReapZombies;
-      nudge.finding_id = "zombie";
+      nudge.finding_id = FindingId::Zombie;
       nudge.pids = {parent->pid};
       nudge.description = fmt::format("send SIGCHLD to PID {}, the parent of zombie {}", parent->pid, pid);
       diagnosis.fixes.push_back(nudge);
       FixAction end;
       end.kind = FixAction::Kind::EndZombieParent;
-      end.finding_id = "zombie";
+      end.finding_id = FindingId::Zombie;
       end.pids = {parent->pid};
       end.only_when_chosen = true;
       end.description = fmt::format("end PID {} ({}), the parent of zombie {}", parent->pid, parent->command(), pid);
@@ -106,7 +106,7 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
     const auto second = sample_blocked(proc_root, pid);
     const bool stayed = first[i] && second && stayed_blocked(*first[i], *second);
     Finding f;
-    f.id = "d-state";
+    f.id = FindingId::DState;
     f.severity = Severity::Warning;
     f.gpu = h.gpus.size() == 1 ? std::optional<unsigned>(h.gpus.front()) : std::nullopt;
     const std::string wchan = io.wchan.empty() ? h.linux_process->wchan : io.wchan;

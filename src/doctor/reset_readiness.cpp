@@ -39,7 +39,7 @@ ResetReadiness check_reset_readiness(const Snapshot& snapshot, unsigned gpu_inde
   for (const auto& h : snapshot.holders) {
     if (!h.holds_gpu(gpu_index) || !named.insert(h.pid).second) continue;
     const std::string command = h.linux_process->command();
-    if (h.role == "client") {
+    if (h.role == HolderRole::Client) {
       r.blockers.push_back({"nvml-client", h.pid,
                             fmt::format("PID {} ({}) is an NVML client (a monitor, exporter or DCGM) holding the GPU: "
                                         "stop it or its service first",

@@ -145,7 +145,7 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     const XidEvent& last = *events.back();
     const XidInfo info = describe_xid(last);
     Finding f;
-    f.id = "xid";
+    f.id = FindingId::Xid;
     f.severity = severity_for(info.action);
     f.gpu = gpu_for(snapshot, last.pci);
     const std::string where = f.gpu ? fmt::format("GPU {} ({})", *f.gpu, pci_text(last.pci)) : "PCI " + pci_text(last.pci);

@@ -274,6 +274,79 @@ std::optional<XidEvent> parse_report(std::string_view text) {
   return event;
 }
 
+// A "[ 5678.901234]" (the kernel's own time) and the spaces after it, if text starts so.
+void skip_uptime(std::string_view& text) {
+  if (text.empty() || text.front() != '[') return;
+  const std::size_t close = text.find(']');
+  if (close == std::string_view::npos || !parse_uptime(text.substr(1, close - 1))) return;
+  text.remove_prefix(close + 1);
+  skip_spaces(text);
+}
+
+// "host kernel: " after a syslog or ISO time: the record is the kernel's.
+bool take_host_kernel(std::string_view& text) {
+  skip_spaces(text);
+  const std::size_t space = text.find(' ');
+  if (space == 0 || space == std::string_view::npos) return false;
+  text.remove_prefix(space);
+  skip_spaces(text);
+  if (text.substr(0, 7) != "kernel:") return false;
+  text.remove_prefix(7);
+  skip_spaces(text);
+  skip_uptime(text);
+  return true;
+}
+
+// dmesg -x: "kern  :err   : " (facility, level); only the kernel facility counts.
+bool take_dmesg_facility(std::string_view& text) {
+  if (text.substr(0, 4) != "kern") return false;
+  std::string_view rest = text.substr(4);
+  skip_spaces(rest);
+  if (rest.empty() || rest.front() != ':') return false;
+  rest.remove_prefix(1);
+  skip_spaces(rest);
+  while (!rest.empty() && is_alpha(rest.front())) rest.remove_prefix(1);
+  skip_spaces(rest);
+  if (rest.empty() || rest.front() != ':') return false;
+  rest.remove_prefix(1);
+  skip_spaces(rest);
+  skip_uptime(rest);
+  text = rest;
+  return true;
+}
+
+// Where the kernel's message starts in a log line: after a /dev/kmsg header (kernel facility
+// only), a dmesg time, or a journal's "time host kernel:". nullopt for a line that is not
+// recognisably the kernel's own: text a user controls cannot start a kernel message.
+std::optional<std::size_t> kernel_message_start(std::string_view line) {
+  std::string_view rest = line;
+  std::uint64_t priority = 0;
+  if (take_decimal(rest, priority) && !rest.empty() && rest.front() == ',') {
+    rest = line;
+    if (!take_kmsg_header(rest)) return std::nullopt;
+    if ((priority >> 3) != 0) return std::nullopt;  // facility 0 is the kernel's; others are userspace's
+    return line.size() - rest.size();
+  }
+  rest = line;
+  if (!rest.empty() && rest.front() == '[') {
+    const std::size_t close = rest.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view inside = rest.substr(1, close - 1);
+    if (!parse_uptime(inside) && !looks_like_date(inside)) return std::nullopt;
+    rest.remove_prefix(close + 1);
+    skip_spaces(rest);
+  } else if (const std::size_t n = syslog_time_length(rest); n > 0) {
+    rest.remove_prefix(n);
+    if (!take_host_kernel(rest)) return std::nullopt;
+  } else if (const std::size_t iso = iso_time_length(rest); iso > 0) {
+    rest.remove_prefix(iso);
+    if (!take_host_kernel(rest)) return std::nullopt;
+  } else {
+    take_dmesg_facility(rest);  // else the line is the message itself (dmesg --notime)
+  }
+  return line.size() - rest.size();
+}
+
 }  // namespace
 
 std::optional<PciLocation> parse_pci_bus_id(std::string_view text) {
@@ -304,15 +377,15 @@ std::string pci_text(const PciLocation& pci) {
 
 std::optional<XidEvent> parse_xid_line(std::string_view line) {
   line = trim(line);
-  for (std::size_t at = line.find(kMarker); at != std::string_view::npos;
-       at = line.find(kMarker, at + 1)) {
-    auto event = parse_report(line.substr(at + kMarker.size()));
-    if (!event) continue;
-    read_timestamp(line.substr(0, at), *event);
-    event->line = std::string(line);
-    return event;
-  }
-  return std::nullopt;
+  // Only the driver writes "NVRM: Xid" at the start of a kernel message; anywhere else it is
+  // text someone else put there (a process name, a path the kernel echoes).
+  const auto at = kernel_message_start(line);
+  if (!at || line.substr(*at, kMarker.size()) != kMarker) return std::nullopt;
+  auto event = parse_report(line.substr(*at + kMarker.size()));
+  if (!event) return std::nullopt;
+  read_timestamp(line.substr(0, *at), *event);
+  event->line = std::string(line);
+  return event;
 }
 
 }  // namespace gpureap

@@ -48,7 +48,9 @@ struct XidEvent {
 
 // One log line in any of the formats kernel_log reads (kmsg record, dmesg, dmesg -T,
 // journalctl -k, journalctl -o short-iso, or the bare driver text). nullopt when the line
-// holds no complete Xid report. A field the line does not hold reliably (a number cut short
+// holds no complete Xid report, or holds it anywhere but where the kernel's message starts
+// (after the record header, time or "host kernel:"), or is a /dev/kmsg record of another
+// facility than the kernel's: only the driver can write a real one. A field the line does not hold reliably (a number cut short
 // by truncation, an unparsable pid) is left empty rather than guessed.
 std::optional<XidEvent> parse_xid_line(std::string_view line);
 

@@ -32,6 +32,17 @@ std::string iso8601_utc(double unix_time) {
   return fmt::format("{}.{:03}Z", buffer, std::min(millis, 999));
 }
 
+nlohmann::ordered_json requested_by(const Requester& requester) {
+  nlohmann::ordered_json by{{"uid", requester.uid}, {"user", requester.user}, {"ppid", requester.ppid}};
+  by["tty"] = requester.tty.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(requester.tty);
+  if (!requester.sudo_user.empty()) by["sudo_user"] = requester.sudo_user;
+  return by;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 Requester Requester::current() {
@@ -50,10 +61,20 @@ Requester Requester::current() {
   return r;
 }
 
+std::string audit_removal_line(const AuditRemovalRecord& record, const Requester& requester, double unix_time) {
+  nlohmann::ordered_json line{
+      {"time", iso8601_utc(unix_time)},
+      {"stage", record.stage == AuditStage::Sending ? "removing" : "removed"},
+      {"object", record.object},
+      {"reason", record.reason},
+      {"requested_by", requested_by(requester)},
+      {"result", record.stage == AuditStage::Sending ? std::string("pending") : record.result},
+  };
+  return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string audit_line(const AuditRecord& record, const Requester& requester, double unix_time) {
-  nlohmann::ordered_json by{{"uid", requester.uid}, {"user", requester.user}, {"ppid", requester.ppid}};
-  by["tty"] = requester.tty.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(requester.tty);
-  if (!requester.sudo_user.empty()) by["sudo_user"] = requester.sudo_user;
+  const nlohmann::ordered_json by = requested_by(requester);
   nlohmann::ordered_json line{
       {"time", iso8601_utc(unix_time)},
       {"stage", record.stage == AuditStage::Sending ? "sending" : "sent"},
@@ -94,10 +115,16 @@ void AuditLog::write(const AuditRecord& record) const {
   sync();
 }
 
+void AuditLog::write(const AuditRemovalRecord& record) const {
+  append_line(audit_removal_line(record, requester_, unix_now()) + "\n");
+  sync();
+}
+
 void AuditLog::append(const AuditRecord& record) const {
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const std::string line = audit_line(record, requester_, now) + "\n";
+  append_line(audit_line(record, requester_, unix_now()) + "\n");
+}
+
+void AuditLog::append_line(const std::string& line) const {
   // One write with O_APPEND: concurrent gpureap runs never interleave inside a line.
   if (const int error = procfs::write_all(fd_.get(), line); error != 0) {
     throw std::runtime_error(fmt::format("cannot write the audit log {}: {}", path_, std::strerror(error)));

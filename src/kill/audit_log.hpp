@@ -39,6 +39,15 @@ struct AuditRecord {
   int result_errno = 0;  // 0: delivered (for Sent)
 };
 
+// Removing an object (doctor --fix: a shared memory file, a System V segment or semaphore set)
+// is audited like a signal: a "removing" line on disk before, a "removed" line with the result.
+struct AuditRemovalRecord {
+  AuditStage stage = AuditStage::Sent;  // Sending: "removing"; Sent: "removed"
+  std::string object;  // what, e.g. "/dev/shm/torch_123_4_0" or "System V segment 5"
+  std::string reason;
+  std::string result;  // Sent only: "removed", "in-use", ... and a message
+};
+
 class AuditLog {
  public:
   AuditLog() = default;
@@ -48,6 +57,8 @@ class AuditLog {
 
   // Appends one line and fdatasyncs it. Throws std::runtime_error when it cannot.
   void write(const AuditRecord& record) const;
+  // Appends one removal line (doctor --fix: ipcrm, unlink) and fdatasyncs it.
+  void write(const AuditRemovalRecord& record) const;
   // Appends one line without syncing: a step's lines, followed by one sync().
   void append(const AuditRecord& record) const;
   // fdatasync: every line appended so far is on disk. Throws std::runtime_error when it cannot.
@@ -55,6 +66,8 @@ class AuditLog {
   const std::string& path() const { return path_; }
 
  private:
+  void append_line(const std::string& line) const;
+
   procfs::unique_fd fd_;
   std::string path_;
   Requester requester_;
@@ -62,5 +75,6 @@ class AuditLog {
 
 // The line itself (without the newline), for tests.
 std::string audit_line(const AuditRecord& record, const Requester& requester, double unix_time);
+std::string audit_removal_line(const AuditRemovalRecord& record, const Requester& requester, double unix_time);
 
 }  // namespace gpureap

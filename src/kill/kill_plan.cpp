@@ -255,7 +255,7 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
     // when every such holder will be signalled, it should come back too.
     bool orphans = false, all_orphans_targeted = true;
     for (const auto& h : snapshot.holders) {
-      if (h.role != "orphan" && h.role != "unlisted") continue;
+      if (h.role != HolderRole::Orphan && h.role != HolderRole::Unlisted) continue;
       if (!h.holds_gpu(index)) continue;
       orphans = true;
       const bool targeted = std::any_of(plan.targets.begin(), plan.targets.end(),

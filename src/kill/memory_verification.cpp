@@ -53,8 +53,8 @@ std::vector<pid_t> remaining_holders(const KillPlan& plan, const Snapshot& snaps
   for (const auto& h : snapshot.holders) {
     if (!h.holds_gpu(index)) continue;
     const bool target = contains(targets, h.pid);
-    const bool unlisted = h.role == "orphan" || h.role == "unlisted";
-    const bool worker_of_target = h.role == "worker" && h.listed_ancestor && contains(targets, *h.listed_ancestor);
+    const bool unlisted = h.role == HolderRole::Orphan || h.role == HolderRole::Unlisted;
+    const bool worker_of_target = h.role == HolderRole::Worker && h.listed_ancestor && contains(targets, *h.listed_ancestor);
     // A worker whose listed ancestor we killed is re-classified after the kill: its ancestor is
     // gone and no longer listed, so it shows as orphan/unlisted, which is covered above.
     if (target || unlisted || worker_of_target) holders.push_back(h.pid);

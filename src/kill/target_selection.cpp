@@ -151,9 +151,9 @@ class Selector {
       if (h.context_of) {
         selected.reason = fmt::format("keeps the context of exited PID {} alive, holding GPU {}'s device file",
                                       *h.context_of, gpus);
-      } else if (h.role == "orphan") {
+      } else if (h.role == HolderRole::Orphan) {
         selected.reason = fmt::format("orphan of a job that has ended, holding GPU {}'s device file", gpus);
-      } else if (h.role == "worker" && h.listed_ancestor && chosen_.count(*h.listed_ancestor)) {
+      } else if (h.role == HolderRole::Worker && h.listed_ancestor && chosen_.count(*h.listed_ancestor)) {
         selected.reason = fmt::format("worker of selected PID {}, holding GPU {}'s device file", *h.listed_ancestor, gpus);
         selected.via = *h.listed_ancestor;
       } else {

@@ -10,6 +10,7 @@
 
 #include "proc/parse_util.hpp"
 #include "proc/proc_parse.hpp"
+#include "proc/task_state.hpp"
 
 namespace gpureap::procfs {
 namespace {
@@ -147,10 +148,12 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
   info.user = users.name(info.uid);
   if (info.ns_pids.empty()) info.ns_pids = {info.pid};  // kernels before 4.1 have no NSpid
 
-  if (const auto text = buffer_.read_file_at(pid_fd, "cmdline")) {
-    info.cmdline = parse_cmdline(*text);
-  } else {
-    info.cmdline.clear();
+  // cmdline and maps take the mmap lock, which a thread in D may hold: never read then
+  // (the command falls back to comm).
+  const bool may_block = address_space_may_block(pid_fd, info.state, buffer_, lister_);
+  info.cmdline.clear();
+  if (!may_block) {
+    if (const auto text = buffer_.read_file_at(pid_fd, "cmdline")) info.cmdline = parse_cmdline(*text);
   }
   if (const auto target = buffer_.read_link_at(pid_fd, "exe")) {
     info.exe.assign(*target);
@@ -162,7 +165,9 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
   } else {
     info.container.reset();
   }
-  read_gpu_library_maps(pid_fd, info);
+  info.maps_cuda.reset();
+  info.maps_nvml.reset();
+  if (!may_block && info.state != 'Z' && info.state != 'X') read_gpu_library_maps(pid_fd, info);  // zombies: no address space
   info.wchan.clear();
   if (info.state == 'D') {
     if (const auto text = buffer_.read_file_at(pid_fd, "wchan")) {
@@ -173,12 +178,9 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
   }
 }
 
-// Reading maps takes the process's mmap lock: skipped for D (it may be stuck holding it in a
-// page fault, and we would block too) and for zombies (no address space).
+// Only for a process whose address space cannot block us (see read_detail_files).
 void ProcessReader::read_gpu_library_maps(int pid_fd, ProcessInfo& info) {
-  info.maps_cuda.reset();
-  info.maps_nvml.reset();
-  if (!info.holds_any_device_file() || info.state == 'D' || info.state == 'Z' || info.state == 'X') return;
+  if (!info.holds_any_device_file()) return;
   const auto text = buffer_.read_file_at(pid_fd, "maps");
   if (!text) return;
   info.maps_cuda = text->find("/libcuda.so") != std::string_view::npos;

@@ -72,12 +72,11 @@ void link_exited_owners(Snapshot& snapshot) {
       const auto dead = static_cast<pid_t>(p.driver.pid);
       std::vector<HolderView*> by_group, orphans;
       for (auto& h : snapshot.holders) {
-        if (h.listed_by_driver || h.role == "client" ||
-            !h.holds_gpu(index)) {
+        if (h.listed_by_driver || h.role == HolderRole::Client || !h.holds_gpu(index)) {
           continue;
         }
         if (h.linux_process->pgid == dead || h.linux_process->session == dead) by_group.push_back(&h);
-        if (h.role == "orphan") orphans.push_back(&h);
+        if (h.role == HolderRole::Orphan) orphans.push_back(&h);
       }
       const auto& holders = !by_group.empty() ? by_group : (exited_here == 1 ? orphans : by_group);
       if (holders.empty()) continue;
@@ -96,7 +95,62 @@ void link_exited_owners(Snapshot& snapshot) {
   }
 }
 
+// A leader that is gone, or dead but not yet reaped, no longer runs the job. PID 0 is a leader
+// outside our PID namespace: unknown, so never evidence.
+bool leader_gone(const Snapshot& snapshot, pid_t leader) {
+  if (leader <= 0) return false;
+  const ProcessInfo* process = snapshot.table.find(leader);
+  return process == nullptr || process->state == 'Z';
+}
+
+// Positive evidence that the job which forked this holder is over; PPID 1 is none (every
+// service has it). A session leader (pid == session: a service, a login, a setsid'd daemon)
+// started its own job, so a gone leader says nothing about it.
+bool find_orphan_evidence(const Snapshot& snapshot, const std::unordered_set<pid_t>& exited_listed,
+                          const ProcessInfo& process, HolderView& holder) {
+  const pid_t pid = process.pid;
+  const auto found = [&holder](OrphanEvidence evidence, pid_t leader) {
+    holder.orphan_evidence = evidence;
+    holder.evidence_pids = {leader};
+    return true;
+  };
+  if (process.pgid > 0 && process.pgid != pid && exited_listed.count(process.pgid)) {
+    return found(OrphanEvidence::ExitedListedGroupLeader, process.pgid);
+  }
+  if (process.session > 0 && process.session != pid && exited_listed.count(process.session)) {
+    return found(OrphanEvidence::ExitedListedSessionLeader, process.session);
+  }
+  if (process.session == pid) return false;
+  if (process.pgid != pid && leader_gone(snapshot, process.pgid)) {
+    return found(OrphanEvidence::GroupLeaderGone, process.pgid);
+  }
+  if (leader_gone(snapshot, process.session)) return found(OrphanEvidence::SessionLeaderGone, process.session);
+  return false;
+}
+
 }  // namespace
+
+std::string_view holder_role_name(HolderRole role) {
+  switch (role) {
+    case HolderRole::GpuProcess: return "gpu-process";
+    case HolderRole::Worker: return "worker";
+    case HolderRole::Orphan: return "orphan";
+    case HolderRole::Client: return "client";
+    case HolderRole::Unlisted: return "unlisted";
+  }
+  return "unlisted";
+}
+
+std::string_view orphan_evidence_name(OrphanEvidence evidence) {
+  switch (evidence) {
+    case OrphanEvidence::None: return "none";
+    case OrphanEvidence::ExitedListedGroupLeader: return "exited-listed-group-leader";
+    case OrphanEvidence::ExitedListedSessionLeader: return "exited-listed-session-leader";
+    case OrphanEvidence::GroupLeaderGone: return "group-leader-gone";
+    case OrphanEvidence::SessionLeaderGone: return "session-leader-gone";
+  }
+  return "none";
+}
 
 std::uint64_t overhead_tolerance_bytes(std::size_t listed_processes) {
   return (64ull << 20) + (16ull << 20) * listed_processes;
@@ -176,6 +230,15 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
     }
   }
 
+  // Listed PIDs that do not exist here: exited jobs (on the host; in a child PID namespace the
+  // driver's PIDs are the host's and prove nothing here).
+  std::unordered_set<pid_t> exited_listed;
+  if (!snapshot.in_child_pid_namespace) {
+    for (const auto& p : snapshot.processes) {
+      if (p.linux_process == nullptr) exited_listed.insert(static_cast<pid_t>(p.driver.pid));
+    }
+  }
+
   snapshot.processes_not_inspected = 0;
   for (const auto& [pid, process] : snapshot.table.processes()) {
     if (process.fd_access == FdAccess::Denied && !process.kernel_thread) ++snapshot.processes_not_inspected;
@@ -205,20 +268,17 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
       }
     }
     if (holder.listed_by_driver) {
-      holder.role = "gpu-process";
+      holder.role = HolderRole::GpuProcess;
     } else if (!holds_any_gpu_file(process) || (process.maps_nvml == true && process.maps_cuda == false)) {
       // Control/UVM files only, or the NVML library mapped without CUDA: a monitor,
       // exporter or nvidia-smi. It holds no GPU memory but does block a GPU reset.
-      holder.role = "client";
+      holder.role = HolderRole::Client;
     } else if (holder.listed_ancestor) {
-      holder.role = "worker";
-    } else if (process.ppid <= 1 ||
-               (process.pgid != pid && snapshot.table.find(process.pgid) == nullptr)) {
-      // Reparented to init, or (under a subreaper) its process-group leader is gone: the
-      // job that forked it has died and it keeps the descriptors alive.
-      holder.role = "orphan";
+      holder.role = HolderRole::Worker;
+    } else if (find_orphan_evidence(snapshot, exited_listed, process, holder)) {
+      holder.role = HolderRole::Orphan;
     } else {
-      holder.role = "unlisted";
+      holder.role = HolderRole::Unlisted;
     }
     snapshot.holders.push_back(std::move(holder));
   }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -66,12 +67,38 @@ struct GpuProcessView {
   std::vector<pid_t> held_by;
 };
 
+// What a process holding an NVIDIA device file is to the GPU's jobs.
+enum class HolderRole {
+  GpuProcess,  // the driver lists it
+  Worker,      // an ancestor is listed: it belongs to a running job
+  Orphan,      // its job is provably over (see OrphanEvidence); the only role kill/fix may take unasked
+  Client,      // control files only, or NVML without CUDA: a monitor; holds no memory
+  Unlisted,    // none of the above: holds a GPU file for a reason we cannot prove
+};
+// "gpu-process", "worker", "orphan", "client", "unlisted" (ps and doctor JSON).
+std::string_view holder_role_name(HolderRole role);
+
+// Why a holder is called an orphan of a dead job. PPID 1 alone proves nothing: every service
+// has it. Only these do.
+enum class OrphanEvidence {
+  None,
+  ExitedListedGroupLeader,    // the driver lists an exited PID that led its process group
+  ExitedListedSessionLeader,  // the driver lists an exited PID that led its session
+  GroupLeaderGone,            // its process-group leader is gone (and it is not a session leader)
+  SessionLeaderGone,          // its session leader is gone (and it is not one itself)
+};
+// "none", "exited-listed-group-leader", "exited-listed-session-leader", "group-leader-gone",
+// "session-leader-gone".
+std::string_view orphan_evidence_name(OrphanEvidence evidence);
+
 struct HolderView {
   pid_t pid = 0;
   const ProcessInfo* linux_process = nullptr;  // never null
   std::vector<unsigned> gpus;                  // indices of GPUs whose nvidia<minor> it holds
   bool listed_by_driver = false;
-  std::string role;  // "gpu-process", "worker", "orphan", "client", "unlisted"
+  HolderRole role = HolderRole::Unlisted;
+  OrphanEvidence orphan_evidence = OrphanEvidence::None;  // set exactly when role is Orphan
+  std::vector<pid_t> evidence_pids;  // the exited listed PID or the gone leader the evidence names
   std::optional<pid_t> listed_ancestor;        // nearest ancestor the driver lists
   std::vector<pid_t> ancestry;                 // parent, grandparent, ... up to PID 1
   std::optional<pid_t> context_of;             // the exited listed PID whose context it keeps alive

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -22,8 +25,68 @@ SimProcess orphaned_job(const SimHost& host, const std::string& alloc) {
   return job;
 }
 
+// A service as systemd starts one: its own session (setsid), parent PID 1 (or a subreaper),
+// holding a GPU device file. Ended (SIGKILL) when the test ends.
+struct Service {
+  pid_t pid = -1;
+  explicit Service(const SimHost& host) {
+    const std::string pid_file = host.state_dir() + "/service.pid";
+    const auto started = run_command({"/usr/bin/setsid", "-f", "/bin/sh", "-c",
+                                      "echo $$ > \"$0\"; exec sleep 1000 3<\"$1\" </dev/null >/dev/null 2>&1", pid_file,
+                                      host.dev_dir() + "/nvidia0"});
+    EXPECT_EQ(started.exit_code, 0) << started.err;
+    EXPECT_TRUE(eventually([&] {
+      std::ifstream in(pid_file);
+      return static_cast<bool>(in >> pid) && pid > 0;
+    }));
+    // Holding the file (the shell has exec'd sleep with it open).
+    EXPECT_TRUE(eventually([&] { return find_holder(host.ps_json(), pid) != nullptr; })) << "service " << pid;
+  }
+  ~Service() {
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+};
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close + 2));
+  char state = 0;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// PPID 1 proves nothing: a healthy service holding /dev/nvidia0, on a GPU whose memory is
+// fully explained, is not called orphaned and survives doctor --fix --yes.
+TEST(DoctorFix, Ppid1ServiceHoldingADeviceFileIsNotAnOrphanAndSurvivesFix) {
+  SimHost host;
+  auto healthy = host.start({"--alloc", "0:1GiB"});
+  const Service service(host);
+  ASSERT_GT(service.pid, 0);
+  const pid_t ppid = parent_of(service.pid);
+  RecordProperty("service_parent", ppid);  // 1, or the nearest subreaper
+  const auto ps = host.ps_json();
+  const auto* holder = find_holder(ps, service.pid);
+  ASSERT_NE(holder, nullptr) << ps.dump(2);
+  EXPECT_EQ((*holder)["role"], "unlisted") << "parent " << ppid << ": " << holder->dump();
+  EXPECT_TRUE((*holder)["orphan_evidence"].is_null()) << holder->dump();
+  int rc = -1;
+  const auto report = doctor_json(host, {"--fix", "--yes"}, &rc);
+  EXPECT_TRUE(findings(report, "orphaned-holders").empty()) << report["findings"].dump(2);
+  for (const auto& f : report["fixes"]) {
+    EXPECT_NE(f["finding_id"], "orphaned-holders") << f.dump();
+    EXPECT_NE(f["finding_id"], "unlisted-holders") << f.dump();
+  }
+  EXPECT_TRUE(running(service.pid)) << "doctor --fix ended a healthy service";
+  EXPECT_TRUE(running(healthy.pid));
+}
+
 TEST(DoctorFix, EndsOrphanedWorkersFreesTheMemoryAndLeavesOthersAlone) {
   SimHost host;
+  const Service service(host);  // a PPID-1 service holding GPU 0's device file, beside the orphans
   auto healthy = host.start({"--alloc", "0:1GiB", "--workers", "1"});  // a live job on the same GPU
   auto other = host.start({"--alloc", "1:2GiB"});
   auto bystander = host.start({});
@@ -41,6 +104,7 @@ TEST(DoctorFix, EndsOrphanedWorkersFreesTheMemoryAndLeavesOthersAlone) {
   for (pid_t w : healthy.workers) EXPECT_TRUE(running(w)) << "a live job's worker was touched";
   EXPECT_TRUE(running(other.pid));
   EXPECT_TRUE(running(bystander.pid));
+  EXPECT_TRUE(running(service.pid)) << "a service with PPID 1 is no orphan";
   const auto ps = host.ps_json();
   EXPECT_EQ(gpu_entry(ps, 0)["memory"]["used_bytes"], 1 * GiB) << "only the healthy job's memory remains";
   EXPECT_EQ(gpu_entry(ps, 1)["memory"]["used_bytes"], 2 * GiB);
@@ -53,6 +117,9 @@ TEST(DoctorFix, WithoutATerminalNothingChangesUnlessYes) {
   const auto result = host.gpureap({"doctor", "--no-kernel-log", "--fix"});
   EXPECT_EQ(result.exit_code, 10) << result.out << result.err;
   EXPECT_NE(result.err.find("add --yes"), std::string::npos) << result.err;
+  // The footer never claims a status the command does not exit with.
+  EXPECT_EQ(result.out.find("exit status 1"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("exit status 10"), std::string::npos) << result.err;
   for (pid_t w : job.workers) EXPECT_TRUE(running(w));
   EXPECT_EQ(gpu_entry(host.ps_json(), 0)["memory"]["used_bytes"], 1 * GiB);
 }

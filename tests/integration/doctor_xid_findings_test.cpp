@@ -1,5 +1,8 @@
 // Xid events from a saved kernel log become findings on the right GPU, with the PID named.
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <ctime>
 #include <fstream>
@@ -124,6 +127,46 @@ TEST(DoctorXid, ALogWithoutXidsAddsNothing) {
   const auto report = doctor_json(host, {"--kernel-log", log}, &rc);
   EXPECT_EQ(rc, 0) << report.dump(2);
   EXPECT_TRUE(findings(report, "xid").empty());
+}
+
+// Text a user controls can reach the kernel log (a process name, a path the kernel echoes, a
+// message written through /dev/kmsg by a daemon): a driver report there is no Xid.
+TEST(DoctorXid, ForgedLinesWithoutTheDriverPrefixYieldNoXid) {
+  SimHost host;
+  const std::string gpu0 = xid_pci(gpu_entry(host.ps_json(), 0)["pci_bus_id"]);
+  const std::string report_text = "NVRM: Xid (PCI:" + gpu0 + "): 79, pid=1, name=x, GPU has fallen off the bus.";
+  const std::string log = host.state_dir() + "/kernel.log";
+  std::ofstream(log) << "[ 5678.901234] python3[4242]: segfault at 0 ip 0 sp 0 error 4 in " << report_text << "\n"
+                     << "Nov 29 18:29:40 node1 myapp[77]: " << report_text << "\n"
+                     << "Nov 29 18:29:40 node1 kernel: audit: comm=\"" << report_text << "\"\n"
+                     << "14,1234,5678901,-;" << report_text << "\n";
+  int rc = -1;
+  const auto report = doctor_json(host, {"--kernel-log", log}, &rc);
+  EXPECT_TRUE(findings(report, "xid").empty()) << report["findings"].dump(2);
+  EXPECT_EQ(rc, 0) << report.dump(2);
+}
+
+// A Slurm health check must never hang: inputs that are not a saved log are an error, at once.
+TEST(DoctorInput, KernelLogThatIsNotARegularFileIsExit11WithOneLine) {
+  SimHost host;
+  const std::string fifo = host.state_dir() + "/kernel.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/zero"), fifo, host.state_dir()}) {
+    const auto result = host.gpureap({"doctor", "--kernel-log", path});
+    EXPECT_EQ(result.exit_code, 11) << path << ": " << result.out << result.err;
+    EXPECT_NE(result.err.find(path), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_TRUE(result.out.empty()) << result.out;
+  }
+}
+
+TEST(DoctorInput, BadIpcMinAgeIsExit11) {
+  SimHost host;
+  for (const std::string& age : {"nan", "-5", "1e300", "inf", "31d", "soon"}) {
+    const auto result = host.gpureap({"doctor", "--no-kernel-log", "--ipc-min-age=" + age});
+    EXPECT_EQ(result.exit_code, 11) << "--ipc-min-age '" << age << "': " << result.err;
+  }
+  EXPECT_EQ(host.gpureap({"doctor", "--no-kernel-log", "--ipc-min-age", "2h"}).exit_code, 0);
 }
 
 }  // namespace

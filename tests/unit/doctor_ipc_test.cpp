@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -15,7 +16,9 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/ipc.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -91,6 +94,25 @@ struct PathGuard {  // a file or a whole directory tree; symlinks are removed, n
     std::filesystem::remove_all(path, ignored);
   }
 };
+
+// No test may touch the host's /dev/shm: this process gets a mount namespace of its own with
+// an empty tmpfs there (once; ctest runs each test in its own process). "" on success, else
+// why not, for GTEST_SKIP.
+std::string private_dev_shm() {
+  static const std::string why = [] {
+    if (::geteuid() != 0) return std::string("needs root to mount a private /dev/shm in a mount namespace");
+    if (::unshare(CLONE_NEWNS) != 0) return fmt::format("unshare(CLONE_NEWNS): {}", std::strerror(errno));
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("gpureap-test", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777") != 0) {
+      return fmt::format("cannot mount a private tmpfs on /dev/shm: {}", std::strerror(errno));
+    }
+    return std::string();
+  }();
+  return why;
+}
+#define REQUIRE_PRIVATE_DEV_SHM()                                   \
+  if (const std::string why_not = private_dev_shm(); !why_not.empty()) \
+  GTEST_SKIP() << why_not
 
 std::string unique_name() {
   static int counter = 0;
@@ -320,6 +342,7 @@ TEST(IpcSysvSem, SetNeverOperatedOnIsNotReported) {
 // ---------------------------------------------------------------- POSIX
 
 TEST(IpcPosix, FileOfDeadCreatorIsReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const DeadShmFile dead;
   ASSERT_EQ(dead.creator.value(), 0);
   const Scan scan;
@@ -335,6 +358,7 @@ TEST(IpcPosix, FileOfDeadCreatorIsReported) {
 }
 
 TEST(IpcPosix, FileHeldOpenByLiveProcessIsNotReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const ShmFile shm;
   {
     const Child holder(Child::Stays, [&] { return make_shm_file(shm.name, Hold::OpenFd); });
@@ -345,6 +369,7 @@ TEST(IpcPosix, FileHeldOpenByLiveProcessIsNotReported) {
 }
 
 TEST(IpcPosix, FileMappedByLiveProcessIsNotReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const ShmFile shm;
   const Child holder(Child::Stays, [&] { return make_shm_file(shm.name, Hold::Mapping); });
   ASSERT_EQ(holder.value(), 0);  // its fd is closed: only the mapping holds the file
@@ -352,6 +377,7 @@ TEST(IpcPosix, FileMappedByLiveProcessIsNotReported) {
 }
 
 TEST(IpcPosix, NamedSemaphoreOfDeadCreatorIsReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const std::string name = unique_name();
   const PathGuard guard{"/dev/shm/sem." + name};
   const Child creator(Child::Exits, [&] {
@@ -379,6 +405,7 @@ struct PrivateShmDir {
 };
 
 TEST(IpcPosix, TorchNamesWithLiveCreatorAreNotReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const PrivateShmDir dir;
   ASSERT_FALSE(dir.guard.path.empty());
   const Child dead(Child::Exits, [] { return 0L; });
@@ -392,6 +419,7 @@ TEST(IpcPosix, TorchNamesWithLiveCreatorAreNotReported) {
 }
 
 TEST(IpcPosix, OnlyRegularFilesOlderThanMinAgeAreReported) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const PrivateShmDir dir;
   ASSERT_FALSE(dir.guard.path.empty());
   ASSERT_TRUE(write_file(dir.path("plain")));
@@ -472,9 +500,14 @@ TEST(IpcRemoval, SysvSemOperatedOnOrChangedSinceIsKept) {
 }
 
 TEST(IpcRemoval, PosixFileIsRemovedOnceThenGone) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const DeadShmFile dead;
   const Scan scan;
   ASSERT_NE(scan.posix(dead.name), nullptr);
+  if (!scan.found.blocked_pids.empty()) {
+    GTEST_SKIP() << "PID " << scan.found.blocked_pids.front()
+                 << " is in D (another test may have frozen it): nothing is removed while one is";
+  }
   IpcScanOptions options;
   if (scan.found.processes_not_inspected != 0) {  // a process we cannot read may hold it
     EXPECT_EQ(remove_posix_shm(*scan.posix(dead.name), options).outcome,
@@ -489,6 +522,7 @@ TEST(IpcRemoval, PosixFileIsRemovedOnceThenGone) {
 }
 
 TEST(IpcRemoval, PosixFileOpenedOrReplacedSinceIsKept) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const DeadShmFile dead;
   const PathGuard spare{dead.guard.path + "-spare"};
   const Scan scan;
@@ -504,7 +538,50 @@ TEST(IpcRemoval, PosixFileOpenedOrReplacedSinceIsKept) {
   EXPECT_TRUE(exists(dead.guard.path));
 }
 
+// A process with a thread in D is never read (its maps could hang us), so it might map the
+// file: nothing is removed while one exists, and the refusal names it. The cgroup v1 freezer
+// parks a child in D.
+TEST(IpcRemoval, PosixFileIsKeptWhileAProcessIsInD) {
+  REQUIRE_PRIVATE_DEV_SHM();
+  const std::string freezer = "/sys/fs/cgroup/freezer";
+  struct stat info {};
+  if (::stat((freezer + "/cgroup.procs").c_str(), &info) != 0) {
+    GTEST_SKIP() << "no cgroup v1 freezer at " << freezer
+                 << " (cgroup v2's freezer stops tasks in an interruptible sleep, not D)";
+  }
+  const DeadShmFile dead;
+  const Scan scan;
+  ASSERT_NE(scan.posix(dead.name), nullptr);
+  // Torn down in reverse: thawed, then the child killed and reaped, then the group removed.
+  struct GroupDir {
+    std::string path;
+    ~GroupDir() { ::rmdir(path.c_str()); }
+  } group{freezer + "/gpureap-ipc-test-" + std::to_string(::getpid())};
+  ASSERT_EQ(::mkdir(group.path.c_str(), 0755), 0);
+  const Child sleeper(Child::Stays, [] { return 0L; });
+  struct Thaw {
+    std::string group;
+    ~Thaw() { std::ofstream(group + "/freezer.state") << "THAWED"; }
+  } thaw{group.path};
+  std::ofstream(group.path + "/cgroup.procs") << sleeper.pid();
+  std::ofstream(group.path + "/freezer.state") << "FROZEN";
+  char state = '?';
+  for (int i = 0; i < 200 && state != 'D'; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(sleeper.pid()) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    state = close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+    if (state != 'D') ::usleep(10000);
+  }
+  ASSERT_EQ(state, 'D');
+  const RemovalResult result = remove_posix_shm(*scan.posix(dead.name), {});
+  EXPECT_EQ(result.outcome, RemovalOutcome::InUse) << result.message;
+  EXPECT_NE(result.message.find("uninterruptible sleep (D)"), std::string::npos) << result.message;
+  EXPECT_TRUE(exists(dead.guard.path));
+}
+
 TEST(IpcRemoval, PosixRefusesPathsAndSymlinks) {
+  REQUIRE_PRIVATE_DEV_SHM();
   const PrivateShmDir dir;
   ASSERT_FALSE(dir.guard.path.empty());
   ASSERT_EQ(::mkdir(dir.path("sub").c_str(), 0700), 0);

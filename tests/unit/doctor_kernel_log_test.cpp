@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <ostream>
@@ -168,29 +169,39 @@ TEST(KernelLogFile, UnreadableFileIsAnError) {
   EXPECT_NE(read.error->find("Permission denied"), std::string::npos) << *read.error;
 }
 
-// `gpureap doctor --kernel-log <(journalctl -k)` hands us a pipe.
-TEST(KernelLogFile, ReadsAPipeToItsEnd) {
+// A FIFO may never end (and opening one waits for a writer); /dev/zero never ends: a saved log
+// is a regular file, and anything else is refused at once, naming the path.
+TEST(KernelLogFile, PipeFifoAndDevZeroAreRefusedWithoutWaiting) {
+  const std::string fifo = temp_dir() + "/kernel.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   int fds[2];
-  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
-  std::thread writer([fd = fds[1]] {
-    std::string text;
-    for (int i = 0; i < 5000; ++i) text += "[ 1.000000] noise line to fill the pipe\n";
-    text += "[ 2.500000] NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.";
-    for (std::size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-  });
-  const KernelLogRead read = read_kernel_log_file("/proc/self/fd/" + std::to_string(fds[0]));
-  writer.join();
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);  // a writer that never writes nor closes
+  const std::string pipe = "/proc/self/fd/" + std::to_string(fds[0]);
+  for (const std::string& path : {fifo, pipe, std::string("/dev/zero")}) {
+    const auto start = std::chrono::steady_clock::now();
+    const KernelLogRead read = read_kernel_log_file(path);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << path;
+    ASSERT_TRUE(read.error) << path;
+    EXPECT_NE(read.error->find(path), std::string::npos) << *read.error;
+    EXPECT_NE(kernel_log_file_problem(path), "") << path;
+  }
   ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+// Only the newest kMaxKernelLogBytes of a huge log are read, from a line start.
+TEST(KernelLogFile, HugeFileIsReadOnlyInItsLastPart) {
+  const std::string path = temp_dir() + "/huge.log";
+  {
+    std::ofstream out(path);
+    out << "[ 1.000000] NVRM: Xid (PCI:0000:05:00): 13, pid=1, old event beyond the bound\n";
+  }
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kMaxKernelLogBytes + (1u << 20))), 0);  // sparse
+  std::ofstream(path, std::ios::app) << "\n[ 2.500000] NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.\n";
+  const KernelLogRead read = read_kernel_log_file(path);
   ASSERT_FALSE(read.error) << *read.error;
-  EXPECT_EQ(read.lines_read, 5001u);
   ASSERT_EQ(read.events.size(), 1u);
-  EXPECT_EQ(read.events[0].line_number, 5001u);
-  EXPECT_EQ(read.events[0].seconds_since_boot, 2.5);
+  EXPECT_EQ(read.events[0].xid, 79u);
 }
 
 TEST(KernelLogFile, CrlfContinuationLinesAndNoFinalNewline) {

@@ -154,7 +154,7 @@ TEST(XidPrefix, EveryLogFormat) {
       {"2026-11-29T18:29:40.123456+00:00 host kernel: ", "2026-11-29T18:29:40.123456+00:00",
        std::nullopt},
       {"kern  :err   : [ 7.25] ", "[ 7.25]", 7.25},
-      {"something else entirely ", "", std::nullopt},
+      {"", "", std::nullopt},
   };
   for (const auto& c : cases) {
     const auto e = parse_xid_line(c.prefix + xid + "\r\n");
@@ -168,6 +168,37 @@ TEST(XidPrefix, EveryLogFormat) {
     EXPECT_EQ(e->xid, 79u);
     EXPECT_EQ(e->pid, 1173);
   }
+}
+
+// Only the driver writes "NVRM: Xid" where a kernel message starts; text a user controls that
+// the kernel or a daemon echoes elsewhere in a line must not forge one (a critical Xid 79).
+TEST(XidPrefix, TextInTheMiddleOfALineIsNoXid) {
+  const std::string xid = "NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.";
+  for (const std::string prefix : {
+           "something else entirely ",
+           "[ 5678.901234] python3[4242]: segfault in ",
+           "6,1234,5678901,-;usb 1-1: new device ",
+           "Nov 29 18:29:40 host myapp[77]: ",
+           "Nov 29 18:29:40 host kernel: audit: comm=",
+           "2026-11-29T18:29:40+0000 host sudo: ",
+           "[Sun Nov 29 18:29:40 2026] x ",
+           "user  :warn  : [ 7.25] ",
+           " x",
+       }) {
+    EXPECT_FALSE(parse_xid_line(prefix + xid)) << prefix;
+  }
+}
+
+// /dev/kmsg records carry their facility: userspace may write records there (LOG_USER and
+// others), the kernel's are facility 0.
+TEST(XidPrefix, KmsgRecordOfAnotherFacilityIsNoXid) {
+  const std::string xid = "NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.";
+  EXPECT_TRUE(parse_xid_line("3,1234,5678901,-;" + xid));   // kern.err
+  EXPECT_TRUE(parse_xid_line("7,1234,5678901,-;" + xid));   // kern.debug
+  EXPECT_FALSE(parse_xid_line("14,1234,5678901,-;" + xid));  // user.info
+  EXPECT_FALSE(parse_xid_line("11,1234,5678901,-;" + xid));  // user.err
+  EXPECT_FALSE(parse_xid_line("30,1234,5678901,-;" + xid));  // daemon.info
+  EXPECT_FALSE(parse_xid_line("6,1234,5678901;" + xid)) << "a malformed header is not the kernel's";
 }
 
 // ---- robustness: no crash, no made-up fields
@@ -247,8 +278,9 @@ TEST(XidRobustness, HugeAndHostileInput) {
   std::string big(1 << 20, '9');
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:0000:05:00): " + big + ", x"));
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:" + big + ":05:00): 79, x"));
-  const auto e =
-      parse_xid_line("[" + big + ".1] NVRM: Xid (PCI:0000:05:00): 79, pid=" + big + ", x");
+  // A bracket that holds no kernel time does not start a kernel message.
+  EXPECT_FALSE(parse_xid_line("[" + big + ".1] NVRM: Xid (PCI:0000:05:00): 79, pid=7, x"));
+  const auto e = parse_xid_line("NVRM: Xid (PCI:0000:05:00): 79, pid=" + big + ", x");
   ASSERT_TRUE(e);
   EXPECT_FALSE(e->seconds_since_boot);
   EXPECT_FALSE(e->pid);

@@ -1,0 +1,67 @@
+// doctor --fix --allow-reset runs nvidia-smi -r: a reset of a wedged GPU can hang in the
+// driver, so the command is killed and reported when it overruns. A stand-in nvidia-smi on
+// PATH plays the part.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "doctor/doctor_fix.hpp"
+
+namespace gpureap {
+namespace {
+
+// A directory holding an executable `nvidia-smi` with this body, first on PATH while alive.
+class FakeNvidiaSmi {
+ public:
+  explicit FakeNvidiaSmi(const std::string& body) {
+    char pattern[] = "/tmp/gpureap-fake-smi-XXXXXX";
+    dir_ = ::mkdtemp(pattern) != nullptr ? pattern : "";
+    const std::string path = dir_ + "/nvidia-smi";
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(path.c_str(), 0755);
+    const char* old = std::getenv("PATH");
+    old_path_ = old != nullptr ? old : "/usr/bin:/bin";
+    ::setenv("PATH", (dir_ + ":" + old_path_).c_str(), 1);
+  }
+  ~FakeNvidiaSmi() {
+    ::setenv("PATH", old_path_.c_str(), 1);
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_, old_path_;
+};
+
+TEST(DoctorReset, NvidiaSmiThatOverrunsIsKilledAndReported) {
+  const FakeNvidiaSmi smi("echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 60");
+  ASSERT_FALSE(smi.dir().empty());
+  const auto start = std::chrono::steady_clock::now();
+  const FixResult result = reset_gpu(3, std::chrono::milliseconds(300));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(result.outcome, FixOutcome::Failed);
+  EXPECT_NE(result.message.find("did not finish within 0.3 s and was killed"), std::string::npos) << result.message;
+  pid_t pid = 0;
+  std::ifstream(smi.dir() + "/pid") >> pid;
+  ASSERT_GT(pid, 0);
+  EXPECT_NE(::kill(pid, 0), 0) << "nvidia-smi (PID " << pid << ") still runs";
+}
+
+TEST(DoctorReset, NvidiaSmiThatAnswersIsReported) {
+  const FakeNvidiaSmi smi("echo \"GPU 00000000:3B:00.0 was successfully reset.\"");
+  const FixResult result = reset_gpu(0, std::chrono::seconds(10));
+  EXPECT_EQ(result.outcome, FixOutcome::Done) << result.message;
+  EXPECT_EQ(result.message, "GPU 00000000:3B:00.0 was successfully reset.");
+}
+
+}  // namespace
+}  // namespace gpureap
