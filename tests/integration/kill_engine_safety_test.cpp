@@ -326,7 +326,9 @@ TEST(KillSafety, TreeLargerThanTheHardOpenFileLimitFailsLoudly) {
   for (pid_t pid : sleepers) {
     EXPECT_NE(process_state(pid), 'T') << pid;
     // Every survivor is named in the report.
-    if (running(pid)) EXPECT_NE(kill_target(report, pid), nullptr) << pid << " escaped without a word";
+    if (running(pid)) {
+      EXPECT_NE(kill_target(report, pid), nullptr) << pid << " escaped without a word";
+    }
   }
   end_group(shell);
 }

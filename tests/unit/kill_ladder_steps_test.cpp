@@ -121,7 +121,9 @@ TEST_F(LadderSteps, InterruptionDuringTheFreezeContinuesEveryStoppedMember) {
   }
   ::usleep(20000);
   for (const auto& stat : procfs::scan_stats("/proc")) {
-    if (stat.pgid == root) EXPECT_NE(stat.state, 'T') << stat.pid << " left stopped";
+    if (stat.pgid == root) {
+      EXPECT_NE(stat.state, 'T') << stat.pid << " left stopped";
+    }
   }
   EXPECT_TRUE(alive(root));
   end_tree(root);
