@@ -249,3 +249,35 @@ TEST(PidRefReads, ReadIsDiscardedOnceThePinnedProcessWasReaped) {
 
 }  // namespace
 }  // namespace gpureap::killtest
+
+namespace gpureap::killtest {
+namespace {
+
+// nohup, or a background job of a script, starts gpureap with SIGHUP (SIGINT) ignored: that
+// signal was never going to stop it, so it does not interrupt the ladder either.
+TEST(LadderInterrupts, SignalIgnoredBeforeTheLadderDoesNotInterruptIt) {
+  const pid_t pid = spawn([](int fd) {
+    ready(fd);
+    pause_forever();
+  });
+  ASSERT_GT(pid, 0);
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGHUP, &ignore, &previous);
+  std::vector<EscalationTarget> targets(1);
+  targets[0].ref = pin_or_die(pid);
+  targets[0].reason = "test";
+  AuditHooks hooks;
+  hooks.before = [](const SignalEvent&) { ::raise(SIGHUP); };
+  EscalationOptions options;
+  options.timeout = std::chrono::milliseconds(3000);
+  const auto run = run_ladder(std::move(targets), options, hooks);
+  ::sigaction(SIGHUP, &previous, nullptr);
+  EXPECT_EQ(run.interrupted_by, 0);
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].outcome, KillOutcome::ExitedAfterSignal) << run.results[0].detail;
+  reap(pid, false);
+}
+
+}  // namespace
+}  // namespace gpureap::killtest
