@@ -72,6 +72,11 @@ FixResult end_processes(SnapshotSource& source, Snapshot& snapshot, const std::v
     result.message = std::string(error.what()) + "; stopped before sending further signals";
     return result;
   }
+  if (report.interrupted_by != 0) {
+    // The ladder caught Ctrl-C (or a hangup) only to continue what it had stopped: now that
+    // nothing is stopped, the user's request stands, and no further fix may run.
+    ::raise(report.interrupted_by);
+  }
   verify_after_kill(plan, source, snapshot, options.verify_timeout_s, report);
   result.outcome = kill_verdict(report) == KillVerdict::Ok ? FixOutcome::Done : FixOutcome::Failed;
   result.message = describe_outcomes(report);

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 
@@ -90,6 +91,13 @@ void signal_first(State& state) {
   for (const std::size_t i : live_members(state)) {
     if (state.members[i].stopped_by_us || state.members[i].was_stopped) to_continue.push_back(i);
   }
+  // Group leaders last: a leader that exits while a member of its group is still stopped
+  // makes the group orphaned, and the kernel then sends SIGHUP to all of it, including a
+  // process it forked on its way out (the next job step).
+  std::stable_partition(to_continue.begin(), to_continue.end(), [&](std::size_t i) {
+    const auto stat = procfs::read_stat(state.options.proc_root, state.members[i].ref.pid());
+    return !stat || stat->pgid != stat->pid;
+  });
   signal_step(state, to_continue, SIGCONT, Phase::AfterFirstSignal);
   for (const std::size_t i : to_continue) state.members[i].stopped_by_us = false;
   thaw_all(state);

@@ -103,9 +103,9 @@ EscalationRun run_ladder(std::vector<EscalationTarget> targets, const Escalation
 
 // Results: one per target, in the order given, then one per process discovered in a tree or
 // group (discovered=true), in the order found. `audit` is called before each signal (if it
-// throws, that signal is not sent and the exception propagates, after a best-effort SIGCONT to
-// processes the freeze had stopped); `audit_result`, when set, after each send with
-// result_errno filled in.
+// throws, that signal is not sent and the exception propagates, after a SIGCONT to processes
+// the freeze had stopped); `audit_result`, when set, after each send with result_errno filled
+// in. run_ladder without the flush hook and the interruption.
 std::vector<TargetResult> run_escalation(std::vector<EscalationTarget> targets, const EscalationOptions& options,
                                          const AuditSink& audit = {}, const AuditSink& audit_result = {});
 

@@ -38,10 +38,14 @@ InterruptGuard::InterruptGuard() {
   g_write_end.store(write_end_.get());
   for (std::size_t i = 0; i < kSignals.size(); ++i) {
     struct sigaction action {};
+    ::sigaction(kSignals[i], nullptr, &previous_[i]);
+    // An ignored signal stays ignored (nohup, a background job of a script): it was never
+    // going to end gpureap, so it must not stop the ladder either.
+    if (previous_[i].sa_handler == SIG_IGN && (previous_[i].sa_flags & SA_SIGINFO) == 0) continue;
     action.sa_handler = record_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
-    ::sigaction(kSignals[i], &action, &previous_[i]);
+    ::sigaction(kSignals[i], &action, nullptr);
   }
 }
 

@@ -102,8 +102,8 @@ void sweep_until_stable(State& state) {
   }
 }
 
-// Is pid one of target's processes right now: a member, below a member, or (group mode) in
-// the selected process group? A read-only look that only decides whether to try the freeze.
+// Is pid one of the plan's processes right now: a member, below a member, or (group mode) in
+// target's selected process group? A read-only look that only decides whether to try the freeze.
 bool belongs_now(const State& state, std::size_t target, pid_t pid, const std::unordered_set<pid_t>& tree) {
   const auto& group = state.targets[target].process_group;
   for (int depth = 0; depth < 4096 && pid > 1; ++depth) {
@@ -117,26 +117,29 @@ bool belongs_now(const State& state, std::size_t target, pid_t pid, const std::u
   return false;
 }
 
-// Freezes target's own cgroup when everything in it belongs to the tree (or its selected
-// group). The decision that matters comes later (cgroup_within_plan, after the freeze).
+// Freezes target's own cgroup when everything in it belongs to the plan's trees (or the
+// selected group). The decision that matters comes later (cgroup_within_plan, after the freeze).
 void freeze_own_cgroup(State& state, std::size_t target) {
   state.cgroups[target].reset();
-  std::unordered_set<pid_t> tree;
+  std::unordered_set<pid_t> plan;
   pid_t any_live = 0;
   for (const Member& member : state.members) {
-    if (member.target != target || !member.live) continue;
-    tree.insert(member.ref.pid());
-    if (any_live == 0) any_live = member.ref.pid();
+    if (!member.live) continue;
+    plan.insert(member.ref.pid());
+    if (member.target == target && any_live == 0) any_live = member.ref.pid();
   }
   if (any_live == 0) return;
   const auto path = killtree::own_cgroup_dir(state.options.proc_root, any_live);
   if (!path) return;
+  for (std::size_t t = 0; t < target; ++t) {
+    if (state.cgroups[t] && state.cgroups[t]->path() == *path) return;  // frozen for an earlier target
+  }
   auto dir = killtree::CgroupDir::open(*path);
   if (!dir) return;
   const auto pids = dir->member_pids();
   if (!pids || pids->empty()) return;
   for (const pid_t pid : *pids) {
-    if (!belongs_now(state, target, pid, tree)) return;
+    if (!belongs_now(state, target, pid, plan)) return;
   }
   if (dir->freeze(kCgroupFreezeBound)) state.cgroups[target] = std::move(dir);
 }
@@ -163,7 +166,7 @@ bool cgroup_within_plan(State& state, std::size_t target) {
   for (const pid_t pid : *pids) {
     bool member_of_plan = false;
     for (const Member& member : state.members) {
-      if (member.target != target || member.ref.pid() != pid || !member.live) continue;
+      if (member.ref.pid() != pid || !member.live) continue;
       // Read again and checked against the pidfd: unreadable or reused means no.
       member_of_plan = member.ref.read_stat(state.options.proc_root).has_value();
       break;

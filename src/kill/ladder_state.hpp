@@ -80,8 +80,8 @@ void resume_everything(State& state) noexcept;
 void freeze(State& state);
 // Before SIGKILL: freeze again what ran since the first signal, and sweep once more.
 void refreeze(State& state);
-// After the final freeze: does target's frozen cgroup hold only live, verified members of
-// its plan? Unreadable means no.
+// After the final freeze: does target's frozen cgroup hold only live, pidfd-verified members
+// of the plan (any target's)? Unreadable means no.
 bool cgroup_within_plan(State& state, std::size_t target);
 // Thaws every cgroup the ladder froze.
 void thaw_all(State& state) noexcept;

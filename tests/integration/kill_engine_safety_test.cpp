@@ -1,0 +1,337 @@
+// `gpureap kill` must never end a bystander through cgroup.kill, never leave a job stopped when
+// it is itself interrupted, and never let a member escape because descriptors ran out
+// (issue 8, items 3, 4 and 14). Real processes, the real binary.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "kill/cgroup_kill.hpp"
+#include "kill_support.hpp"
+#include "sim_harness.hpp"
+
+namespace gpureap::test {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// argv[1..] of a process, joined by spaces ("" when gone).
+std::string args_of(pid_t pid) {
+  std::string text = read_text("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : text) {
+    if (c == '\0') c = ' ';
+  }
+  return text;
+}
+
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::istringstream text(read_text("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  for (pid_t child = 0; text >> child;) out.push_back(child);
+  return out;
+}
+
+// A cgroup v2 of our own under the unified hierarchy, emptied and removed at the end.
+class OwnCgroup {
+ public:
+  OwnCgroup(const std::string& name) {
+    const auto mount = killtree::cgroup2_mount("/proc");
+    if (geteuid() != 0) {
+      skip_ = "creating a cgroup needs root";
+    } else if (!mount) {
+      skip_ = "no cgroup v2 hierarchy mounted";
+    } else {
+      path_ = *mount + "/gpureap-it-" + name + "-" + std::to_string(getpid());
+      if (mkdir(path_.c_str(), 0755) != 0) {
+        skip_ = "cannot create " + path_ + ": " + std::strerror(errno);
+        path_.clear();
+      } else if (access((path_ + "/cgroup.kill").c_str(), W_OK) != 0) {
+        skip_ = "this kernel has no cgroup.kill (needs 5.14)";
+      }
+    }
+  }
+  ~OwnCgroup() {
+    if (path_.empty()) return;
+    killtree::write_cgroup_kill(path_);  // test cleanup: whatever is left in it
+    for (int i = 0; i < 200 && rmdir(path_.c_str()) != 0; ++i) usleep(10000);
+  }
+  const std::string& skip_reason() const { return skip_; }
+  const std::string& path() const { return path_; }
+  std::vector<pid_t> pids() const { return killtree::cgroup_subtree_pids(path_); }
+
+  // Forks `/bin/sh -c script` in its own process group, inside this cgroup.
+  pid_t start_shell(const std::string& script) const {
+    const std::string procs = path_ + "/cgroup.procs";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, "0", 1) != 1) _exit(3);
+      close(fd);
+      execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  }
+
+ private:
+  std::string path_;
+  std::string skip_;
+};
+
+void end_group(pid_t leader) {
+  kill(-leader, SIGKILL);
+  int status = 0;
+  eventually([&] { return waitpid(leader, &status, WNOHANG) != 0; }, 5000);
+}
+
+// Reaps our child `pid` once it has exited; false when it still runs after 5 s.
+bool reaped(pid_t pid) {
+  int status = 0;
+  return eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 5000);
+}
+
+// Issue 8, item 3: `sh -c 'sleep 1000 & sleep 1001 & wait'` in its own cgroup; `gpureap kill
+// <sleep 1000>` ends that sleep only. The shell and the sibling share its cgroup and process
+// group, which never makes them part of the plan.
+TEST(KillSafety, KillingOneSleepOfAShellJobInItsOwnCgroupLeavesTheShellAndItsSibling) {
+  OwnCgroup cgroup("shelljob");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  SimHost host;
+  const pid_t shell = cgroup.start_shell("sleep 1000 & sleep 1001 & wait");
+  ASSERT_GT(shell, 0);
+  pid_t target = -1, sibling = -1;
+  ASSERT_TRUE(eventually([&] {
+    for (pid_t child : children_of(shell)) {
+      const std::string args = args_of(child);
+      // Before its exec a child is still "sh -c ...": only the exec'd sleeps count.
+      if (args == "sleep 1000 ") target = child;
+      if (args == "sleep 1001 ") sibling = child;
+    }
+    return target > 0 && sibling > 0;
+  })) << "the shell did not start both sleeps";
+  int rc = -1;
+  const auto report = kill_json(host, {std::to_string(target), "--yes", "--timeout", "1"}, &rc);
+  const auto* t = kill_target(report, target);
+  ASSERT_NE(t, nullptr) << report.dump(2);
+  EXPECT_EQ((*t)["outcome"], "exited") << report.dump(2);
+  EXPECT_TRUE((*t)["cgroup_killed"].is_null()) << "cgroup.kill was written: " << report.dump(2);
+  usleep(50000);
+  EXPECT_FALSE(running(target));
+  EXPECT_TRUE(running(shell)) << "the parent shell in the same cgroup and process group was ended";
+  EXPECT_TRUE(running(sibling)) << "the sibling in the same cgroup and process group was ended" << report.dump(2);
+  EXPECT_NE(process_state(shell), 'T');
+  EXPECT_NE(process_state(sibling), 'T');
+  end_group(shell);
+}
+
+// Issue 8, item 3: once every member of the plan has exited, the cgroup may already hold the
+// next job step or a restarted service: cgroup.kill is not written. The shell starts that
+// "next step" (a new session) as it exits on SIGTERM.
+TEST(KillSafety, CgroupKillIsNotWrittenOnceEveryMemberHasExited) {
+  OwnCgroup cgroup("allexited");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  SimHost host;
+  const pid_t shell = cgroup.start_shell("trap 'setsid sleep 1002 & exit 0' TERM; sleep 1000 & wait");
+  ASSERT_GT(shell, 0);
+  ASSERT_TRUE(eventually([&] {
+    const auto children = children_of(shell);
+    return children.size() == 1 && args_of(children[0]) == "sleep 1000 ";
+  }));
+  int rc = -1;
+  const auto report = kill_json(host, {std::to_string(shell), "--yes", "--timeout", "2"}, &rc);
+  const auto* t = kill_target(report, shell);
+  ASSERT_NE(t, nullptr) << report.dump(2);
+  EXPECT_EQ((*t)["outcome"], "exited") << report.dump(2);
+  EXPECT_TRUE((*t)["cgroup_killed"].is_null()) << "cgroup.kill after every member exited: " << report.dump(2);
+  EXPECT_TRUE(reaped(shell));
+  usleep(50000);
+  std::vector<pid_t> next_step;
+  for (pid_t pid : cgroup.pids()) {
+    if (running(pid) && args_of(pid).find("sleep 1002") != std::string::npos) next_step.push_back(pid);
+  }
+  std::string seen;
+  for (pid_t pid : cgroup.pids()) seen += std::to_string(pid) + " " + process_state(pid) + " " + args_of(pid) + "; ";
+  EXPECT_EQ(next_step.size(), 1u) << "the process that appeared after the plan had exited was ended; in the cgroup: "
+                                  << seen << report.dump(2);
+  EXPECT_EQ(read_text(cgroup.path() + "/cgroup.freeze"), "0\n") << "gpureap left the cgroup frozen";
+}
+
+off_t size_of(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 ? info.st_size : 0;
+}
+
+// Runs gpureap kill in the background with fdatasync slowed down by LD_PRELOAD, sends it
+// `sig` `delay` after the ladder began (its first audit line appeared in `log`), and returns
+// its wait status.
+int kill_interrupted_after(const SimHost& host, const std::vector<std::string>& args, const std::string& log,
+                           int sig, std::chrono::milliseconds delay, std::string& err) {
+  const off_t log_size = size_of(log);
+  const std::string err_path = host.state_dir() + "/gpureap.err";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    for (const auto& [key, value] : host.env()) setenv(key.c_str(), value.c_str(), 1);
+    setenv("LD_PRELOAD", SLOW_FDATASYNC_LIBRARY, 1);
+    setenv("GPUREAP_TEST_FDATASYNC_MS", "30", 1);
+    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    const int error = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(error, STDERR_FILENO);
+    std::vector<std::string> argv = {gpureap_binary(), "kill"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> c_argv;
+    for (auto& a : argv) c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
+    execv(c_argv[0], c_argv.data());
+    _exit(127);
+  }
+  eventually([&] { return size_of(log) > log_size; }, 10000);
+  std::this_thread::sleep_for(delay);
+  kill(pid, sig);
+  int status = 0;
+  const bool done = eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 20000);
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  err = read_text(err_path);
+  return status;
+}
+
+// Issue 8, item 4: SIGINT, SIGHUP or SIGTERM delivered to gpureap at many points of the ladder
+// over a tree of 8 (the audit log on a slow disk: 30 ms per fdatasync) never leaves a process
+// stopped, and gpureap exits non-zero: 128 + the signal when it caught it.
+void no_stopped_process_after_interruptions(int sig) {
+  SimHost host;
+  const std::string log = host.state_dir() + "/audit.log";
+  int interrupted = 0;
+  for (const int ms : {0, 5, 12, 20, 30, 45, 65, 90, 150, 2100}) {
+    auto job = host.start({"--alloc", "0:1GiB", "--workers", "7", "--on-sigterm", "ignore",
+                           "--workers-on-sigterm", "ignore"});
+    ASSERT_EQ(job.workers.size(), 7u);
+    std::vector<pid_t> tree = job.workers;
+    tree.push_back(job.pid);
+    std::string err;
+    const int status = kill_interrupted_after(
+        host, {std::to_string(job.pid), "--yes", "--timeout", "2", "--audit-log", log}, log, sig,
+        std::chrono::milliseconds(ms), err);
+    const bool exited_zero = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    EXPECT_FALSE(exited_zero) << "gpureap exited 0 although " << strsignal(sig) << " reached it after " << ms
+                              << " ms\n" << err;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig) ++interrupted;
+    for (pid_t pid : tree) {
+      EXPECT_NE(process_state(pid), 'T') << "PID " << pid << " left stopped after " << strsignal(sig) << " at "
+                                         << ms << " ms; gpureap said:\n" << err;
+    }
+  }
+  EXPECT_GE(interrupted, 8) << "the deliveries should land inside the ladder (exit 128+signal)";
+}
+
+TEST(KillSafety, SigintAtAnyPointOfTheLadderLeavesNothingStopped) { no_stopped_process_after_interruptions(SIGINT); }
+TEST(KillSafety, SighupAtAnyPointOfTheLadderLeavesNothingStopped) { no_stopped_process_after_interruptions(SIGHUP); }
+TEST(KillSafety, SigtermAtAnyPointOfTheLadderLeavesNothingStopped) { no_stopped_process_after_interruptions(SIGTERM); }
+
+// A shell with `count` sleeps in its process group: the plan is the shell and every sleep.
+// They ignore SIGHUP, so that only gpureap's signals can end them (not the kernel's SIGHUP to
+// an orphaned process group).
+pid_t start_sleepers(int count) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    const std::string script = "trap '' HUP; i=0; while [ $i -lt " + std::to_string(count) + " ]; do sleep 1000 & i=$((i+1)); done; wait";
+    execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+std::size_t count_running(const std::vector<pid_t>& pids) {
+  std::size_t n = 0;
+  for (pid_t pid : pids) n += running(pid) ? 1 : 0;
+  return n;
+}
+
+// Issue 8, item 14: one pidfd per member. gpureap raises its soft RLIMIT_NOFILE to the hard
+// limit, so a tree larger than the soft limit is ended whole.
+TEST(KillSafety, TreeLargerThanTheSoftOpenFileLimitIsEndedWhole) {
+  SimHost host;
+  const pid_t shell = start_sleepers(100);
+  const bool started = eventually([&] {
+    const auto children = children_of(shell);
+    return children.size() == 100 && args_of(children.back()) == "sleep 1000 ";
+  }, 20000);
+  if (!started) end_group(shell);
+  ASSERT_TRUE(started) << "the shell did not start its 100 sleeps";
+  const std::vector<pid_t> sleepers = children_of(shell);
+  const std::string command = "ulimit -Sn 48 && exec \"$0\" \"$@\"";
+  std::vector<std::string> argv = {"/bin/sh", "-c", command, gpureap_binary(), "kill", std::to_string(shell), "--yes",
+                                   "--timeout", "2", "--json"};
+  SpawnOptions options;
+  options.env = host.env();
+  const auto result = run_command(argv, options, 60000);
+  EXPECT_EQ(result.exit_code, 0) << result.err << result.out;
+  EXPECT_TRUE(reaped(shell)) << result.err << result.out;
+  EXPECT_EQ(count_running(sleepers), 0u) << "processes of the tree escaped";
+  end_group(shell);
+}
+
+// With the hard limit too low, the members that cannot be pinned are a reported failure
+// (exit 6, each named), never a silent escape; and nothing is left stopped.
+TEST(KillSafety, TreeLargerThanTheHardOpenFileLimitFailsLoudly) {
+  SimHost host;
+  const pid_t shell = start_sleepers(100);
+  const bool started = eventually([&] {
+    const auto children = children_of(shell);
+    return children.size() == 100 && args_of(children.back()) == "sleep 1000 ";
+  }, 20000);
+  if (!started) end_group(shell);
+  ASSERT_TRUE(started) << "the shell did not start its 100 sleeps";
+  const std::vector<pid_t> sleepers = children_of(shell);
+  const std::string command = "ulimit -n 48 && exec \"$0\" \"$@\"";
+  std::vector<std::string> argv = {"/bin/sh", "-c", command, gpureap_binary(), "kill", std::to_string(shell), "--yes",
+                                   "--timeout", "2", "--json"};
+  SpawnOptions options;
+  options.env = host.env();
+  const auto result = run_command(argv, options, 60000);
+  EXPECT_EQ(result.exit_code, 6) << result.err << result.out;
+  const auto report = nlohmann::json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << result.out;
+  std::size_t unpinned = 0;
+  for (const auto& t : report["targets"]) {
+    if (t["outcome"] == "survived" && t["detail"].is_string() &&
+        t["detail"].get<std::string>().find("open-file limit") != std::string::npos) {
+      ++unpinned;
+      EXPECT_TRUE(running(t["pid"].get<pid_t>())) << "reported as not signalled, yet it is gone";
+    }
+  }
+  EXPECT_GT(unpinned, 0u) << report.dump(2);
+  for (pid_t pid : sleepers) {
+    EXPECT_NE(process_state(pid), 'T') << pid;
+    // Every survivor is named in the report.
+    if (running(pid)) {
+      EXPECT_NE(kill_target(report, pid), nullptr) << pid << " escaped without a word";
+    }
+  }
+  end_group(shell);
+}
+
+}  // namespace
+}  // namespace gpureap::test
