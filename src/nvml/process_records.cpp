@@ -13,6 +13,9 @@ constexpr std::array<std::size_t, 3> kKnownStrides = {16, 24, 32};
 constexpr unsigned kPidLimit = 4194304;  // PID_MAX_LIMIT on 64-bit kernels
 constexpr unsigned kMaxPlausibleInstanceId = 64;
 constexpr int kMaxSizingRounds = 8;
+// More processes on one GPU than any driver allows; a count above it is garbage (a wrong ABI,
+// a broken library) and must not size our buffer (2n+5 records of 32 bytes each).
+constexpr unsigned kMaxProcessRecords = 1u << 16;
 
 template <typename T>
 T load(std::span<const std::byte> buffer, std::size_t offset) {
@@ -98,6 +101,13 @@ ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml
   if (rc == nvml_abi::kSuccess) return result;  // no processes
   std::vector<std::byte> buffer;
   for (int round = 0; round < kMaxSizingRounds && rc == nvml_abi::kErrorInsufficientSize; ++round) {
+    if (count > kMaxProcessRecords) {
+      result.code = nvml_abi::kErrorUnknown;
+      result.warning = fmt::format("driver reported {} processes on one GPU, more than the {} "
+                                   "any driver supports; its process list is not read",
+                                   count, kMaxProcessRecords);
+      return result;
+    }
     const unsigned capacity = 2 * count + 5;  // processes may appear between the calls
     // Room for the largest record generation whatever we expect: a driver that writes
     // wider records than we guessed must never write past our buffer.

@@ -121,6 +121,20 @@ TEST(ReadProcessList, NotAvailableMemoryIsUnknownNotHuge) {
   EXPECT_FALSE(read.records[0].used_memory.has_value());
 }
 
+// Found by fuzz/process_records_fuzz: a garbage count from the sizing call sized the buffer
+// (2n+5 records of 32 bytes: 64 GiB for n = 2^30), filling memory until the process died.
+int absurd_count(nvml_abi::Device, unsigned* count, void*) {
+  *count = 1u << 30;
+  return nvml_abi::kErrorInsufficientSize;
+}
+
+TEST(ReadProcessList, AbsurdCountIsAnErrorNotAHugeBuffer) {
+  const auto read = read_process_list(absurd_count, nullptr, 24);
+  EXPECT_NE(read.code, nvml_abi::kSuccess);
+  EXPECT_TRUE(read.records.empty());
+  EXPECT_NE(read.warning.find("1073741824 processes"), std::string::npos) << read.warning;
+}
+
 TEST(MeasuredRecordStride, CannotTellWithoutRecords) {
   std::vector<std::byte> buffer(64, std::byte{kStrideProbeFill});
   EXPECT_EQ(measured_record_stride(buffer, 0), 0u);
