@@ -78,7 +78,7 @@ nvml_abi::Return scripted_driver(nvml_abi::Device, unsigned* count, void* buffer
     const std::size_t stride = kStrides[in.ConsumeIntegralInRange<std::size_t>(0, 2)];
     const std::size_t records = in.ConsumeIntegralInRange<std::size_t>(0, std::min<std::size_t>(capacity, 64));
     const auto bytes = in.ConsumeBytes<std::uint8_t>(records * stride);
-    std::memcpy(buffer, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(buffer, bytes.data(), bytes.size());
   }
   // What it claims need not match what it wrote, nor fit what it was given.
   *count = in.ConsumeBool() ? in.ConsumeIntegralInRange<unsigned>(0, 70) : in.ConsumeIntegral<unsigned>();

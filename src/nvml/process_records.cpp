@@ -100,6 +100,7 @@ ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml
   int rc = fn(device, &count, nullptr);
   if (rc == nvml_abi::kSuccess) return result;  // no processes
   std::vector<std::byte> buffer;
+  unsigned capacity = 0;  // records the driver was told the buffer holds
   for (int round = 0; round < kMaxSizingRounds && rc == nvml_abi::kErrorInsufficientSize; ++round) {
     if (count > kMaxProcessRecords) {
       result.code = nvml_abi::kErrorUnknown;
@@ -108,7 +109,7 @@ ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml
                                    count, kMaxProcessRecords);
       return result;
     }
-    const unsigned capacity = 2 * count + 5;  // processes may appear between the calls
+    capacity = 2 * count + 5;  // processes may appear between the calls
     // Room for the largest record generation whatever we expect: a driver that writes
     // wider records than we guessed must never write past our buffer.
     buffer.assign(std::size_t{capacity} * nvml_abi::kLargestProcessRecord, std::byte{kStrideProbeFill});
@@ -117,9 +118,11 @@ ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml
   }
   result.code = rc;
   if (rc != nvml_abi::kSuccess) return result;
-  if (count > buffer.size() / sizeof(nvml_abi::ProcessInfoV1)) {
+  // More records than it was given room for: the rest would be our fill, decoded as PIDs.
+  if (count > capacity) {
     result.code = nvml_abi::kErrorUnknown;
-    result.warning = fmt::format("driver reported {} process records, more than the buffer holds", count);
+    result.warning = fmt::format("driver reported {} process records in a buffer for {}", count,
+                                 capacity);
     return result;
   }
 

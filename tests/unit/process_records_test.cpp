@@ -135,6 +135,27 @@ TEST(ReadProcessList, AbsurdCountIsAnErrorNotAHugeBuffer) {
   EXPECT_NE(read.warning.find("1073741824 processes"), std::string::npos) << read.warning;
 }
 
+// Found by fuzz/process_records_fuzz: a driver claiming more records than the room it was
+// given (up to twice as many) had our 0xAA fill decoded as processes with PID 2863311530.
+int overclaiming_count(nvml_abi::Device, unsigned* count, void* buffer) {
+  if (buffer == nullptr) {
+    *count = 1;
+    return nvml_abi::kErrorInsufficientSize;
+  }
+  const unsigned pid = 4242;
+  std::memcpy(buffer, &pid, sizeof pid);
+  *count *= 2;
+  return nvml_abi::kSuccess;
+}
+
+TEST(ReadProcessList, MoreRecordsThanTheBufferHeldIsAnError) {
+  const auto read = read_process_list(overclaiming_count, nullptr, 16);
+  EXPECT_NE(read.code, nvml_abi::kSuccess);
+  EXPECT_TRUE(read.records.empty());
+  EXPECT_NE(read.warning.find("14 process records in a buffer for 7"), std::string::npos)
+      << read.warning;
+}
+
 TEST(MeasuredRecordStride, CannotTellWithoutRecords) {
   std::vector<std::byte> buffer(64, std::byte{kStrideProbeFill});
   EXPECT_EQ(measured_record_stride(buffer, 0), 0u);
