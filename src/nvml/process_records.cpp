@@ -54,7 +54,8 @@ std::size_t measured_record_stride(std::span<const std::byte> buffer, std::size_
     }
   }
   for (std::size_t stride : kKnownStrides) {
-    if (written == stride * count) return stride;
+    // Compared by division: stride * count wraps for a huge count and could match.
+    if (written % stride == 0 && written / stride == count) return stride;
   }
   return 0;
 }

@@ -162,6 +162,15 @@ TEST(MeasuredRecordStride, CannotTellWithoutRecords) {
   EXPECT_EQ(measured_record_stride(buffer, 1), 0u);  // nothing written: no exact fit
 }
 
+// Found by fuzz/process_records_fuzz: 16 * count wrapped around to the bytes written, so a
+// count no buffer could hold "fit exactly".
+TEST(MeasuredRecordStride, AHugeCountNeverFits) {
+  std::vector<std::byte> buffer(64, std::byte{kStrideProbeFill});
+  buffer[31] = std::byte{1};  // 32 bytes written
+  EXPECT_EQ(measured_record_stride(buffer, 2), 16u);
+  EXPECT_EQ(measured_record_stride(buffer, (std::size_t{1} << 60) + 2), 0u);
+}
+
 TEST(ProcessRecordsPlausible, RejectsZeroPidsAndWildInstanceIds) {
   EXPECT_TRUE(process_records_plausible({{1, 1, std::nullopt, std::nullopt}}));
   EXPECT_FALSE(process_records_plausible({{0, 1, std::nullopt, std::nullopt}}));
