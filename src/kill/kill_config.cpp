@@ -9,38 +9,29 @@
 
 namespace gpureap {
 
-std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error) {
+namespace {
+
+// The [kill] table of a parsed document; `source` names it in errors.
+std::optional<KillConfig> config_from_table(const toml::table& table, const std::string& source,
+                                            std::string& error) {
   KillConfig config;
-  if (access(path.c_str(), F_OK) != 0) {
-    if (!must_exist) return config;
-    error = fmt::format("configuration file {} does not exist (named by GPUREAP_CONFIG)", path);
-    return std::nullopt;
-  }
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    error = fmt::format("{}:{}:{}: {}", path, where.line, where.column, e.description());
-    return std::nullopt;
-  }
-  config.path = path;
+  config.path = source;
   const toml::node_view kill = table["kill"];
   if (!kill) return config;
   if (!kill.is_table()) {
-    error = fmt::format("{}: [kill] must be a table", path);
+    error = fmt::format("{}: [kill] must be a table", source);
     return std::nullopt;
   }
   if (const toml::node_view protect = kill["protect"]) {
     const toml::array* names = protect.as_array();
     if (names == nullptr) {
-      error = fmt::format("{}: kill.protect must be an array of names", path);
+      error = fmt::format("{}: kill.protect must be an array of names", source);
       return std::nullopt;
     }
     for (const auto& name : *names) {
       const auto text = name.value<std::string>();
       if (!text || text->empty()) {
-        error = fmt::format("{}: kill.protect must contain non-empty strings", path);
+        error = fmt::format("{}: kill.protect must contain non-empty strings", source);
         return std::nullopt;
       }
       config.protect.push_back(*text);
@@ -49,12 +40,58 @@ std::optional<KillConfig> load_kill_config_from(const std::string& path, bool mu
   if (const toml::node_view audit = kill["audit_log"]) {
     const auto text = audit.value<std::string>();
     if (!text) {
-      error = fmt::format("{}: kill.audit_log must be a string (a file path)", path);
+      error = fmt::format("{}: kill.audit_log must be a string (a file path)", source);
       return std::nullopt;
     }
     config.audit_log = *text;
   }
   return config;
+}
+
+// toml++ quotes the offending input in its description ("saw 't\n'"), raw: control bytes are
+// written as \xHH so the error stays one line and cannot drive a terminal.
+std::string parse_error_text(const toml::parse_error& e, const std::string& source) {
+  const auto& where = e.source().begin;
+  std::string description;
+  for (const char c : e.description()) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      description += fmt::format("\\x{:02x}", byte);
+    } else {
+      description += c;
+    }
+  }
+  return fmt::format("{}:{}:{}: {}", source, where.line, where.column, description);
+}
+
+}  // namespace
+
+std::optional<KillConfig> parse_kill_config(std::string_view text, const std::string& source,
+                                            std::string& error) {
+  toml::table table;
+  try {
+    table = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    error = parse_error_text(e, source);
+    return std::nullopt;
+  }
+  return config_from_table(table, source, error);
+}
+
+std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error) {
+  if (access(path.c_str(), F_OK) != 0) {
+    if (!must_exist) return KillConfig{};
+    error = fmt::format("configuration file {} does not exist (named by GPUREAP_CONFIG)", path);
+    return std::nullopt;
+  }
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    error = parse_error_text(e, path);
+    return std::nullopt;
+  }
+  return config_from_table(table, path, error);
 }
 
 std::optional<KillConfig> load_kill_config(std::string& error) {

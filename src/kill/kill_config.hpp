@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpureap {
@@ -22,5 +23,9 @@ struct KillConfig {
 // exists. nullopt with `error` set when the file named cannot be read or is not valid.
 std::optional<KillConfig> load_kill_config(std::string& error);
 std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error);
+// The same rules for configuration text already in memory; `source` names it in errors
+// ("<source>:<line>:<column>: ...") and becomes KillConfig::path.
+std::optional<KillConfig> parse_kill_config(std::string_view text, const std::string& source,
+                                            std::string& error);
 
 }  // namespace gpureap

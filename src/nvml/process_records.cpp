@@ -13,6 +13,9 @@ constexpr std::array<std::size_t, 3> kKnownStrides = {16, 24, 32};
 constexpr unsigned kPidLimit = 4194304;  // PID_MAX_LIMIT on 64-bit kernels
 constexpr unsigned kMaxPlausibleInstanceId = 64;
 constexpr int kMaxSizingRounds = 8;
+// More processes on one GPU than any driver allows; a count above it is garbage (a wrong ABI,
+// a broken library) and must not size our buffer (2n+5 records of 32 bytes each).
+constexpr unsigned kMaxProcessRecords = 1u << 16;
 
 template <typename T>
 T load(std::span<const std::byte> buffer, std::size_t offset) {
@@ -51,7 +54,8 @@ std::size_t measured_record_stride(std::span<const std::byte> buffer, std::size_
     }
   }
   for (std::size_t stride : kKnownStrides) {
-    if (written == stride * count) return stride;
+    // Compared by division: stride * count wraps for a huge count and could match.
+    if (written % stride == 0 && written / stride == count) return stride;
   }
   return 0;
 }
@@ -97,8 +101,16 @@ ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml
   int rc = fn(device, &count, nullptr);
   if (rc == nvml_abi::kSuccess) return result;  // no processes
   std::vector<std::byte> buffer;
+  unsigned capacity = 0;  // records the driver was told the buffer holds
   for (int round = 0; round < kMaxSizingRounds && rc == nvml_abi::kErrorInsufficientSize; ++round) {
-    const unsigned capacity = 2 * count + 5;  // processes may appear between the calls
+    if (count > kMaxProcessRecords) {
+      result.code = nvml_abi::kErrorUnknown;
+      result.warning = fmt::format("driver reported {} processes on one GPU, more than the {} "
+                                   "any driver supports; its process list is not read",
+                                   count, kMaxProcessRecords);
+      return result;
+    }
+    capacity = 2 * count + 5;  // processes may appear between the calls
     // Room for the largest record generation whatever we expect: a driver that writes
     // wider records than we guessed must never write past our buffer.
     buffer.assign(std::size_t{capacity} * nvml_abi::kLargestProcessRecord, std::byte{kStrideProbeFill});
@@ -107,9 +119,11 @@ ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml
   }
   result.code = rc;
   if (rc != nvml_abi::kSuccess) return result;
-  if (count > buffer.size() / sizeof(nvml_abi::ProcessInfoV1)) {
+  // More records than it was given room for: the rest would be our fill, decoded as PIDs.
+  if (count > capacity) {
     result.code = nvml_abi::kErrorUnknown;
-    result.warning = fmt::format("driver reported {} process records, more than the buffer holds", count);
+    result.warning = fmt::format("driver reported {} process records in a buffer for {}", count,
+                                 capacity);
     return result;
   }
 

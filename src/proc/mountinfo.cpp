@@ -19,21 +19,35 @@ std::string unescape_mount_field(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// The next field of a mountinfo line. Fields are separated by single spaces; the kernel
+// escapes only space, tab, newline and backslash in them, so '\r', '\v' and '\f' are part of
+// a name (a mount point may hold them), not separators. (Found by fuzz/mountinfo_fuzz.cpp.)
+std::string_view take_mount_field(std::string_view& line) {
+  const std::size_t end = line.find(' ');
+  const std::string_view field = line.substr(0, end);
+  line.remove_prefix(end == std::string_view::npos ? line.size() : end + 1);
+  return field;
+}
+
+}  // namespace
+
 std::optional<MountEntry> parse_mountinfo_line(std::string_view line) {
   std::string_view root, mount_point;
   for (int field = 0; field < 5; ++field) {
     root = mount_point;
-    mount_point = procfs::take_token(line);
+    mount_point = take_mount_field(line);
   }
   if (mount_point.empty() || mount_point.front() != '/') return std::nullopt;
-  for (std::string_view token = procfs::take_token(line); token != "-"; token = procfs::take_token(line)) {
-    if (token.empty()) return std::nullopt;  // no separator: not a mountinfo line
+  for (std::string_view token = take_mount_field(line); token != "-"; token = take_mount_field(line)) {
+    if (line.empty() && token.empty()) return std::nullopt;  // no separator: not a mountinfo line
   }
   MountEntry mount;
   mount.root = unescape_mount_field(root);
   mount.mount_point = unescape_mount_field(mount_point);
-  mount.fs_type = unescape_mount_field(procfs::take_token(line));
-  mount.source = unescape_mount_field(procfs::take_token(line));
+  mount.fs_type = unescape_mount_field(take_mount_field(line));
+  mount.source = unescape_mount_field(take_mount_field(line));
   if (mount.fs_type.empty()) return std::nullopt;
   return mount;
 }

@@ -114,7 +114,8 @@ std::optional<StatusFields> parse_status(std::string_view text) {
     const std::string_view key = line.substr(0, colon);
     std::string_view value = line.substr(colon + 1);
     if (key == "Name") {
-      while (!value.empty() && (value.front() == '\t' || value.front() == ' ')) value.remove_prefix(1);
+      // The kernel writes "Name:\t<comm>": only that tab goes, a name may begin with more.
+      if (!value.empty() && value.front() == '\t') value.remove_prefix(1);
       fields.name = unescape_status_name(value);
     } else if (key == "Uid") {
       // real, effective, saved set, filesystem

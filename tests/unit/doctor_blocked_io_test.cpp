@@ -95,6 +95,19 @@ TEST(BlockedIoMounts, EscapesAreDecodedDeletedSuffixIgnoredAndOvermountOnTopWins
   EXPECT_EQ(home->source, "homeserver:/home");
 }
 
+// Found by fuzz/mountinfo_fuzz: '\f', '\v' and '\r' (which the kernel does not escape) split
+// a mount point into two fields, so files under "/mnt/a\fb" were put on the root mount.
+TEST(BlockedIoMounts, OnlySpacesSeparateFields) {
+  const std::string text =
+      "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+      "36 22 0:45 / /mnt/a\fb\vc\rd rw,relatime shared:2 - nfs4 server:/export rw\n";
+  const auto mount = mount_for_path(text, "/mnt/a\fb\vc\rd/ckpt.pt");
+  ASSERT_TRUE(mount.has_value());
+  EXPECT_EQ(mount->mount_point, "/mnt/a\fb\vc\rd");
+  EXPECT_EQ(mount->fs_type, "nfs4");
+  EXPECT_TRUE(mount->network);
+}
+
 TEST(BlockedIoMounts, NonPathsAndGarbageMatchNothing) {
   const std::string text = read_text(kFixture + "/4242/mountinfo");
   EXPECT_FALSE(mount_for_path(text, "socket:[12345]").has_value());

@@ -65,5 +65,28 @@ TEST(Config, MissingFileIsAnErrorOnlyWhenNamedExplicitly) {
   EXPECT_NE(error.find("GPUREAP_CONFIG"), std::string::npos);
 }
 
+TEST(ConfigText, SameRulesAsAFileAndErrorsNameTheSource) {
+  std::string error;
+  const auto config = parse_kill_config("[kill]\nprotect = [\"slurmstepd\"]\n", "inline", error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_EQ(config->protect, (std::vector<std::string>{"slurmstepd"}));
+  EXPECT_EQ(config->path, "inline");
+  EXPECT_FALSE(parse_kill_config("[kill\n", "inline", error));
+  EXPECT_EQ(error.rfind("inline:1:", 0), 0u) << error;
+  EXPECT_FALSE(parse_kill_config("[kill]\nprotect = [\"\"]\n", "inline", error));
+  EXPECT_NE(error.find("non-empty"), std::string::npos) << error;
+}
+
+// Found by fuzz/kill_config_fuzz: toml++ quotes the bad input raw, so the error spanned two
+// lines (and could carry escape sequences to the terminal).
+TEST(ConfigText, ParseErrorIsOneLineWithControlBytesEscaped) {
+  std::string error;
+  EXPECT_FALSE(parse_kill_config("[kill]\naudit_log = t\n", "config.toml", error));
+  EXPECT_EQ(error.rfind("config.toml:2:", 0), 0u) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_FALSE(parse_kill_config("[kill]\naudit_log = t\x1b[2J\n", "config.toml", error));
+  EXPECT_EQ(error.find('\x1b'), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace gpureap

@@ -161,6 +161,14 @@ TEST(ProcParseStatus, UnescapesName) {
   EXPECT_EQ(status->name, "a\\b\nc");
 }
 
+// Found by fuzz/proc_status_fuzz: a name's own leading tabs and spaces were dropped, so
+// a process called "\t Xorg" was reported as "Xorg".
+TEST(ProcParseStatus, NameKeepsItsOwnLeadingBlanks) {
+  const auto status = parse_status("Name:\t\t Xorg\nUid:\t1000\t1000\t1000\t1000\n");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->name, "\t Xorg");
+}
+
 TEST(ProcParseStatus, RejectsGarbage) {
   for (const char* bad : {"", "garbage", "Uid:\n", "Uid:\t1000\n", "Uid:\tx\ty\n",
                           "Uid:\t1\t2\t3\t4\nNSpid:\t\n", "Uid:\t1\t2\t3\t4\nNSpid:\t0\n",

@@ -121,10 +121,54 @@ TEST(ReadProcessList, NotAvailableMemoryIsUnknownNotHuge) {
   EXPECT_FALSE(read.records[0].used_memory.has_value());
 }
 
+// Found by fuzz/process_records_fuzz: a garbage count from the sizing call sized the buffer
+// (2n+5 records of 32 bytes: 64 GiB for n = 2^30), filling memory until the process died.
+int absurd_count(nvml_abi::Device, unsigned* count, void*) {
+  *count = 1u << 30;
+  return nvml_abi::kErrorInsufficientSize;
+}
+
+TEST(ReadProcessList, AbsurdCountIsAnErrorNotAHugeBuffer) {
+  const auto read = read_process_list(absurd_count, nullptr, 24);
+  EXPECT_NE(read.code, nvml_abi::kSuccess);
+  EXPECT_TRUE(read.records.empty());
+  EXPECT_NE(read.warning.find("1073741824 processes"), std::string::npos) << read.warning;
+}
+
+// Found by fuzz/process_records_fuzz: a driver claiming more records than the room it was
+// given (up to twice as many) had our 0xAA fill decoded as processes with PID 2863311530.
+int overclaiming_count(nvml_abi::Device, unsigned* count, void* buffer) {
+  if (buffer == nullptr) {
+    *count = 1;
+    return nvml_abi::kErrorInsufficientSize;
+  }
+  const unsigned pid = 4242;
+  std::memcpy(buffer, &pid, sizeof pid);
+  *count *= 2;
+  return nvml_abi::kSuccess;
+}
+
+TEST(ReadProcessList, MoreRecordsThanTheBufferHeldIsAnError) {
+  const auto read = read_process_list(overclaiming_count, nullptr, 16);
+  EXPECT_NE(read.code, nvml_abi::kSuccess);
+  EXPECT_TRUE(read.records.empty());
+  EXPECT_NE(read.warning.find("14 process records in a buffer for 7"), std::string::npos)
+      << read.warning;
+}
+
 TEST(MeasuredRecordStride, CannotTellWithoutRecords) {
   std::vector<std::byte> buffer(64, std::byte{kStrideProbeFill});
   EXPECT_EQ(measured_record_stride(buffer, 0), 0u);
   EXPECT_EQ(measured_record_stride(buffer, 1), 0u);  // nothing written: no exact fit
+}
+
+// Found by fuzz/process_records_fuzz: 16 * count wrapped around to the bytes written, so a
+// count no buffer could hold "fit exactly".
+TEST(MeasuredRecordStride, AHugeCountNeverFits) {
+  std::vector<std::byte> buffer(64, std::byte{kStrideProbeFill});
+  buffer[31] = std::byte{1};  // 32 bytes written
+  EXPECT_EQ(measured_record_stride(buffer, 2), 16u);
+  EXPECT_EQ(measured_record_stride(buffer, (std::size_t{1} << 60) + 2), 0u);
 }
 
 TEST(ProcessRecordsPlausible, RejectsZeroPidsAndWildInstanceIds) {
