@@ -8,6 +8,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev googletest
   psmisc lsof procps util-linux passwd hyperfine
+  help2man groff-base dpkg-dev zsh
 )
 
 missing=()

@@ -17,7 +17,7 @@ check() {  # check PAGE_NAME HELP_ARGS...
   local name=$1
   shift
   local page="$mandir/$name.1.gz"
-  [ -f "$page" ] || { fail "$page is missing"; return; }
+  [ -f "$page" ] || { fail "$page is missing (build the target gpureap_man)"; return; }
   local text help
   text=$(render "$page")
   help=$("$binary" "$@" --help)
