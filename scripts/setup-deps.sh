@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev
   libgtest-dev libgmock-dev googletest
   psmisc lsof procps util-linux passwd hyperfine
   help2man groff-base dpkg-dev zsh

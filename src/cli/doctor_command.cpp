@@ -76,11 +76,6 @@ std::string check_usage(DoctorCommandOptions& o) {
   return {};
 }
 
-bool confirm(const std::string& plan) {
-  std::fputs(plan.c_str(), stderr);
-  return ask_yes_no("Apply these fixes?");
-}
-
 // Resets the leaked GPUs the user allowed, each only once a fresh look finds nothing using it.
 // gpureap's own NVML handle holds the device files, so the source is closed first.
 void reset_leaked(std::unique_ptr<SnapshotSource>& source, const std::vector<const FixAction*>& actions,
@@ -197,12 +192,14 @@ int run_doctor(const DoctorCommandOptions& given) {
       if (!o.json) write_out(render_doctor(before, style));
       const std::string plan = render_fix_plan(actions, style);
       if (!o.yes) {
-        if (isatty(STDIN_FILENO) != 1) {
-          std::cerr << plan << "gpureap doctor: not on a terminal, so nothing was changed: add --yes to apply these "
-                               "fixes without asking (exit status 10)\n";
+        // The same rule as kill: asked on the terminal even when output is piped.
+        const Answer answer = ask_on_terminal(plan, "Apply these fixes?");
+        if (answer == Answer::NoTerminal) {
+          std::cerr << plan << "gpureap doctor: there is no terminal to ask for confirmation on, so nothing was "
+                               "changed: add --yes to apply these fixes without asking (exit status 10)\n";
           return exit_code::kAborted;
         }
-        if (!confirm(plan)) {
+        if (answer != Answer::Yes) {
           std::cerr << "gpureap doctor: not confirmed; nothing was changed (exit status 10)\n";
           return exit_code::kAborted;
         }

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <regex>
+#include <stdexcept>
 #include <set>
 
 #include <fmt/format.h>
@@ -37,16 +37,9 @@
 namespace gpureap {
 namespace {
 
-// Asks on the terminal; true only for an explicit yes.
-bool confirm(const std::string& plan_text, bool plan_already_shown) {
-  if (!plan_already_shown) std::fputs(plan_text.c_str(), stderr);
-  return ask_yes_no("Proceed?");
-}
-
+// More than one process, or another user's: a person confirms first (or passes --yes).
 bool needs_confirmation(const KillPlan& plan, const KillOptions& options) {
   if (options.yes || options.dry_run) return false;
-  // Never prompt a script: without a terminal on both ends we proceed (documented).
-  if (isatty(STDIN_FILENO) != 1 || isatty(STDOUT_FILENO) != 1) return false;
   std::size_t count = 0;
   bool other_user = false;
   const uid_t me = getuid();
@@ -90,11 +83,13 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
       "identity is foreign or mismatch, and protected processes (display servers,\n"
       "nvidia-persistenced, nv-hostengine/DCGM, nvidia-smi: root-owned, by executable name; --protect\n"
       "adds names matched on the process name too; --force overrides protection only).\n\n"
-      "Confirmation: on a terminal, without --yes, gpureap asks before signalling more than one\n"
-      "process or another user's process. Without a terminal it proceeds without asking.\n\n"
+      "Confirmation: without --yes, gpureap asks on the terminal (/dev/tty, even when output is piped)\n"
+      "before signalling more than one process or another user's process. With no terminal at all\n"
+      "(cron, setsid, a Slurm epilog) such a plan needs --yes: otherwise exit 10, nothing signalled.\n\n"
       "Exit status: 0 every target ended and the memory was verified free, 2 usage error,\n"
       "3/4 driver unavailable for a GPU selection, 6 a target survived or memory was not freed,\n"
-      "7 permission denied, 8 a target was refused, 9 nothing matched, 10 declined at the prompt.\n\n"
+      "7 permission denied, 8 a target was refused, 9 nothing matched, 10 not confirmed (declined, or no\n"
+      "terminal to ask on without --yes).\n\n"
       "Configuration: $GPUREAP_CONFIG, else /etc/gpureap/config.toml: [kill] protect = [\"name\", ...],\n"
       "audit_log = \"/path\".\n\n"
       "Environment: GPUREAP_AUDIT_LOG (audit log path), GPUREAP_CONFIG, GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR,\n"
@@ -103,7 +98,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   kill->add_option("--gpu", options.criteria.gpus, "Every GPU process on these GPU indices (comma-separated)")
       ->delimiter(',');
   kill->add_option("--user", options.criteria.users, "GPU processes of this user (name or uid)")->delimiter(',');
-  kill->add_option("--name", options.criteria.name_regex, "GPU processes whose command line matches this regex");
+  kill->add_option("--name", options.criteria.name_regex, "GPU processes whose command line matches this regular expression (RE2 syntax, at most 1024 bytes)");
   kill->add_option("--container", options.criteria.containers, "GPU processes in this container (id or pod UID prefix)")
       ->delimiter(',');
   kill->add_flag("--holders", options.criteria.holders,
@@ -192,9 +187,8 @@ int run_kill(KillOptions options) {
   Selection selection;
   try {
     selection = select_targets(*snapshot, options.criteria);
-  } catch (const std::regex_error& error) {
-    std::cerr << fmt::format("gpureap kill: --name '{}': not a valid regular expression ({})\n",
-                             sanitize_for_terminal(options.criteria.name_regex), sanitize_for_terminal(error.what()));
+  } catch (const std::invalid_argument& error) {
+    std::cerr << fmt::format("gpureap kill: --name: {}\n", sanitize_for_terminal(error.what()));
     return exit_code::kUsage;
   }
   PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);
@@ -233,9 +227,20 @@ int run_kill(KillOptions options) {
     if (options.json) write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
     return kill_exit_status(report);
   }
-  if (needs_confirmation(plan, options) && !confirm(plan_text, !options.json)) {
-    std::cerr << "gpureap kill: not confirmed; nothing was signalled\n";
-    return exit_code::kAborted;
+  if (needs_confirmation(plan, options)) {
+    // The plan went to stdout; when that is not the terminal, show it where the question is.
+    const bool plan_seen = !options.json && stdout_is_terminal();
+    const Answer answer = ask_on_terminal(plan_seen ? std::string() : plan_text, "Proceed?");
+    if (answer == Answer::NoTerminal) {
+      std::cerr << "gpureap kill: this plan ends more than one process or another user's, and there is no terminal "
+                   "to ask for confirmation on: add --yes to proceed without asking, or --dry-run to only show the "
+                   "plan; nothing was signalled\n";
+      return exit_code::kAborted;
+    }
+    if (answer != Answer::Yes) {
+      std::cerr << "gpureap kill: not confirmed; nothing was signalled\n";
+      return exit_code::kAborted;
+    }
   }
 
   // The ladder over the pinned targets, then the zombies' parents.

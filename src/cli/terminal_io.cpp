@@ -1,21 +1,60 @@
 #include "cli/terminal_io.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 
 namespace gpureap {
+namespace {
+
+bool write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// One line from the terminal, at most 64 bytes kept; "" on end of file or error.
+std::string read_line(int fd) {
+  std::string line;
+  char c = 0;
+  while (true) {
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') break;
+    if (line.size() < 64) line.push_back(c);
+  }
+  return line;
+}
+
+}  // namespace
 
 void write_out(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 }
 
-bool ask_yes_no(std::string_view question) {
-  std::fwrite(question.data(), 1, question.size(), stderr);
-  std::fputs(" [y/N] ", stderr);
+bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+
+Answer ask_on_terminal(std::string_view shown_first, std::string_view question) {
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return Answer::NoTerminal;
+  std::fflush(stdout);
   std::fflush(stderr);
-  char line[64] = {0};
-  if (std::fgets(line, sizeof line, stdin) == nullptr) return false;
-  return line[0] == 'y' || line[0] == 'Y';
+  std::string prompt(shown_first);
+  prompt.append(question).append(" [y/N] ");
+  Answer answer = Answer::No;
+  if (write_all(tty, prompt)) {
+    const std::string line = read_line(tty);
+    if (!line.empty() && (line[0] == 'y' || line[0] == 'Y')) answer = Answer::Yes;
+  }
+  ::close(tty);
+  return answer;
 }
 
 }  // namespace gpureap

@@ -9,7 +9,17 @@ namespace gpureap {
 // Writes to stdout and flushes, so output and prompts on stderr appear in order.
 void write_out(const std::string& text);
 
-// Prints "<question> [y/N] " on stderr and reads a line from stdin; true only for an explicit yes.
-bool ask_yes_no(std::string_view question);
+enum class Answer { Yes, No, NoTerminal };
+
+// The one confirmation rule of kill and doctor --fix: the question goes to the controlling
+// terminal (/dev/tty), so it is asked even when stdin or stdout is a pipe (`gpureap kill --all
+// | tee log`). `shown_first` (the plan, when it has not reached the terminal otherwise) is
+// written there before "<question> [y/N] ". Yes only for an explicit yes. NoTerminal, with
+// nothing written, when the process has no terminal at all (cron, setsid, a Slurm epilog):
+// the caller then proceeds only with --yes.
+Answer ask_on_terminal(std::string_view shown_first, std::string_view question);
+
+// True when stdout is a terminal (the plan printed there was seen).
+bool stdout_is_terminal();
 
 }  // namespace gpureap

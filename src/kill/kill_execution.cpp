@@ -72,7 +72,7 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
         std::find(policy.self_ancestry.begin(), policy.self_ancestry.end(), pid) != policy.self_ancestry.end()) {
       continue;  // the engine never signals gpureap or its ancestors
     }
-    if (process->uid != policy.effective_uid && process->uid != policy.real_uid && !policy.can_kill_any) return false;
+    if (!may_signal(*process, policy)) return false;
   }
   return true;
 }

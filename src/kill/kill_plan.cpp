@@ -119,9 +119,8 @@ void apply_policy(PlannedTarget& target, const ProcessInfo* process, const Snaps
   }
 }
 
-void check_permission(PlannedTarget& target, const PlanPolicy& policy) {
-  if (!target.present || !target.uid || policy.can_kill_any) return;
-  if (*target.uid == policy.real_uid || *target.uid == policy.effective_uid) return;
+void check_permission(PlannedTarget& target, const ProcessInfo* process, const PlanPolicy& policy) {
+  if (!target.present || !target.uid || process == nullptr || may_signal(*process, policy)) return;
   target.permission_denied = true;
   target.permission_text = fmt::format(
       "permission denied: PID {} belongs to {} (uid {}); signalling it needs root or {} (run with sudo)",
@@ -168,6 +167,14 @@ std::string refusal_name(Refusal refusal) {
     case Refusal::Protected: return "protected";
   }
   return "none";
+}
+
+bool may_signal(const ProcessInfo& process, const PlanPolicy& policy) {
+  if (policy.can_kill_any) return true;
+  for (uid_t sender : {policy.real_uid, policy.effective_uid}) {
+    if (sender == process.real_uid || sender == process.saved_uid) return true;
+  }
+  return false;
 }
 
 PlanPolicy PlanPolicy::for_current_process(const Snapshot& snapshot) {
@@ -225,7 +232,7 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
       }
     }
     apply_policy(target, process, snapshot, policy);
-    if (target.refusal == Refusal::None) check_permission(target, policy);
+    if (target.refusal == Refusal::None) check_permission(target, process, policy);
     plan.targets.push_back(std::move(target));
   }
   drop_expansions_of_refused(plan, snapshot);

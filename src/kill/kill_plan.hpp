@@ -88,6 +88,10 @@ struct PlanPolicy {
   static PlanPolicy for_current_process(const Snapshot& snapshot);
 };
 
+// The kernel's rule (kill_ok_by_cred): without CAP_KILL, the sender's real or effective uid
+// must equal the target's real or saved uid. Its effective uid does not count.
+bool may_signal(const ProcessInfo& process, const PlanPolicy& policy);
+
 KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy);
 
 }  // namespace gpureap

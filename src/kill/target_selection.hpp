@@ -18,7 +18,7 @@ struct SelectionCriteria {
   // --holders/--all, selects GPU processes in addition to the named PIDs.
   std::vector<unsigned> gpus;
   std::vector<std::string> users;         // names or numeric uids
-  std::string name_regex;                 // ECMAScript, searched in the command line
+  std::string name_regex;                 // RE2 syntax, searched in the command line (command_pattern.hpp)
   std::vector<std::string> containers;    // id or pod-UID prefixes
   bool holders = false;                   // also unlisted holders of the GPUs' device files
   bool all = false;                       // every GPU process
@@ -44,7 +44,7 @@ struct Selection {
   std::vector<pid_t> missing;              // named PIDs that neither /proc nor the driver knows
 };
 
-// Throws std::regex_error for an invalid --name.
+// Throws std::invalid_argument, with one line saying why, for an invalid or too long --name.
 Selection select_targets(const Snapshot& snapshot, const SelectionCriteria& criteria);
 
 }  // namespace gpureap

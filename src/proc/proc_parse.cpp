@@ -123,6 +123,7 @@ std::optional<StatusFields> parse_status(std::string_view text) {
       if (!parse_number_list(value, uids) || uids.size() < 2) return std::nullopt;
       fields.real_uid = uids[0];
       fields.effective_uid = uids[1];
+      fields.saved_uid = uids.size() > 2 ? uids[2] : uids[1];
       have_uid = true;
     } else if (key == "NSpid") {
       std::vector<pid_t> pids;

@@ -14,7 +14,7 @@ namespace gpureap {
 // /proc/<pid>/stat. The name is cut at the *last* ')' so names with spaces and ')' survive.
 std::optional<StatFields> parse_stat(std::string_view text);
 
-// /proc/<pid>/status: Name, Uid (real, effective), NSpid.
+// /proc/<pid>/status: Name, Uid (real, effective, saved), NSpid.
 std::optional<StatusFields> parse_status(std::string_view text);
 
 // /proc/<pid>/cmdline: NUL-separated arguments (a trailing NUL is not an extra argument).

@@ -51,6 +51,7 @@ struct StatusFields {
   std::string name;
   uid_t real_uid = 0;
   uid_t effective_uid = 0;
+  uid_t saved_uid = 0;         // the kernel's kill permission looks at real and saved
   std::vector<pid_t> ns_pids;  // NSpid: outermost (this /proc's namespace) first
 };
 
@@ -65,6 +66,8 @@ struct ProcessInfo {
   std::string wchan;            // only read for state 'D'
   uid_t uid = 0;                // effective uid (as ps USER shows); read with the details
   std::string user;             // name for uid, or the number when unknown
+  uid_t real_uid = 0;           // real and saved uids: whom the kernel lets signal it
+  uid_t saved_uid = 0;          //   (read with the details; the effective uid when unknown)
   std::string comm;
   std::vector<std::string> cmdline;  // empty for kernel threads and zombies
   std::string exe;              // readlink of exe, "" when denied or gone

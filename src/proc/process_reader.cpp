@@ -141,9 +141,12 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
   info.ns_pids.clear();
   if (status) {
     info.uid = status->effective_uid;  // like ps's USER column
+    info.real_uid = status->real_uid;
+    info.saved_uid = status->saved_uid;
     info.ns_pids = std::move(status->ns_pids);
   } else if (struct stat st {}; fstat(pid_fd, &st) == 0) {
     info.uid = st.st_uid;  // /proc/<pid> is owned by the effective uid of a dumpable process
+    info.real_uid = info.saved_uid = info.uid;
   }
   info.user = users.name(info.uid);
   if (info.ns_pids.empty()) info.ns_pids = {info.pid};  // kernels before 4.1 have no NSpid

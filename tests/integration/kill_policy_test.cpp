@@ -44,6 +44,26 @@ TEST(KillPolicy, NonRootUserCannotEndRootsProcessAndNothingIsSignalled) {
   EXPECT_FALSE(running(theirs.pid));
 }
 
+// The kernel lets a user signal a process whose real or saved uid is theirs, whatever its
+// effective uid (a setuid program they started): the pre-check follows the kernel, not ps's USER.
+TEST(KillPolicy, PermissionFollowsTheKernelRealAndSavedUid) {
+  if (!running_as_root() || access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs root and setpriv(1)";
+  const passwd* pw = test_user();
+  ASSERT_NE(pw, nullptr);
+  const uid_t user = pw->pw_uid;
+  SimHost host;
+  // Real uid the user's, effective and saved root's.
+  auto setuid_like = host.start_program(
+      "/usr/bin/setpriv", {"--ruid", std::to_string(user), "--euid", "0", GPUSIM_CUDA_BINARY, "--alloc", "0:1GiB"});
+  SpawnOptions options;
+  options.env = host.env();
+  options.uid = user;
+  const auto result =
+      run_command({gpureap_binary(), "kill", std::to_string(setuid_like.pid), "--yes", "--json"}, options);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_FALSE(running(setuid_like.pid));
+}
+
 TEST(KillPolicy, ForeignDriverPidIsRefusedFromInsideAPidNamespace) {
   if (!running_as_root() || !can_unshare_pid()) GTEST_SKIP() << "needs root and unshare(CLONE_NEWPID)";
   SimHost host;

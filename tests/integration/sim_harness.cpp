@@ -101,6 +101,9 @@ CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptio
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
   const pid_t pid = fork();
   if (pid == 0) {
+    // No controlling terminal: a command that asks for confirmation must not find the
+    // terminal of whoever runs the tests (it would wait there, or be stopped by SIGTTIN).
+    setsid();
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     exec_child(argv, options);

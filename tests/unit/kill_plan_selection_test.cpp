@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <regex>
+#include <stdexcept>
 
 #include "kill/kill_plan.hpp"
 #include "kill/target_selection.hpp"
@@ -116,7 +116,7 @@ TEST(KillSelection, FiltersSelectDriverListedProcesses) {
 
   criteria = {};
   criteria.name_regex = "(";
-  EXPECT_THROW(select_targets(*snapshot, criteria), std::regex_error);
+  EXPECT_THROW(select_targets(*snapshot, criteria), std::invalid_argument);
 }
 
 TEST(KillSelection, UnknownPidsAreMissingAndHoldersAreOptIn) {
