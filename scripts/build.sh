@@ -20,7 +20,9 @@ case "$variant" in
     # -O1: the sanitizers' recommended level; line tables only, enough for their stack traces.
     debug_flags="-O1 -g1"
     [[ ${CXX:-} == *clang* ]] && debug_flags="-O1 -gline-tables-only"
-    extra=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$debug_flags" -DGPUREAP_SANITIZE=ON -DGPUREAP_BUILD_TESTS=ON) ;;
+    extra=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$debug_flags" -DGPUREAP_SANITIZE=ON -DGPUREAP_BUILD_TESTS=ON)
+    # With clang the same build carries the libFuzzer targets (fuzz/, scripts/fuzz.sh).
+    [[ ${CXX:-} == *clang* ]] && extra+=(-DGPUREAP_FUZZ=ON) ;;
   *) echo "build.sh: unknown variant '$variant' (use release or asan)" >&2; exit 2 ;;
 esac
 cmake -S "$root" -B "$dir" -G Ninja "${extra[@]}" >/dev/null

@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
-# Builds gpureap and runs every test, under AddressSanitizer and UndefinedBehaviorSanitizer,
-# then builds the release program users run. Tests that need root (users, PID namespaces,
-# cgroups) skip with the reason when run unprivileged.
+# Builds gpureap and runs every test under AddressSanitizer and UndefinedBehaviorSanitizer, runs
+# each fuzzer briefly, then builds the release program, packages it as a .deb, installs that
+# and runs the installed binary on a simulated GPU. Tests that need root (users, PID
+# namespaces, cgroups, installing the package) skip with the reason when run unprivileged.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 start=$SECONDS
+step() { echo "== $1 ($((SECONDS - start)) s)"; }
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
+step "AddressSanitizer + UndefinedBehaviorSanitizer build"
 "$root/scripts/build.sh" asan
-echo "== tests (built $((SECONDS - start)) s in)"
+
+step "tests"
 # The tests mostly wait on real processes, so run more of them than there are cores.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$root/build-asan" --output-on-failure -j "$(( $(nproc) * 2 ))"
 
-echo "== release build"
+if grep -q '^GPUREAP_FUZZ:BOOL=ON' "$root/build-asan/CMakeCache.txt"; then
+  step "fuzzing, a few seconds per target (scripts/fuzz.sh SECONDS for longer runs)"
+  GPUREAP_FUZZ_BUILD_DIR="$root/build-asan" "$root/scripts/fuzz.sh" "${GPUREAP_FUZZ_SECONDS:-3}"
+else
+  echo "fuzzing skipped: the libFuzzer targets need clang"
+fi
+
+step "release build"
 "$root/scripts/build.sh" release
-"$root/build/src/gpureap" --version
-echo "== done in $((SECONDS - start)) s"
+if [ "$(id -u)" -eq 0 ]; then
+  step "Debian package: build, check, install, run on a simulated GPU, remove"
+  GPUREAP_PACKAGE_DIR="$root/build" "$root/scripts/package.sh"
+  GPUREAP_PACKAGE_DIR="$root/build" "$root/scripts/package-check.sh"
+else
+  echo "package check skipped: installing the .deb needs root"
+fi
+step "done"
