@@ -95,7 +95,10 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
 int run_ps(const PsOptions& options) {
   const ColorChoice choice = parse_color_choice(options.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
-  SnapshotSource source(default_snapshot_options());
+  SnapshotOptions snapshot_options = default_snapshot_options();
+  // ps shows holders and driver-listed trees only: no need to read every process in full.
+  snapshot_options.proc.scope = ProcScanScope::Holders;
+  SnapshotSource source(std::move(snapshot_options));
 
   if (options.watch_seconds <= 0) {
     auto snapshot = source.take();
