@@ -54,6 +54,7 @@ grow_to() {
   [ "$add" -gt 0 ] || return 0
   setsid bash -c "for i in \$(seq 1 $add); do sleep 3600 & done; wait" </dev/null >/dev/null 2>&1 &
   local g=$!
+  disown "$g"  # killed by process group at exit, without a job notice
   pgids+=("$g")
   for _ in $(seq 1 1200); do
     [ "$(pgrep -c -g "$g" || true)" -gt "$add" ] && break
@@ -70,7 +71,7 @@ echo "holders of the device files: gpureap $holders processes; fuser $(fuser "${
 
 for extra in "${size_list[@]}"; do
   grow_to "$extra"
-  procs=$(ls -d /proc/[0-9]* | wc -l)
+  procs=$(printf '%s\n' /proc/[0-9]* | wc -l)
   echo "$procs" >"$state/procs.$extra"
   # One interleaved session per size: the ratios compare runs taken under the same load.
   hyperfine -N -i --style none --warmup 3 --runs "$runs" --export-json "$state/hf.$extra.json" \
