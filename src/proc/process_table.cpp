@@ -1,16 +1,17 @@
 // The /proc scanner: lists the PIDs, reads them (in parallel when there are many: the work
 // is system calls, which scale with cores), then builds the parent → children index and
-// reads the details of every GPU device holder.
+// reads the details of every GPU device holder. In the Holders scope (ps) most processes get
+// only a look at their fd/ (DeviceFdProbe) and the table is filled around the holders.
 #include "proc/process_table.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
-#include <optional>
-#include <string>
 #include <cerrno>
+#include <charconv>
 #include <ctime>
 #include <exception>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 
@@ -225,7 +226,8 @@ void ProcessTableBuilder::load_details(int root_fd, std::span<const pid_t> pids)
 // Phase 1 for one process the scan left out; true when it is (now) in the table.
 bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
   if (table_.processes_.count(pid) > 0) return true;
-  if (table_.complete_ || pid <= 0) return false;  // not there at the scan: skipped, as before
+  // A full scan that did not see it: the process is newer than the snapshot; skipped, as before.
+  if (table_.complete_ || pid <= 0) return false;
   std::optional<ProcessInfo> info = reader().read(root_fd, pid);
   if (!info) return false;
   table_.processes_.emplace(pid, std::move(*info));
