@@ -1,4 +1,6 @@
 // gpureap: find, explain and end whatever holds GPU memory.
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +12,12 @@
 #include "text/sanitize.hpp"
 
 int main(int argc, char** argv) {
+  // Answered before the parser is built: setting up every command's options costs more than
+  // printing the version (scripts and package checks call it in loops).
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::fputs("gpureap " GPUREAP_VERSION "\n", stdout);
+    return gpureap::exit_code::kOk;
+  }
   CLI::App app{"gpureap: who holds GPU memory, and how to get it back"};
   app.set_version_flag("--version", std::string("gpureap ") + GPUREAP_VERSION);
   app.require_subcommand(0, 1);

@@ -112,7 +112,10 @@ int run_ps(PsOptions options) {
   const OutputWidth width = OutputWidth::for_fd(STDOUT_FILENO, options.wide);
   const ColorChoice choice = parse_color_choice(options.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
-  SnapshotSource source(default_snapshot_options());
+  SnapshotOptions snapshot_options = default_snapshot_options();
+  // ps shows holders and driver-listed trees only: no need to read every process in full.
+  snapshot_options.proc.scope = ProcScanScope::Holders;
+  SnapshotSource source(std::move(snapshot_options));
 
   if (options.watch_seconds <= 0) {
     auto snapshot = source.take();

@@ -1,13 +1,17 @@
 // The /proc scanner: lists the PIDs, reads them (in parallel when there are many: the work
 // is system calls, which scale with cores), then builds the parent → children index and
-// reads the details of every GPU device holder.
+// reads the details of every GPU device holder. In the Holders scope (ps) most processes get
+// only a look at their fd/ (DeviceFdProbe) and the table is filled around the holders.
 #include "proc/process_table.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <ctime>
 #include <exception>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 
@@ -17,6 +21,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "proc/device_fd_probe.hpp"
 #include "proc/parse_util.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/process_reader.hpp"
@@ -59,29 +64,52 @@ class ProcessTableBuilder {
 
   void scan(int root_fd);
   void load_details(int root_fd, std::span<const pid_t> pids);
+  void load_trees(int root_fd, std::span<const pid_t> roots);
 
  private:
+  void open_root(int root_fd);
   void read_clock(int root_fd);
   std::vector<pid_t> list_pids(int root_fd);
-  void read_all(int root_fd, const std::vector<pid_t>& pids);
+  void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only);
+  void complete_holders(int root_fd);
+  bool read_one(int root_fd, pid_t pid);
+  void collect_tree(int root_fd, pid_t root, std::vector<pid_t>& out);
+  std::vector<pid_t> children_for_tree(int root_fd, pid_t pid);
+  bool read_children_files(int root_fd, pid_t pid, std::vector<pid_t>& children);
+  void read_everything(int root_fd);
   void build_children();
+  procfs::ProcessReader& reader();
 
   ProcessTable& table_;
   procfs::ScanClock clock_;
   bool is_procfs_ = false;  // proc_root is a procfs mount, not a fixture tree
+  std::optional<procfs::ProcessReader> reader_;  // for reads one at a time
+  procfs::ReadBuffer buffer_{1024};
+  procfs::DirLister lister_;
 };
 
-void ProcessTableBuilder::scan(int root_fd) {
+void ProcessTableBuilder::open_root(int root_fd) {
   struct statfs fs {};
   is_procfs_ = fstatfs(root_fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
   read_clock(root_fd);
+}
+
+procfs::ProcessReader& ProcessTableBuilder::reader() {
+  if (!reader_) reader_.emplace(clock_, table_.options_.dev_dir, is_procfs_);
+  return *reader_;
+}
+
+void ProcessTableBuilder::scan(int root_fd) {
+  open_root(root_fd);
   if (is_procfs_) {
     // Our own PID namespace as this /proc shows it; fixture trees have none.
-    procfs::ReadBuffer buffer(256);
-    const auto ns = buffer.read_link_at(root_fd, "self/ns/pid");
+    const auto ns = buffer_.read_link_at(root_fd, "self/ns/pid");
     table_.in_child_pid_namespace_ = ns.has_value() && *ns != kInitPidNamespace;
   }
-  read_all(root_fd, list_pids(root_fd));
+  const bool holders_only = table_.options_.scope == ProcScanScope::Holders && is_procfs_;
+  table_.complete_ = !holders_only;
+  read_all(root_fd, list_pids(root_fd), holders_only);
+  if (holders_only) complete_holders(root_fd);
   build_children();
 
   std::vector<pid_t> holders;
@@ -131,7 +159,7 @@ std::vector<pid_t> ProcessTableBuilder::list_pids(int root_fd) {
   return pids;
 }
 
-void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids) {
+void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only) {
   const auto threads = static_cast<unsigned>(std::min<std::size_t>(
       {usable_cpus(), kMaxThreads, 1 + pids.size() / kPidsPerExtraThread}));
 
@@ -141,6 +169,8 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids) 
   const auto work = [&](unsigned slot) {
     try {
       procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
+      std::optional<procfs::DeviceFdProbe> probe;
+      if (holders_only) probe.emplace(table_.options_.dev_dir, is_procfs_);
       std::vector<ProcessInfo>& out = results[slot];
       out.reserve(pids.size() / threads + kChunk);
       for (;;) {
@@ -148,6 +178,10 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids) 
         if (begin >= pids.size()) break;
         const std::size_t end = std::min(pids.size(), begin + kChunk);
         for (std::size_t i = begin; i < end; ++i) {
+          if (probe) {
+            const procfs::FdProbe seen = probe->probe(root_fd, pids[i]);
+            if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
+          }
           if (std::optional<ProcessInfo> info = reader.read(root_fd, pids[i])) {
             out.push_back(std::move(*info));
           }
@@ -183,11 +217,120 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids) 
 }
 
 void ProcessTableBuilder::load_details(int root_fd, std::span<const pid_t> pids) {
-  procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
   for (const pid_t pid : pids) {
     const auto it = table_.processes_.find(pid);
-    if (it != table_.processes_.end()) reader.read_details(root_fd, it->second, table_.user_names_);
+    if (it != table_.processes_.end()) reader().read_details(root_fd, it->second, table_.user_names_);
   }
+}
+
+// Phase 1 for one process the scan left out; true when it is (now) in the table.
+bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
+  if (table_.processes_.count(pid) > 0) return true;
+  // A full scan that did not see it: the process is newer than the snapshot; skipped, as before.
+  if (table_.complete_ || pid <= 0) return false;
+  std::optional<ProcessInfo> info = reader().read(root_fd, pid);
+  if (!info) return false;
+  table_.processes_.emplace(pid, std::move(*info));
+  return true;
+}
+
+// What join_snapshot and the views need around each holder in the Holders scope: its
+// ancestors (roles, ps --tree, JSON ancestry), its process-group leader (a missing one marks
+// an orphan) and its descendants (ps --tree).
+void ProcessTableBuilder::complete_holders(int root_fd) {
+  std::vector<pid_t> holders;
+  for (const auto& [pid, info] : table_.processes_) {
+    if (info.holds_any_device_file()) holders.push_back(pid);
+  }
+  std::sort(holders.begin(), holders.end());
+  std::vector<pid_t> tree;
+  for (const pid_t holder : holders) {
+    // Copies: reading into the table may rehash it.
+    const pid_t pgid = table_.processes_.at(holder).pgid;
+    pid_t next = table_.processes_.at(holder).ppid;
+    // Bounded, although procfs cannot show a ppid cycle.
+    for (std::size_t depth = 0; next > 0 && depth < 4096 && read_one(root_fd, next); ++depth) {
+      if (next == 1) break;
+      next = table_.processes_.at(next).ppid;
+    }
+    if (pgid > 0) read_one(root_fd, pgid);
+    collect_tree(root_fd, holder, tree);
+  }
+}
+
+// root and its descendants, read into the table and appended to `out`.
+void ProcessTableBuilder::collect_tree(int root_fd, pid_t root, std::vector<pid_t>& out) {
+  if (!read_one(root_fd, root)) return;
+  std::vector<pid_t> stack{root};
+  while (!stack.empty()) {
+    const pid_t pid = stack.back();
+    stack.pop_back();
+    out.push_back(pid);
+    for (const pid_t child : children_for_tree(root_fd, pid)) {
+      // A child that exited since its parent's listing may have a new, unrelated owner.
+      if (read_one(root_fd, child) && table_.processes_.at(child).ppid == pid) stack.push_back(child);
+    }
+  }
+}
+
+std::vector<pid_t> ProcessTableBuilder::children_for_tree(int root_fd, pid_t pid) {
+  if (!table_.complete_) {
+    std::vector<pid_t> children;
+    if (read_children_files(root_fd, pid, children)) return children;
+    read_everything(root_fd);  // a kernel without /proc/<pid>/task/<tid>/children
+  }
+  return table_.children_of(pid);
+}
+
+// The children of every thread of pid (CONFIG_PROC_CHILDREN). False when this kernel has no
+// such files; a process that has gone has no children.
+bool ProcessTableBuilder::read_children_files(int root_fd, pid_t pid, std::vector<pid_t>& children) {
+  char path[32];
+  const auto end = std::to_chars(path, path + 16, pid).ptr;
+  std::string_view("/task").copy(end, 5);
+  end[5] = '\0';
+  const Fd tasks = procfs::open_dir_at(root_fd, path, /*no_follow=*/false);
+  if (!tasks) return true;
+  std::vector<std::string> tids;
+  lister_.for_each(
+      tasks.get(),
+      [&tids](const char* name, unsigned char) {
+        tids.emplace_back(std::string(name) + "/children");
+        return true;
+      },
+      is_procfs_);
+  for (const std::string& file : tids) {
+    const auto text = buffer_.read_file_at(tasks.get(), file.c_str());
+    if (!text) {
+      if (errno == ENOENT && faccessat(root_fd, "thread-self/children", F_OK, 0) != 0) return false;
+      continue;  // that thread has exited
+    }
+    std::string_view rest = *text;
+    for (std::string_view token = procfs::take_token(rest); !token.empty(); token = procfs::take_token(rest)) {
+      pid_t child = 0;
+      if (procfs::parse_whole_unsigned(token, child)) children.push_back(child);
+    }
+  }
+  return true;
+}
+
+// Fallback to the Everything scope: phase 1 for every process not yet in the table.
+void ProcessTableBuilder::read_everything(int root_fd) {
+  std::vector<pid_t> pids = list_pids(root_fd);
+  std::erase_if(pids, [this](pid_t pid) { return table_.processes_.count(pid) > 0; });
+  read_all(root_fd, pids, /*holders_only=*/false);
+  table_.complete_ = true;
+  build_children();
+}
+
+void ProcessTableBuilder::load_trees(int root_fd, std::span<const pid_t> roots) {
+  open_root(root_fd);
+  std::vector<pid_t> wanted;
+  for (const pid_t root : roots) collect_tree(root_fd, root, wanted);
+  build_children();
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  load_details(root_fd, wanted);
 }
 
 void ProcessTableBuilder::build_children() {
@@ -208,6 +351,13 @@ ProcessTable ProcessTable::scan(const ProcScanOptions& options) {
   ProcessTableBuilder builder(table);
   builder.scan(root.get());
   return table;
+}
+
+void ProcessTable::load_trees(std::span<const pid_t> roots) {
+  const Fd root = open_root(options_.proc_root);
+  if (!root) return;
+  ProcessTableBuilder builder(*this);
+  builder.load_trees(root.get(), roots);
 }
 
 void ProcessTable::load_details(std::span<const pid_t> pids) {

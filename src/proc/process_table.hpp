@@ -14,16 +14,29 @@
 
 namespace gpureap {
 
+// Which processes a scan reads in full (stat and the descriptors; details for holders).
+enum class ProcScanScope {
+  // Every process: kill and doctor walk the whole table (process groups, cgroups, zombies).
+  Everything,
+  // Only what `ps` shows: holders of GPU device files, with their ancestors, process-group
+  // leaders and descendants, plus processes whose descriptors cannot be read or are empty
+  // (kernel threads, zombies). Every other process costs one look at its fd/ directory.
+  // A /proc that is not procfs (a test fixture) is read as Everything.
+  Holders,
+};
+
 struct ProcScanOptions {
   std::string proc_root = "/proc";
   std::string dev_dir = "/dev";  // where GPU device files live (GPUREAP_DEV_DIR overrides)
+  ProcScanScope scope = ProcScanScope::Everything;
 };
 
 class ProcessTable {
  public:
-  // Phase 1: for every process, /proc/<pid>/stat and the fd links (to find GPU device files).
-  // Details (status, cmdline, exe, cgroup, wchan for D) are then read for every process that
-  // holds a GPU device file; call load_details() for others (e.g. driver-listed PIDs).
+  // Phase 1: for every process (or, in the Holders scope, for those it names), /proc/<pid>/stat
+  // and the fd links (to find GPU device files). Every process in the table has been read in
+  // full. Details (status, cmdline, exe, cgroup, wchan for D) are then read for every process
+  // that holds a GPU device file; call load_details() or load_trees() for others.
   // Processes that vanish mid-scan are left out; throws std::system_error only when
   // proc_root itself cannot be opened.
   static ProcessTable scan(const ProcScanOptions& options);
@@ -31,10 +44,14 @@ class ProcessTable {
   // Phase 2: status, cmdline, exe, cgroup (and wchan when in D state) for these PIDs.
   // PIDs that are not in the table, or that have vanished, are skipped silently.
   void load_details(std::span<const pid_t> pids);
+  // These PIDs and all their descendants: read in phase 1 when the scope left them out,
+  // then their details loaded. children_of() is complete for every process in these trees.
+  void load_trees(std::span<const pid_t> roots);
 
   const ProcessInfo* find(pid_t pid) const;
   const std::unordered_map<pid_t, ProcessInfo>& processes() const { return processes_; }
-  std::vector<pid_t> children_of(pid_t pid) const;  // sorted
+  // Sorted. In the Holders scope, complete only inside trees loaded (holders' and load_trees').
+  std::vector<pid_t> children_of(pid_t pid) const;
   // pid, its parent, grandparent ... up to (and including) PID 1 or the first unknown PID.
   std::vector<pid_t> ancestry(pid_t pid) const;
 
@@ -46,6 +63,7 @@ class ProcessTable {
   ProcScanOptions options_;
   std::unordered_map<pid_t, ProcessInfo> processes_;
   std::unordered_map<pid_t, std::vector<pid_t>> children_;
+  bool complete_ = true;  // every process is in the table (scope Everything, or fallen back to it)
   bool in_child_pid_namespace_ = false;
   double boot_time_unix_ = 0;
   long clock_ticks_ = 100;

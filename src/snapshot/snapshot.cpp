@@ -318,23 +318,11 @@ std::unique_ptr<Snapshot> SnapshotSource::take() {
   snapshot->in_child_pid_namespace = snapshot->table.in_child_pid_namespace();
 
   // Details for every driver-listed PID present here and the descendants of each (for --tree).
-  std::vector<pid_t> wanted;
+  std::vector<pid_t> listed;
   for (const auto& gpu : reading.gpus) {
-    for (const auto& process : gpu.processes) {
-      const auto pid = static_cast<pid_t>(process.pid);
-      if (!snapshot->table.find(pid)) continue;
-      std::vector<pid_t> stack{pid};
-      while (!stack.empty()) {
-        const pid_t next = stack.back();
-        stack.pop_back();
-        wanted.push_back(next);
-        for (pid_t child : snapshot->table.children_of(next)) stack.push_back(child);
-      }
-    }
+    for (const auto& process : gpu.processes) listed.push_back(static_cast<pid_t>(process.pid));
   }
-  std::sort(wanted.begin(), wanted.end());
-  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-  snapshot->table.load_details(wanted);
+  snapshot->table.load_trees(listed);
   join_snapshot(*snapshot, reading);
   return snapshot;
 }

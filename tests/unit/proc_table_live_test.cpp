@@ -105,18 +105,40 @@ struct Pipe {
   int fds[2];
 };
 
-ProcessTable scan_live(const std::string& dev_dir) {
+// A grandchild (its parent, a Child, does not reap it): SIGKILLed when the test ends,
+// however it ends; init reaps it once its parent is gone.
+struct KillOnExit {
+  pid_t pid;
+  ~KillOnExit() {
+    if (pid > 0) kill(pid, SIGKILL);
+  }
+};
+
+// In a Child's body: forks a grandchild that waits in pause() until killed, first closing
+// close_fd (so it does not hold what its parent holds); its PID.
+pid_t fork_pausing(int close_fd = -1) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (close_fd >= 0) close(close_fd);
+    pause();
+    _exit(0);
+  }
+  return pid;
+}
+
+ProcessTable scan_live(const std::string& dev_dir, ProcScanScope scope = ProcScanScope::Everything) {
   ProcScanOptions options;
   options.dev_dir = dev_dir;
+  options.scope = scope;
   return ProcessTable::scan(options);
 }
 
 // Scans until every pid shows state `state` (children take a moment to reach pause()).
 ProcessTable scan_until_state(const std::string& dev_dir, std::initializer_list<pid_t> pids,
-                              char state) {
+                              char state, ProcScanScope scope = ProcScanScope::Everything) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   for (;;) {
-    ProcessTable table = scan_live(dev_dir);
+    ProcessTable table = scan_live(dev_dir, scope);
     const bool all = std::all_of(pids.begin(), pids.end(), [&](pid_t pid) {
       const ProcessInfo* info = table.find(pid);
       return info != nullptr && info->state == state;
@@ -265,11 +287,89 @@ TEST(ProcTableLive, ZombieLeaderWithLiveThreadsStillHolds) {
     syscall(SYS_exit, 0);  // ends this thread only, without unwinding through gtest
   });
   ASSERT_EQ(ready.receive(), child.pid());
-  const ProcessTable table = scan_until_state(dev.path(), {child.pid()}, 'Z');
-  const ProcessInfo* info = table.find(child.pid());
+  for (const ProcScanScope scope : {ProcScanScope::Everything, ProcScanScope::Holders}) {
+    const ProcessTable table = scan_until_state(dev.path(), {child.pid()}, 'Z', scope);
+    const ProcessInfo* info = table.find(child.pid());
+    ASSERT_NE(info, nullptr);
+    EXPECT_EQ(info->state, 'Z');
+    EXPECT_TRUE(info->holds_gpu_minor(0));
+  }
+}
+
+// ps reads in full only the holders and what is shown around them: their ancestors, their
+// process-group leader and their descendants. A bystander costs one look at its fd/ and is
+// left out; an Everything scan (kill, doctor) still has it.
+TEST(ProcTableLive, HoldersScopeReadsHoldersWithTheirAncestorsGroupLeaderAndTree) {
+  const FakeDevDir dev;
+  const Pipe ready;
+  Child leader([&] {  // a process-group leader that holds nothing
+    setpgid(0, 0);
+    ready.send(getpid());
+    pause();
+  });
+  ASSERT_EQ(ready.receive(), leader.pid());
+  Child bystander([&] {
+    ready.send(getpid());
+    pause();
+  });
+  ASSERT_EQ(ready.receive(), bystander.pid());
+  const Pipe worker_pid;
+  Child holder([&] {
+    if (setpgid(0, leader.pid()) != 0) _exit(93);
+    const int fd = open(dev.file("nvidia0").c_str(), O_RDONLY);
+    if (fd < 0) _exit(91);
+    worker_pid.send(fork_pausing(fd));  // a child of the holder that holds nothing itself
+    pause();
+  });
+  const pid_t worker = worker_pid.receive();
+  const KillOnExit end_worker{worker};
+  ASSERT_GT(worker, 0);
+
+  const ProcessTable table =
+      scan_until_state(dev.path(), {holder.pid(), worker, leader.pid()}, 'S', ProcScanScope::Holders);
+  const ProcessInfo* info = table.find(holder.pid());
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->state, 'Z');
   EXPECT_TRUE(info->holds_gpu_minor(0));
+  EXPECT_TRUE(info->details_loaded);
+  EXPECT_EQ(info->pgid, leader.pid());
+  EXPECT_NE(table.find(leader.pid()), nullptr) << "the holder's process-group leader";
+  const std::vector<pid_t> chain = table.ancestry(holder.pid());
+  ASSERT_GE(chain.size(), 2u);
+  EXPECT_EQ(chain[1], getpid());
+  EXPECT_TRUE(chain.back() == 1 || table.find(chain.back()) == nullptr)
+      << "ancestry reaches PID 1 or a process this /proc cannot show";
+  EXPECT_EQ(table.children_of(holder.pid()), std::vector<pid_t>{worker});
+  ASSERT_NE(table.find(worker), nullptr);
+  EXPECT_FALSE(table.find(worker)->holds_any_device_file());
+  EXPECT_EQ(table.find(bystander.pid()), nullptr) << "a bystander is not read in full";
+
+  const ProcessTable everything = scan_live(dev.path());
+  EXPECT_NE(everything.find(bystander.pid()), nullptr);
+}
+
+// A driver-listed PID that holds no device file here (or whose tree ps draws): load_trees
+// brings it and its descendants into a Holders-scope table with their details.
+TEST(ProcTableLive, LoadTreesReadsARootAndItsDescendantsLeftOutByTheScope) {
+  const FakeDevDir dev;
+  const Pipe child_pid;
+  Child root([&] {
+    child_pid.send(fork_pausing());
+    pause();
+  });
+  const pid_t child = child_pid.receive();
+  const KillOnExit end_child{child};
+  ASSERT_GT(child, 0);
+
+  ProcessTable table = scan_until_state(dev.path(), {}, 'S', ProcScanScope::Holders);
+  EXPECT_EQ(table.find(root.pid()), nullptr);
+  const pid_t roots[] = {root.pid()};
+  table.load_trees(roots);
+  ASSERT_NE(table.find(root.pid()), nullptr);
+  ASSERT_NE(table.find(child), nullptr);
+  EXPECT_TRUE(table.find(root.pid())->details_loaded);
+  EXPECT_TRUE(table.find(child)->details_loaded);
+  EXPECT_EQ(table.find(child)->cmdline, own_cmdline());
+  EXPECT_EQ(table.children_of(root.pid()), std::vector<pid_t>{child});
 }
 
 TEST(ProcTableLive, ScanningWhileProcessesComeAndGoNeverThrows) {
@@ -331,6 +431,10 @@ TEST(ProcTableLive, OtherUsersDescriptorsAreDeniedNotFatal) {
     if (root_process == nullptr || self == nullptr) _exit(81);
     if (root_process->fd_access != FdAccess::Denied) _exit(82);
     if (self->fd_access != FdAccess::Ok) _exit(83);
+    // ps's scope keeps the processes it may not inspect, so it can say how many there are.
+    const ProcessTable holders_only = scan_live("/dev", ProcScanScope::Holders);
+    const ProcessInfo* denied = holders_only.find(test_pid);
+    if (denied == nullptr || denied->fd_access != FdAccess::Denied) _exit(86);
     const pid_t asked[] = {test_pid, getpid()};
     table.load_details(asked);
     if (table.find(test_pid)->exe != "") _exit(84);  // exe of another user: denied

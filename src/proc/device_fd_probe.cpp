@@ -1,0 +1,41 @@
+#include "proc/device_fd_probe.hpp"
+
+#include <charconv>
+
+#include "proc/proc_parse.hpp"
+
+namespace gpureap::procfs {
+
+DeviceFdProbe::DeviceFdProbe(std::string_view dev_dir, bool is_procfs)
+    : dev_dir_(dev_dir), is_procfs_(is_procfs), buffer_(512) {}
+
+FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid) {
+  char path[24];
+  const auto end = std::to_chars(path, path + 16, pid).ptr;
+  std::string_view("/fd").copy(end, 3);
+  end[3] = '\0';
+  const Fd fd_dir = open_dir_at(root_fd, path, /*no_follow=*/false);
+  if (!fd_dir) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
+  FdProbe result = FdProbe::NoFiles;
+  const bool listed = lister_.for_each(
+      fd_dir.get(),
+      [&](const char* name, unsigned char) {
+        const auto target = buffer_.read_link_at(fd_dir.get(), name);
+        if (!target) {
+          if (!errno_means_denied()) return true;  // closed since the listing
+          result = FdProbe::Denied;
+          return false;
+        }
+        if (classify_device_path(*target, dev_dir_)) {
+          result = FdProbe::DeviceFile;
+          return false;
+        }
+        result = FdProbe::OtherFiles;
+        return true;
+      },
+      is_procfs_);
+  if (!listed) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
+  return result;
+}
+
+}  // namespace gpureap::procfs

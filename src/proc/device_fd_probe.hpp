@@ -1,0 +1,35 @@
+// The cheap first look at one process for `ps`: does /proc/<pid>/fd hold a GPU device file?
+// One openat of "<pid>/fd", its listing and one readlink per descriptor, stopping at the
+// first device file; no stat, no /proc/<pid> directory. Internal to src/proc.
+#pragma once
+
+#include <string_view>
+
+#include <sys/types.h>
+
+#include "proc/proc_io.hpp"
+
+namespace gpureap::procfs {
+
+enum class FdProbe {
+  DeviceFile,  // holds at least one GPU device file
+  OtherFiles,  // has descriptors, none of them a GPU device file
+  NoFiles,     // no descriptor at all: a kernel thread, a zombie (whose threads may hold some)
+  Denied,      // not ours to read
+  Gone,        // exited since the listing
+};
+
+class DeviceFdProbe {
+ public:
+  // is_procfs: the directory listings may stop at the first short batch (see DirLister).
+  DeviceFdProbe(std::string_view dev_dir, bool is_procfs);
+  FdProbe probe(int root_fd, pid_t pid);
+
+ private:
+  std::string_view dev_dir_;
+  bool is_procfs_;
+  ReadBuffer buffer_;
+  DirLister lister_;
+};
+
+}  // namespace gpureap::procfs
