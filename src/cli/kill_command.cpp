@@ -58,8 +58,8 @@ bool needs_confirmation(const KillPlan& plan, const KillOptions& options) {
 }
 
 // Bounds of the time options (docs/exit-codes.md: a value outside is a usage error, exit 2).
-constexpr double kMaxTimeoutSeconds = 3600;
-constexpr double kMaxVerifyTimeoutSeconds = 3600;
+constexpr double kKillMaxTimeoutSeconds = 3600;
+constexpr double kKillMaxVerifyTimeoutSeconds = 3600;
 
 std::string usage_check(KillOptions& options) {
   if (options.criteria.pids.empty() && !options.criteria.has_filters()) {
@@ -69,8 +69,8 @@ std::string usage_check(KillOptions& options) {
     if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
   }
   for (const std::string& error :
-       {check_duration_option("--timeout", options.timeout, kMaxTimeoutSeconds, options.timeout_s),
-        check_duration_option("--verify-timeout", options.verify_timeout, kMaxVerifyTimeoutSeconds,
+       {check_duration_option("--timeout", options.timeout, kKillMaxTimeoutSeconds, options.timeout_s),
+        check_duration_option("--verify-timeout", options.verify_timeout, kKillMaxVerifyTimeoutSeconds,
                               options.verify_timeout_s)}) {
     if (!error.empty()) return "gpureap kill: " + error + "; nothing was signalled";
   }
