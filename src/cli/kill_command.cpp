@@ -10,7 +10,6 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -104,7 +103,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   kill->add_option("--gpu", options.criteria.gpus, "Every GPU process on these GPU indices (comma-separated)")
       ->delimiter(',');
   kill->add_option("--user", options.criteria.users, "GPU processes of this user (name or uid)")->delimiter(',');
-  kill->add_option("--name", options.criteria.name_regex, "GPU processes whose command line matches this regex");
+  kill->add_option("--name", options.criteria.name_regex, "GPU processes whose command line matches this POSIX extended regex (at most 1024 bytes)");
   kill->add_option("--container", options.criteria.containers, "GPU processes in this container (id or pod UID prefix)")
       ->delimiter(',');
   kill->add_flag("--holders", options.criteria.holders,
@@ -193,7 +192,7 @@ int run_kill(KillOptions options) {
   Selection selection;
   try {
     selection = select_targets(*snapshot, options.criteria);
-  } catch (const std::regex_error& error) {
+  } catch (const InvalidCommandPattern& error) {
     std::cerr << fmt::format("gpureap kill: --name '{}': not a valid regular expression ({})\n",
                              sanitize_for_terminal(options.criteria.name_regex), sanitize_for_terminal(error.what()));
     return exit_code::kUsage;

@@ -1,12 +1,12 @@
 #include "kill/target_selection.hpp"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "kill/command_pattern.hpp"
 #include "text/human_format.hpp"
 
 namespace gpureap {
@@ -20,7 +20,7 @@ class Selector {
  public:
   Selector(const Snapshot& snapshot, const SelectionCriteria& criteria)
       : snapshot_(snapshot), criteria_(criteria) {
-    if (!criteria.name_regex.empty()) regex_.emplace(criteria.name_regex, std::regex::ECMAScript);
+    if (!criteria.name_regex.empty()) pattern_.emplace(criteria.name_regex);
   }
 
   Selection run() {
@@ -77,8 +77,8 @@ class Selector {
         return false;
       }
     }
-    if (regex_) {
-      if (process == nullptr || !std::regex_search(process->command(), *regex_)) return false;
+    if (pattern_) {
+      if (process == nullptr || !pattern_->matches(process->command())) return false;
     }
     if (!criteria_.containers.empty()) {
       if (process == nullptr || !process->container) return false;
@@ -218,7 +218,7 @@ class Selector {
 
   const Snapshot& snapshot_;
   const SelectionCriteria& criteria_;
-  std::optional<std::regex> regex_;
+  std::optional<CommandPattern> pattern_;
   Selection selection_;
   std::unordered_set<pid_t> chosen_;
 };

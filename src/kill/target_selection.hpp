@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include "kill/command_pattern.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {
@@ -18,7 +19,7 @@ struct SelectionCriteria {
   // --holders/--all, selects GPU processes in addition to the named PIDs.
   std::vector<unsigned> gpus;
   std::vector<std::string> users;         // names or numeric uids
-  std::string name_regex;                 // ECMAScript, searched in the command line
+  std::string name_regex;                 // POSIX extended, searched in the command line
   std::vector<std::string> containers;    // id or pod-UID prefixes
   bool holders = false;                   // also unlisted holders of the GPUs' device files
   bool all = false;                       // every GPU process
@@ -44,7 +45,7 @@ struct Selection {
   std::vector<pid_t> missing;              // named PIDs that neither /proc nor the driver knows
 };
 
-// Throws std::regex_error for an invalid --name.
+// Throws InvalidCommandPattern for an invalid --name (kill/command_pattern.hpp).
 Selection select_targets(const Snapshot& snapshot, const SelectionCriteria& criteria);
 
 }  // namespace gpureap
