@@ -1,13 +1,66 @@
 #include "kill/kill_config.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 namespace gpureap {
+namespace {
+
+constexpr off_t kMaxConfigBytes = 1 << 20;
+
+// The file's text, read only from a regular file of bounded size: a FIFO, a device such as
+// /dev/zero or a directory is an error, never a hang or silence.
+std::optional<std::string> read_config_text(const std::string& path, std::string& error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    error = fmt::format("configuration file {}: cannot open it: {}", path, std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string text;
+  error.clear();
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    error = fmt::format("configuration file {} is not a regular file", path);
+  } else if (info.st_size > kMaxConfigBytes) {
+    error = fmt::format("configuration file {} is larger than {} bytes", path, kMaxConfigBytes);
+  } else {
+    char buffer[8192];
+    ssize_t n = 0;
+    while ((n = read(fd, buffer, sizeof(buffer))) > 0 && text.size() <= static_cast<std::size_t>(kMaxConfigBytes)) {
+      text.append(buffer, static_cast<std::size_t>(n));
+    }
+    if (n < 0) error = fmt::format("configuration file {}: cannot read it: {}", path, std::strerror(errno));
+  }
+  close(fd);
+  if (!error.empty()) return std::nullopt;
+  return text;
+}
+
+// A misspelt key or section must not silently drop protection: anything not known is an error.
+bool only_known_keys(const toml::table& table, std::initializer_list<std::string_view> known,
+                     const std::string& path, std::string_view where, std::string& error) {
+  for (const auto& [key, node] : table) {
+    if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
+    const auto& at = node.source().begin;
+    error = fmt::format("{}:{}:{}: unknown {} '{}' (known: {})", path, at.line, at.column, where, key.str(),
+                        fmt::join(known, ", "));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error) {
   KillConfig config;
@@ -16,21 +69,25 @@ std::optional<KillConfig> load_kill_config_from(const std::string& path, bool mu
     error = fmt::format("configuration file {} does not exist (named by GPUREAP_CONFIG)", path);
     return std::nullopt;
   }
+  const auto contents = read_config_text(path, error);
+  if (!contents) return std::nullopt;
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(*contents, path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     error = fmt::format("{}:{}:{}: {}", path, where.line, where.column, e.description());
     return std::nullopt;
   }
   config.path = path;
+  if (!only_known_keys(table, {"kill"}, path, "section", error)) return std::nullopt;
   const toml::node_view kill = table["kill"];
   if (!kill) return config;
   if (!kill.is_table()) {
     error = fmt::format("{}: [kill] must be a table", path);
     return std::nullopt;
   }
+  if (!only_known_keys(*kill.as_table(), {"protect", "audit_log"}, path, "key in [kill]", error)) return std::nullopt;
   if (const toml::node_view protect = kill["protect"]) {
     const toml::array* names = protect.as_array();
     if (names == nullptr) {
