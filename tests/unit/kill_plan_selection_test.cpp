@@ -116,7 +116,7 @@ TEST(KillSelection, FiltersSelectDriverListedProcesses) {
 
   criteria = {};
   criteria.name_regex = "(";
-  EXPECT_THROW(select_targets(*snapshot, criteria), std::regex_error);
+  EXPECT_THROW(select_targets(*snapshot, criteria), InvalidCommandPattern);
 }
 
 TEST(KillSelection, UnknownPidsAreMissingAndHoldersAreOptIn) {
