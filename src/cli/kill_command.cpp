@@ -16,6 +16,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/terminal_io.hpp"
+#include "cli/user_option.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
 #include "text/terminal_style.hpp"
@@ -67,6 +68,7 @@ std::string usage_check(KillOptions& options) {
   for (pid_t pid : options.criteria.pids) {
     if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
   }
+  if (auto error = check_user_option("gpureap kill", options.criteria.users); !error.empty()) return error;
   for (const std::string& error :
        {check_duration_option("--timeout", options.timeout, kKillMaxTimeoutSeconds, options.timeout_s),
         check_duration_option("--verify-timeout", options.verify_timeout, kKillMaxVerifyTimeoutSeconds,
