@@ -3,6 +3,7 @@
 // error (exit 2, one line), never a hang or silence; nothing is signalled.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 

@@ -1,6 +1,7 @@
 // `kill --name` against a hostile command line: any user can give a process a 100 kB argv[0];
 // root's `gpureap kill --name` must neither crash on it (std::regex recursed once per
 // character) nor accept a pattern that its parser cannot bound.
+#include <algorithm>
 #include <string>
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // `--user` with a name no account has (a typo, or 10 kB of junk): a one-line usage error
 // (exit 2), not "no processes listed" (exit 0) or "nothing matched" that reads as an answer.
+#include <algorithm>
 #include <string>
 
 #include <gtest/gtest.h>
