@@ -31,12 +31,12 @@ _gpureap() {
       return
       ;;
     ps)
-      options="-h --help --json --tree --watch --gpu --user --pid --container --color"
+      options="-h --help --json --tree -w --wide --watch --gpu --user --pid --container --color"
       values="--watch --gpu --user --pid --container --color"
       ;;
     kill)
       options="-h --help --gpu --user --name --container --holders --all --no-tree --group
-               -s --signal --timeout --no-escalate -n --dry-run -y --yes --json
+               -s --signal --timeout --no-escalate -n --dry-run -y --yes --json -w --wide
                --verify-timeout --no-verify --reap-zombies --force --protect --audit-log --color"
       values="--gpu --user --name --container -s --signal --timeout --verify-timeout
               --protect --audit-log --color"

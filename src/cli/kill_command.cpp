@@ -18,6 +18,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/terminal_io.hpp"
+#include "cli/user_option.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
 #include "text/terminal_style.hpp"
@@ -60,6 +61,7 @@ std::string usage_check(KillOptions& options) {
   for (pid_t pid : options.criteria.pids) {
     if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
   }
+  if (auto error = check_user_option("gpureap kill", options.criteria.users); !error.empty()) return error;
   for (const std::string& error :
        {check_duration_option("--timeout", options.timeout, option_limits::kMaxSignalTimeoutSeconds, options.timeout_s),
         check_duration_option("--verify-timeout", options.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds,

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
+#include "cli/user_option.hpp"
 #include "cli/ps_json.hpp"
 #include "cli/ps_table.hpp"
 #include "snapshot/snapshot.hpp"
@@ -101,6 +102,10 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
 }
 
 int run_ps(PsOptions options) {
+  if (const std::string error = check_user_option("gpureap ps", options.filter.users); !error.empty()) {
+    std::cerr << error << "\n";
+    return exit_code::kUsage;
+  }
   if (options.watch) {
     const std::string error = check_duration_option("--watch", *options.watch, option_limits::kMaxWatchSeconds,
                                                     options.watch_seconds, option_limits::kMinWatchSeconds);

@@ -1,25 +1,80 @@
 #include "kill/kill_config.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 namespace gpureap {
 
 namespace {
 
+constexpr off_t kMaxConfigBytes = 1 << 20;
+
+// The file's text, read only from a regular file of bounded size: a FIFO, a device such as
+// /dev/zero or a directory is an error, never a hang or silence.
+std::optional<std::string> read_config_text(const std::string& path, std::string& error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    error = fmt::format("configuration file {}: cannot open it: {}", path, std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string text;
+  error.clear();
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    error = fmt::format("configuration file {} is not a regular file", path);
+  } else if (info.st_size > kMaxConfigBytes) {
+    error = fmt::format("configuration file {} is larger than {} bytes", path, kMaxConfigBytes);
+  } else {
+    char buffer[8192];
+    ssize_t n = 0;
+    while ((n = read(fd, buffer, sizeof(buffer))) > 0 && text.size() <= static_cast<std::size_t>(kMaxConfigBytes)) {
+      text.append(buffer, static_cast<std::size_t>(n));
+    }
+    if (n < 0) error = fmt::format("configuration file {}: cannot read it: {}", path, std::strerror(errno));
+  }
+  close(fd);
+  if (!error.empty()) return std::nullopt;
+  return text;
+}
+
+// A misspelt key or section must not silently drop protection: anything not known is an error.
+bool only_known_keys(const toml::table& table, std::initializer_list<std::string_view> known,
+                     const std::string& path, std::string_view where, std::string& error) {
+  for (const auto& [key, node] : table) {
+    if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
+    const auto& at = node.source().begin;
+    error = fmt::format("{}:{}:{}: unknown {} '{}' (known: {})", path, at.line, at.column, where, key.str(),
+                        fmt::join(known, ", "));
+    return false;
+  }
+  return true;
+}
+
+
 // The [kill] table of a parsed document; `source` names it in errors.
 std::optional<KillConfig> config_from_table(const toml::table& table, const std::string& source,
                                             std::string& error) {
   KillConfig config;
   config.path = source;
+  if (!only_known_keys(table, {"kill"}, source, "section", error)) return std::nullopt;
   const toml::node_view kill = table["kill"];
   if (!kill) return config;
   if (!kill.is_table()) {
     error = fmt::format("{}: [kill] must be a table", source);
+    return std::nullopt;
+  }
+  if (!only_known_keys(*kill.as_table(), {"protect", "audit_log"}, source, "key in [kill]", error)) {
     return std::nullopt;
   }
   if (const toml::node_view protect = kill["protect"]) {
@@ -84,14 +139,9 @@ std::optional<KillConfig> load_kill_config_from(const std::string& path, bool mu
     error = fmt::format("configuration file {} does not exist (named by GPUREAP_CONFIG)", path);
     return std::nullopt;
   }
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    error = parse_error_text(e, path);
-    return std::nullopt;
-  }
-  return config_from_table(table, path, error);
+  const auto contents = read_config_text(path, error);
+  if (!contents) return std::nullopt;
+  return parse_kill_config(*contents, path, error);
 }
 
 std::optional<KillConfig> load_kill_config(std::string& error) {

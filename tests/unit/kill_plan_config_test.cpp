@@ -35,13 +35,17 @@ TEST_F(ConfigFile, ReadsProtectedNamesAndTheAuditLog) {
   EXPECT_EQ(config->path, path_);
 }
 
-TEST_F(ConfigFile, OtherTablesAndAMissingKillTableAreFine) {
-  write("[ps]\ncolor = \"never\"\n");
+TEST_F(ConfigFile, AMissingKillTableIsFineAndAnUnknownTableIsAnError) {
+  write("# nothing configured\n");
   std::string error;
   const auto config = load_kill_config_from(path_, true, error);
   ASSERT_TRUE(config) << error;
   EXPECT_TRUE(config->protect.empty());
   EXPECT_TRUE(config->audit_log.empty());
+  // No [ps] table exists: a misspelt or unknown one must not pass unnoticed.
+  write("[ps]\ncolor = \"never\"\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  EXPECT_NE(error.find(path_ + ":1:"), std::string::npos) << error;
 }
 
 TEST_F(ConfigFile, InvalidFilesAreErrorsThatNameTheProblem) {

@@ -1,0 +1,47 @@
+// `--user` with a name no account has (a typo, or 10 kB of junk): a one-line usage error
+// (exit 2), not "no processes listed" (exit 0) or "nothing matched" that reads as an answer.
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kill_support.hpp"
+#include "sim_harness.hpp"
+
+namespace gpureap::test {
+namespace {
+
+void expect_unknown_user(const CommandResult& result) {
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_NE(result.err.find("no such user"), std::string::npos) << result.err;
+  EXPECT_LT(result.err.size(), 300u) << result.err;
+}
+
+TEST(HostileUserOption, AnUnknownUserIsAUsageErrorForPsAndKill) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  const std::string junk(10000, 'a');
+  for (const std::string& user : {std::string("no-such-user"), junk, std::string("root,no-such-user")}) {
+    expect_unknown_user(host.gpureap({"ps", "--user", user}));
+    expect_unknown_user(host.gpureap({"kill", "--user", user, "--yes"}));
+  }
+  EXPECT_TRUE(running(job.pid));
+}
+
+TEST(HostileUserOption, AKnownNameOrANumericUidStillSelects) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  for (const std::string& user : {std::string("root"), std::string("0"), std::string("4294967294")}) {
+    const auto result = host.gpureap({"ps", "--user", user});
+    EXPECT_EQ(result.exit_code, 0) << user << ": " << result.err;
+  }
+  int code = -1;
+  auto report = kill_json(host, {"--user", "root", "--dry-run"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(kill_target(report, job.pid), nullptr) << report.dump();
+  EXPECT_TRUE(running(job.pid));
+}
+
+}  // namespace
+}  // namespace gpureap::test
