@@ -102,6 +102,12 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
 }
 
 int run_ps(PsOptions options) {
+  for (pid_t pid : options.filter.pids) {
+    if (pid <= 0) {
+      std::cerr << "gpureap ps: --pid " << pid << ": not a valid PID\n";
+      return exit_code::kUsage;
+    }
+  }
   if (const std::string error = check_user_option("gpureap ps", options.filter.users); !error.empty()) {
     std::cerr << error << "\n";
     return exit_code::kUsage;

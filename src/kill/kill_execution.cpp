@@ -179,8 +179,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
         if (p.pid == r.pid) t = &p;
       }
       outcome->detail = t != nullptr && t->uid
-                            ? fmt::format("permission denied: PID {} belongs to {} (uid {}); signalling it needs root or {}",
-                                          r.pid, t->user, *t->uid, t->user)
+                            ? permission_denied_text(r.pid, t->user, *t->uid)
                             : fmt::format("permission denied: signalling PID {} needs root or its owner", r.pid);
     } else if (!r.detail.empty()) {
       outcome->detail = r.detail;

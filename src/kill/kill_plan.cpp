@@ -119,12 +119,19 @@ void apply_policy(PlannedTarget& target, const ProcessInfo* process, const Snaps
   }
 }
 
+}  // namespace
+
+std::string permission_denied_text(pid_t pid, const std::string& user, uid_t uid) {
+  const std::string who = uid == 0 ? std::string("root") : fmt::format("root or {}", user);
+  return fmt::format("permission denied: PID {} belongs to {} (uid {}); signalling it needs {}", pid, user, uid, who);
+}
+
+namespace {
+
 void check_permission(PlannedTarget& target, const ProcessInfo* process, const PlanPolicy& policy) {
   if (!target.present || !target.uid || process == nullptr || may_signal(*process, policy)) return;
   target.permission_denied = true;
-  target.permission_text = fmt::format(
-      "permission denied: PID {} belongs to {} (uid {}); signalling it needs root or {} (run with sudo)",
-      target.pid, target.user, *target.uid, target.user);
+  target.permission_text = permission_denied_text(target.pid, target.user, *target.uid) + " (run with sudo)";
 }
 
 // A refused target is never replaced by its tree or group: `kill 1` must not become "every

@@ -92,6 +92,9 @@ struct PlanPolicy {
 // must equal the target's real or saved uid. Its effective uid does not count.
 bool may_signal(const ProcessInfo& process, const PlanPolicy& policy);
 
+// "permission denied: PID 7 belongs to ann (uid 1000); signalling it needs root or ann".
+std::string permission_denied_text(pid_t pid, const std::string& user, uid_t uid);
+
 KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy);
 
 }  // namespace gpureap

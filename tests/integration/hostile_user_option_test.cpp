@@ -43,5 +43,15 @@ TEST(HostileUserOption, AKnownNameOrANumericUidStillSelects) {
   EXPECT_TRUE(running(job.pid));
 }
 
+// `ps --pid 0` or `--pid -3` once listed nothing with exit 0, as if the PID had no GPU process.
+TEST(HostileUserOption, PsPidThatIsNotAPidIsAUsageError) {
+  SimHost host;
+  for (const std::string& pid : {std::string("0"), std::string("-3")}) {
+    const auto result = host.gpureap({"ps", "--pid", pid});
+    EXPECT_EQ(result.exit_code, 2) << pid << ": " << result.out << result.err;
+    EXPECT_NE(result.err.find("not a valid PID"), std::string::npos) << result.err;
+  }
+}
+
 }  // namespace
 }  // namespace gpureap::test
