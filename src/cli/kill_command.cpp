@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
+#include "cli/selection_checks.hpp"
 #include "cli/terminal_io.hpp"
 #include "text/terminal_style.hpp"
 #include "kill/audit_log.hpp"
@@ -55,7 +56,7 @@ std::string usage_check(const KillOptions& options) {
     if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
   }
   if (options.timeout_s < 0 || options.verify_timeout_s < 0) return "gpureap kill: timeouts must be >= 0";
-  return {};
+  return check_user_names(options.criteria.users, "gpureap kill");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/ps_json.hpp"
 #include "cli/ps_table.hpp"
+#include "cli/selection_checks.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {
@@ -95,6 +96,10 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
 int run_ps(const PsOptions& options) {
   const ColorChoice choice = parse_color_choice(options.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
+  if (auto error = check_user_names(options.filter.users, "gpureap ps"); !error.empty()) {
+    std::cerr << error << "\n";
+    return exit_code::kUsage;
+  }
   SnapshotSource source(default_snapshot_options());
 
   if (options.watch_seconds <= 0) {

@@ -35,13 +35,31 @@ TEST_F(ConfigFile, ReadsProtectedNamesAndTheAuditLog) {
   EXPECT_EQ(config->path, path_);
 }
 
-TEST_F(ConfigFile, OtherTablesAndAMissingKillTableAreFine) {
-  write("[ps]\ncolor = \"never\"\n");
+TEST_F(ConfigFile, AnEmptyFileIsFine) {
+  write("# nothing yet\n");
   std::string error;
   const auto config = load_kill_config_from(path_, true, error);
   ASSERT_TRUE(config) << error;
   EXPECT_TRUE(config->protect.empty());
   EXPECT_TRUE(config->audit_log.empty());
+}
+
+// A misspelt name would silently drop the protection it was written for.
+TEST_F(ConfigFile, UnknownSectionsAndKeysAreErrorsWithTheLine) {
+  std::string error;
+  write("[kill]\nprotekt = [\"slurmstepd\"]\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  EXPECT_NE(error.find(path_ + ":2:"), std::string::npos) << error;
+  EXPECT_NE(error.find("kill.protekt"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  write("# a comment\n[Kill]\nprotect = [\"slurmstepd\"]\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  EXPECT_NE(error.find("'Kill'"), std::string::npos) << error;
+  EXPECT_NE(error.find(path_ + ":2:"), std::string::npos) << error;
+  write("protect = [\"slurmstepd\"]\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error)) << "a key outside [kill]";
+  write("kill = 3\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
 }
 
 TEST_F(ConfigFile, InvalidFilesAreErrorsThatNameTheProblem) {
