@@ -172,6 +172,11 @@ int run_kill(KillOptions options) {
     }
   }
 
+  if (auto error = check_containers(snapshot->table, options.criteria.containers, "gpureap kill"); !error.empty()) {
+    std::cerr << error << "\n";
+    return exit_code::kUsage;
+  }
+
   Selection selection;
   try {
     selection = select_targets(*snapshot, options.criteria);

@@ -108,6 +108,10 @@ int run_ps(const PsOptions& options) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
+    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps"); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
     write_all(render(*snapshot, options, style));
     // The table already says it; JSON consumers get the reason on stderr as well.
     if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << snapshot->driver.message << "\n";
@@ -120,12 +124,19 @@ int run_ps(const PsOptions& options) {
   sigaction(SIGTERM, &action, nullptr);
   const bool clear_screen = !options.json && isatty(STDOUT_FILENO) == 1;
   int status = exit_code::kOk;
+  bool first = true;  // a container that ends while watching is not a usage error
   while (!g_stop) {
     auto snapshot = source.take();
     if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
+    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps");
+        first && !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    first = false;
     std::string frame = render(*snapshot, options, style);
     if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
     write_all(frame);

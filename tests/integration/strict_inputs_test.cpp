@@ -29,6 +29,15 @@ TEST(StrictInputs, UnknownUserIsAnErrorForPsAndKillButANumericUidIsAccepted) {
   EXPECT_TRUE(running(job.pid));
 }
 
+TEST(StrictInputs, UnknownContainerIsAnErrorForPsAndKill) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  expect_one_line_usage_error(host.gpureap({"ps", "--container", "0123456789ab"}), "--container 0123456789ab");
+  expect_one_line_usage_error(host.gpureap({"kill", "--container", "0123456789ab", "--yes"}),
+                              "--container 0123456789ab");
+  EXPECT_TRUE(running(job.pid));
+}
+
 TEST(StrictInputs, MisspeltConfigurationIsAnErrorAndNothingIsSignalled) {
   SimHost host;
   auto job = host.start({"--alloc", "0:1GiB"});
