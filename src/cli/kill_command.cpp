@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
+#include "cli/selection_checks.hpp"
 #include "cli/terminal_io.hpp"
-#include "cli/user_option.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
 #include "text/terminal_style.hpp"
@@ -61,7 +61,7 @@ std::string usage_check(KillOptions& options) {
   for (pid_t pid : options.criteria.pids) {
     if (pid <= 0) return fmt::format("gpureap kill: {}: not a valid PID", pid);
   }
-  if (auto error = check_user_option("gpureap kill", options.criteria.users); !error.empty()) return error;
+  if (auto error = check_user_names(options.criteria.users, "gpureap kill"); !error.empty()) return error;
   for (const std::string& error :
        {check_duration_option("--timeout", options.timeout, option_limits::kMaxSignalTimeoutSeconds, options.timeout_s),
         check_duration_option("--verify-timeout", options.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds,
@@ -184,6 +184,11 @@ int run_kill(KillOptions options) {
                                known.empty() ? "none" : known);
       return exit_code::kUsage;
     }
+  }
+
+  if (auto error = check_containers(snapshot->table, options.criteria.containers, "gpureap kill"); !error.empty()) {
+    std::cerr << error << "\n";
+    return exit_code::kUsage;
   }
 
   Selection selection;

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
-#include "cli/user_option.hpp"
 #include "cli/ps_json.hpp"
 #include "cli/ps_table.hpp"
+#include "cli/selection_checks.hpp"
 #include "snapshot/snapshot.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
@@ -108,7 +108,7 @@ int run_ps(PsOptions options) {
       return exit_code::kUsage;
     }
   }
-  if (const std::string error = check_user_option("gpureap ps", options.filter.users); !error.empty()) {
+  if (const std::string error = check_user_names(options.filter.users, "gpureap ps"); !error.empty()) {
     std::cerr << error << "\n";
     return exit_code::kUsage;
   }
@@ -134,6 +134,10 @@ int run_ps(PsOptions options) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
+    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps"); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
     write_all(render(*snapshot, options, style, width));
     // The table already says it; JSON consumers get the reason on stderr as well.
     if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
@@ -146,13 +150,18 @@ int run_ps(PsOptions options) {
   sigaction(SIGTERM, &action, nullptr);
   const bool clear_screen = !options.json && isatty(STDOUT_FILENO) == 1;
   int status = exit_code::kOk;
+  bool first = true;  // a container that ends while watching is not a usage error
   while (!g_stop) {
     auto snapshot = source.take();
     if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
-    std::string frame = render(*snapshot, options, style, width);
+    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps"); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    write_all(render(*snapshot, options, style, width));
     if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
     write_all(frame);
     status = status_of(*snapshot);

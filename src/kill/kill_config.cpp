@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -48,18 +49,28 @@ std::optional<std::string> read_config_text(const std::string& path, std::string
   return text;
 }
 
-// A misspelt key or section must not silently drop protection: anything not known is an error.
-bool only_known_keys(const toml::table& table, std::initializer_list<std::string_view> known,
-                     const std::string& path, std::string_view where, std::string& error) {
+// "<path>:<line>:<column>" of a node, so an error points at the line to fix.
+std::string where(const std::string& path, const toml::node& node) {
+  const auto& begin = node.source().begin;
+  if (begin.line == 0) return path;
+  return fmt::format("{}:{}:{}", path, begin.line, begin.column);
+}
+
+// Unknown sections and keys are errors: a misspelt `protekt` or `[Kill]` would otherwise
+// silently drop the protection it was written for.
+bool only_known(const std::string& path, const toml::table& table, std::initializer_list<std::string_view> known,
+                const std::string& prefix, std::string& error) {
   for (const auto& [key, node] : table) {
-    if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
-    const auto& at = node.source().begin;
-    error = fmt::format("{}:{}:{}: unknown {} '{}' (known: {})", path, at.line, at.column, where, key.str(),
-                        fmt::join(known, ", "));
+    if (std::find(known.begin(), known.end(), std::string_view(key.str())) != known.end()) continue;
+    std::string names;
+    for (auto k : known) names += fmt::format("{}{}{}", names.empty() ? "" : ", ", prefix, k);
+    error = fmt::format("{}: unknown {} '{}{}' (known: {}); a misspelt name would silently be ignored", where(path, node),
+                        node.is_table() ? "section" : "key", prefix, key.str(), names);
     return false;
   }
   return true;
 }
+
 
 
 // The [kill] table of a parsed document; `source` names it in errors.
@@ -67,16 +78,14 @@ std::optional<KillConfig> config_from_table(const toml::table& table, const std:
                                             std::string& error) {
   KillConfig config;
   config.path = source;
-  if (!only_known_keys(table, {"kill"}, source, "section", error)) return std::nullopt;
+  if (!only_known(source, table, {"kill"}, "", error)) return std::nullopt;
   const toml::node_view kill = table["kill"];
   if (!kill) return config;
   if (!kill.is_table()) {
     error = fmt::format("{}: [kill] must be a table", source);
     return std::nullopt;
   }
-  if (!only_known_keys(*kill.as_table(), {"protect", "audit_log"}, source, "key in [kill]", error)) {
-    return std::nullopt;
-  }
+  if (!only_known(source, *kill.as_table(), {"protect", "audit_log"}, "kill.", error)) return std::nullopt;
   if (const toml::node_view protect = kill["protect"]) {
     const toml::array* names = protect.as_array();
     if (names == nullptr) {

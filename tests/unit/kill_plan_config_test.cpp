@@ -48,6 +48,24 @@ TEST_F(ConfigFile, AMissingKillTableIsFineAndAnUnknownTableIsAnError) {
   EXPECT_NE(error.find(path_ + ":1:"), std::string::npos) << error;
 }
 
+// A misspelt name would silently drop the protection it was written for.
+TEST_F(ConfigFile, UnknownSectionsAndKeysAreErrorsWithTheLine) {
+  std::string error;
+  write("[kill]\nprotekt = [\"slurmstepd\"]\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  EXPECT_NE(error.find(path_ + ":2:"), std::string::npos) << error;
+  EXPECT_NE(error.find("kill.protekt"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  write("# a comment\n[Kill]\nprotect = [\"slurmstepd\"]\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+  EXPECT_NE(error.find("'Kill'"), std::string::npos) << error;
+  EXPECT_NE(error.find(path_ + ":2:"), std::string::npos) << error;
+  write("protect = [\"slurmstepd\"]\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error)) << "a key outside [kill]";
+  write("kill = 3\n");
+  EXPECT_FALSE(load_kill_config_from(path_, true, error));
+}
+
 TEST_F(ConfigFile, InvalidFilesAreErrorsThatNameTheProblem) {
   std::string error;
   write("[kill\nprotect = 1\n");

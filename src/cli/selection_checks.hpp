@@ -1,0 +1,21 @@
+// Filters that name something which does not exist are errors, not an empty listing: a
+// misspelt user must not read as "no processes" (ps) or "nothing matched" (kill).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "proc/process_table.hpp"
+
+namespace gpureap {
+
+// "" when every --user value is a numeric uid (accepted without a passwd entry) or a name the
+// user database knows; else one line for `command` ("gpureap ps") naming the first unknown one.
+std::string check_user_names(const std::vector<std::string>& users, const std::string& command);
+
+// "" when every --container prefix names a container (id or pod UID prefix) that some process
+// here runs in; else one line naming the first unknown one. Reads the cgroup of processes whose
+// details were not loaded only when the loaded ones do not settle it.
+std::string check_containers(ProcessTable& table, const std::vector<std::string>& prefixes, const std::string& command);
+
+}  // namespace gpureap
