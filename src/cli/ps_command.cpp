@@ -157,11 +157,13 @@ int run_ps(PsOptions options) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
-    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps"); !error.empty()) {
+    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps");
+        first && !error.empty()) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
-    write_all(render(*snapshot, options, style, width));
+    first = false;
+    std::string frame = render(*snapshot, options, style, width);
     if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
     write_all(frame);
     status = status_of(*snapshot);
