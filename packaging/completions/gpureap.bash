@@ -43,8 +43,9 @@ _gpureap() {
       ;;
     doctor)
       options="-h --help --json --fix -y --yes --only --allow-reset --kernel-log --no-kernel-log
-               --since --settle --tolerance-mib --timeout --verify-timeout --color"
-      values="--only --kernel-log --since --settle --tolerance-mib --timeout --verify-timeout --color"
+               --since --settle --tolerance-mib --timeout --verify-timeout --audit-log --ipc-min-age --color"
+      values="--only --kernel-log --since --settle --tolerance-mib --timeout --verify-timeout --audit-log
+              --ipc-min-age --color"
       ;;
     *) return ;;
   esac

@@ -18,7 +18,9 @@ namespace gpureap {
 class CommandPattern {
  public:
   static constexpr std::size_t kMaxPatternBytes = 1024;
-  static constexpr std::size_t kMaxSearchedBytes = 64 * 1024;  // of each command line
+  // Of each command line: the kernel's default ARG_MAX, so a long argv[0] cannot push the rest of
+  // a command line out of reach (RE2 searches in linear time, so the whole of it is cheap).
+  static constexpr std::size_t kMaxSearchedBytes = 2 * 1024 * 1024;
 
   // nullopt, with `error` set to one line saying why, when the pattern is too long or invalid.
   static std::optional<CommandPattern> compile(const std::string& pattern, std::string& error);
