@@ -182,7 +182,8 @@ void thaw_all(State& state) noexcept {
   }
 }
 
-void freeze(State& state) {
+// Freezes the cgroups of the swept trees that own one; false when no target is swept at all.
+bool freeze_swept_cgroups(State& state) {
   bool any = false;
   for (std::size_t t = 0; t < state.targets.size(); ++t) {
     if (!state.sweeps(t)) continue;
@@ -190,21 +191,18 @@ void freeze(State& state) {
     state.checkpoint();
     if (state.targets[t].sweep_descendants) freeze_own_cgroup(state, t);
   }
-  if (!any) return;
+  return any;
+}
+
+void freeze(State& state) {
+  if (!freeze_swept_cgroups(state)) return;
   stop_members(state, live_members_to_stop(state, false, 0), Phase::BeforeFirstSignal);
   sweep_until_stable(state);
   if (drop_foreign_cgroups(state, Phase::BeforeFirstSignal)) sweep_until_stable(state);
 }
 
 void refreeze(State& state) {
-  bool any = false;
-  for (std::size_t t = 0; t < state.targets.size(); ++t) {
-    if (!state.sweeps(t)) continue;
-    any = true;
-    state.checkpoint();
-    if (state.targets[t].sweep_descendants) freeze_own_cgroup(state, t);
-  }
-  if (!any) return;
+  if (!freeze_swept_cgroups(state)) return;
   const std::vector<std::size_t> stop = live_members_to_stop(state, false, 0);
   std::vector<std::size_t> live;
   for (const std::size_t i : stop) {

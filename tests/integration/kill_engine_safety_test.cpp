@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -269,24 +270,44 @@ std::size_t count_running(const std::vector<pid_t>& pids) {
   return n;
 }
 
+// A shell with 100 sleeping children, killed whole by `gpureap kill` run under `ulimit_flag 48`
+// (-Sn: the soft open-file limit only; -n: soft and hard).
+struct LimitedKill {
+  pid_t shell = 0;
+  std::vector<pid_t> sleepers;
+  CommandResult result;
+};
+
+std::optional<LimitedKill> kill_hundred_sleepers_with_file_limit(const SimHost& host, const std::string& ulimit_flag) {
+  LimitedKill run;
+  run.shell = start_sleepers(100);
+  const bool started = eventually([&] {
+    const auto children = children_of(run.shell);
+    return children.size() == 100 && args_of(children.back()) == "sleep 1000 ";
+  }, 20000);
+  if (!started) {
+    end_group(run.shell);
+    return std::nullopt;
+  }
+  run.sleepers = children_of(run.shell);
+  const std::string command = "ulimit " + ulimit_flag + " 48 && exec \"$0\" \"$@\"";
+  std::vector<std::string> argv = {"/bin/sh", "-c", command, gpureap_binary(), "kill", std::to_string(run.shell), "--yes",
+                                   "--timeout", "2", "--json"};
+  SpawnOptions options;
+  options.env = host.env();
+  run.result = run_command(argv, options, 60000);
+  return run;
+}
+
 // Issue 8, item 14: one pidfd per member. gpureap raises its soft RLIMIT_NOFILE to the hard
 // limit, so a tree larger than the soft limit is ended whole.
 TEST(KillSafety, TreeLargerThanTheSoftOpenFileLimitIsEndedWhole) {
   SimHost host;
-  const pid_t shell = start_sleepers(100);
-  const bool started = eventually([&] {
-    const auto children = children_of(shell);
-    return children.size() == 100 && args_of(children.back()) == "sleep 1000 ";
-  }, 20000);
-  if (!started) end_group(shell);
-  ASSERT_TRUE(started) << "the shell did not start its 100 sleeps";
-  const std::vector<pid_t> sleepers = children_of(shell);
-  const std::string command = "ulimit -Sn 48 && exec \"$0\" \"$@\"";
-  std::vector<std::string> argv = {"/bin/sh", "-c", command, gpureap_binary(), "kill", std::to_string(shell), "--yes",
-                                   "--timeout", "2", "--json"};
-  SpawnOptions options;
-  options.env = host.env();
-  const auto result = run_command(argv, options, 60000);
+  auto run = kill_hundred_sleepers_with_file_limit(host, "-Sn");
+  ASSERT_TRUE(run) << "the shell did not start its 100 sleeps";
+  const pid_t shell = run->shell;
+  const std::vector<pid_t>& sleepers = run->sleepers;
+  const CommandResult& result = run->result;
   EXPECT_EQ(result.exit_code, 0) << result.err << result.out;
   EXPECT_TRUE(reaped(shell)) << result.err << result.out;
   EXPECT_EQ(count_running(sleepers), 0u) << "processes of the tree escaped";
@@ -297,20 +318,11 @@ TEST(KillSafety, TreeLargerThanTheSoftOpenFileLimitIsEndedWhole) {
 // (exit 6, each named), never a silent escape; and nothing is left stopped.
 TEST(KillSafety, TreeLargerThanTheHardOpenFileLimitFailsLoudly) {
   SimHost host;
-  const pid_t shell = start_sleepers(100);
-  const bool started = eventually([&] {
-    const auto children = children_of(shell);
-    return children.size() == 100 && args_of(children.back()) == "sleep 1000 ";
-  }, 20000);
-  if (!started) end_group(shell);
-  ASSERT_TRUE(started) << "the shell did not start its 100 sleeps";
-  const std::vector<pid_t> sleepers = children_of(shell);
-  const std::string command = "ulimit -n 48 && exec \"$0\" \"$@\"";
-  std::vector<std::string> argv = {"/bin/sh", "-c", command, gpureap_binary(), "kill", std::to_string(shell), "--yes",
-                                   "--timeout", "2", "--json"};
-  SpawnOptions options;
-  options.env = host.env();
-  const auto result = run_command(argv, options, 60000);
+  auto run = kill_hundred_sleepers_with_file_limit(host, "-n");
+  ASSERT_TRUE(run) << "the shell did not start its 100 sleeps";
+  const pid_t shell = run->shell;
+  const std::vector<pid_t>& sleepers = run->sleepers;
+  const CommandResult& result = run->result;
   EXPECT_EQ(result.exit_code, 6) << result.err << result.out;
   const auto report = nlohmann::json::parse(result.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << result.out;
