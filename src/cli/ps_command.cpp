@@ -60,7 +60,8 @@ std::string render(const Snapshot& snapshot, const PsOptions& options, const Ter
                       : render_ps_table(snapshot, options.filter, style, width);
 }
 
-void write_all(const std::string& text) {
+// stdout through stdio, flushed at once: each --watch frame appears whole.
+void print_flushed(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 }
@@ -138,7 +139,7 @@ int run_ps(PsOptions options) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
-    write_all(render(*snapshot, options, style, width));
+    print_flushed(render(*snapshot, options, style, width));
     // The table already says it; JSON consumers get the reason on stderr as well.
     if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
     return status_of(*snapshot);
@@ -165,7 +166,7 @@ int run_ps(PsOptions options) {
     first = false;
     std::string frame = render(*snapshot, options, style, width);
     if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
-    write_all(frame);
+    print_flushed(frame);
     status = status_of(*snapshot);
     wait_interval(options.watch_seconds);
   }

@@ -6,18 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "proc/proc_io.hpp"
+
 namespace gpureap {
 namespace {
-
-bool write_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
 
 // One line from the terminal, at most 64 bytes kept; "" on end of file or error.
 std::string read_line(int fd) {
@@ -49,7 +41,7 @@ Answer ask_on_terminal(std::string_view shown_first, std::string_view question) 
   std::string prompt(shown_first);
   prompt.append(question).append(" [y/N] ");
   Answer answer = Answer::No;
-  if (write_all(tty, prompt)) {
+  if (procfs::write_all(tty, prompt) == 0) {
     const std::string line = read_line(tty);
     if (!line.empty() && (line[0] == 'y' || line[0] == 'Y')) answer = Answer::Yes;
   }

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "proc/proc_io.hpp"
+
 namespace gpureap {
 namespace {
 
@@ -23,17 +25,6 @@ constexpr std::size_t kFileChunkSize = 64 * 1024;
 constexpr std::size_t kMaxLineLength = 64 * 1024;
 // A guard against a kernel that logs faster than we read: stop after this many reads.
 constexpr std::size_t kMaxKmsgRecords = 4u << 20;
-
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-  ~FdCloser() { ::close(fd_); }
-
- private:
-  int fd_;
-};
 
 std::string errno_text(int err) { return std::system_category().message(err); }
 
@@ -123,7 +114,7 @@ std::string kernel_log_file_problem(const std::string& path) {
                        "kernel.log)",
                        path, errno_text(errno));
   }
-  const FdCloser closer(fd);
+  const procfs::unique_fd closer(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fmt::format("cannot inspect kernel log file {}: {}", path, errno_text(errno));
   if (S_ISREG(st.st_mode)) return {};
@@ -148,7 +139,7 @@ KernelLogRead read_kernel_log_file(const std::string& path) {
     out.error = fmt::format("cannot read kernel log file {}: {}", path, errno_text(err));
     return out;
   }
-  const FdCloser closer(fd);
+  const procfs::unique_fd closer(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced since the check
     out.error = fmt::format("kernel log file {} is not a regular file", path);
@@ -203,7 +194,7 @@ KernelLogRead read_kmsg(const std::string& path) {
     out.error = kmsg_open_error(path, errno);
     return out;
   }
-  const FdCloser closer(fd);
+  const procfs::unique_fd closer(fd);
   struct stat st {};
   if (::fstat(fd, &st) == 0 && !S_ISCHR(st.st_mode)) return read_kernel_log_file(path);
 
