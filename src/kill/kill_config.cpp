@@ -15,6 +15,8 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "text/sanitize.hpp"
+
 namespace gpureap {
 
 namespace {
@@ -112,20 +114,11 @@ std::optional<KillConfig> config_from_table(const toml::table& table, const std:
   return config;
 }
 
-// toml++ quotes the offending input in its description ("saw 't\n'"), raw: control bytes are
-// written as \xHH so the error stays one line and cannot drive a terminal.
+// toml++ quotes the offending input in its description ("saw 't\n'") raw: the one terminal
+// sanitiser keeps the error one line that cannot drive a terminal.
 std::string parse_error_text(const toml::parse_error& e, const std::string& source) {
   const auto& where = e.source().begin;
-  std::string description;
-  for (const char c : e.description()) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7F) {
-      description += fmt::format("\\x{:02x}", byte);
-    } else {
-      description += c;
-    }
-  }
-  return fmt::format("{}:{}:{}: {}", source, where.line, where.column, description);
+  return fmt::format("{}:{}:{}: {}", source, where.line, where.column, sanitize_for_terminal(e.description()));
 }
 
 }  // namespace
