@@ -72,23 +72,6 @@ std::optional<double> parse_iso8601(std::string_view text) {
   return static_cast<double>(utc - offset) + fraction;
 }
 
-std::optional<double> parse_duration_seconds(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  double unit = 1;
-  switch (text.back()) {
-    case 's': unit = 1; text.remove_suffix(1); break;
-    case 'm': unit = 60; text.remove_suffix(1); break;
-    case 'h': unit = 3600; text.remove_suffix(1); break;
-    case 'd': unit = 86400; text.remove_suffix(1); break;
-    default: break;
-  }
-  if (text.empty() || text.size() > 9) return std::nullopt;
-  unsigned value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return static_cast<double>(value) * unit;
-}
-
 std::optional<double> uptime_seconds(const char* proc_root) {
   const std::string path = std::string(proc_root) + "/uptime";
   std::FILE* file = std::fopen(path.c_str(), "re");

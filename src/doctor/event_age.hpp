@@ -14,9 +14,6 @@ namespace gpureap {
 // anything else (including a time without an offset).
 std::optional<double> parse_iso8601(std::string_view text);
 
-// "90", "90s", "30m", "2h", "7d" -> seconds; nullopt when malformed, negative or absurd.
-std::optional<double> parse_duration_seconds(std::string_view text);
-
 // Seconds since boot now, from <proc_root>/uptime; nullopt when unreadable.
 std::optional<double> uptime_seconds(const char* proc_root = "/proc");
 

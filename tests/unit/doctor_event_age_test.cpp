@@ -24,17 +24,6 @@ TEST(EventAge, TimesWithoutAZoneOrMalformedAreUnknown) {
   }
 }
 
-TEST(EventAge, Durations) {
-  EXPECT_EQ(parse_duration_seconds("90"), 90.0);
-  EXPECT_EQ(parse_duration_seconds("90s"), 90.0);
-  EXPECT_EQ(parse_duration_seconds("30m"), 1800.0);
-  EXPECT_EQ(parse_duration_seconds("6h"), 21600.0);
-  EXPECT_EQ(parse_duration_seconds("2d"), 172800.0);
-  for (const char* bad : {"", "h", "-5m", "1.5h", "10x", "99999999999", "1 h"}) {
-    EXPECT_FALSE(parse_duration_seconds(bad).has_value()) << bad;
-  }
-}
-
 TEST(EventAge, UptimeIsReadFromProc) {
   const auto up = uptime_seconds();
   ASSERT_TRUE(up.has_value());
