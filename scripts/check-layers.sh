@@ -13,7 +13,8 @@ declare -A allowed=(
   [snapshot]="nvml proc"
   [kill]="snapshot nvml proc text"
   [doctor]="kill snapshot nvml proc text"
-  [cli]="doctor kill snapshot nvml proc text"
+  [job]="kill snapshot nvml proc text"
+  [cli]="doctor job kill snapshot nvml proc text"
 )
 
 violations=0

@@ -9,6 +9,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/kill_command.hpp"
 #include "cli/ps_command.hpp"
+#include "cli/run_command.hpp"
 #include "text/sanitize.hpp"
 
 int main(int argc, char** argv) {
@@ -27,17 +28,21 @@ int main(int argc, char** argv) {
   CLI::App* kill = gpureap::add_kill_command(app, kill_options);
   gpureap::DoctorCommandOptions doctor_options;
   CLI::App* doctor = gpureap::add_doctor_command(app, doctor_options);
+  gpureap::RunOptions run_options;
+  CLI::App* run = gpureap::add_run_command(app, run_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     const int rc = app.exit(error);
     if (rc == 0) return gpureap::exit_code::kOk;
     // doctor's 1 and 2 mean warnings and critical findings: its usage errors need their own code.
+    if (run->parsed()) return gpureap::exit_code::kRunCannotRun;  // 2 may be the job's own status
     return doctor->parsed() ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kUsage;
   }
   try {
     if (app.got_subcommand(doctor)) return gpureap::run_doctor(doctor_options);
     if (app.got_subcommand(kill)) return gpureap::run_kill(kill_options);
+    if (app.got_subcommand(run)) return gpureap::run_run(run_options);
     if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {
     std::cerr << "gpureap: internal error: " << gpureap::sanitize_for_terminal(error.what()) << "\n";

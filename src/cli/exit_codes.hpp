@@ -22,4 +22,12 @@ constexpr int interrupted_by(int signal) { return 128 + signal; }
 // checks test exactly these), and:
 inline constexpr int kDoctorCouldNotRun = 11;  // bad option or unreadable input: no diagnosis made
 
+// run: the command's own status (128 + signal when a signal ended it), except these, chosen as
+// timeout(1) and env(1) do so that a wrapper's failure is told from the command's.
+inline constexpr int kRunLeftBehind = 123;      // a process of the job survived, or its GPU memory was not verified free
+inline constexpr int kRunHung = 124;            // --hang-timeout: the job hung and was ended
+inline constexpr int kRunCannotRun = 125;       // gpureap run itself failed: bad option, no cgroup entry, fork
+inline constexpr int kRunCannotExecute = 126;   // the command was found but could not be executed
+inline constexpr int kRunCommandNotFound = 127;
+
 }  // namespace gpureap::exit_code

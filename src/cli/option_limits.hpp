@@ -15,4 +15,11 @@ inline constexpr double kMaxIpcMinAgeSeconds = 30 * 86400.0;  // doctor --ipc-mi
 inline constexpr double kMinWatchSeconds = 0.1;            // ps --watch
 inline constexpr double kMaxWatchSeconds = 86400;
 
+// run --poll-interval: below 50 ms the driver reads cost more than they tell; --hang-timeout
+// needs a few looks before it can call a job idle, and a week is beyond any job's silence.
+inline constexpr double kMinPollIntervalSeconds = 0.05;
+inline constexpr double kMaxPollIntervalSeconds = 60;
+inline constexpr double kMinHangTimeoutSeconds = 1;
+inline constexpr double kMaxHangTimeoutSeconds = 7 * 86400.0;
+
 }  // namespace gpureap::option_limits

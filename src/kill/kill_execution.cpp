@@ -79,6 +79,21 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
 
 }  // namespace
 
+// The step's lines are appended, then synced once before its signals go out.
+AuditHooks audit_hooks(const AuditLog* audit) {
+  AuditHooks hooks;
+  if (audit == nullptr) return hooks;
+  hooks.before = [audit](const SignalEvent& event) {
+    audit->append(AuditRecord{AuditStage::Sending, event.pid, event.start_time_ticks, event.signal, event.reason, 0});
+  };
+  hooks.after = [audit](const SignalEvent& event) {
+    audit->append(
+        AuditRecord{AuditStage::Sent, event.pid, event.start_time_ticks, event.signal, event.reason, event.result_errno});
+  };
+  hooks.flush = [audit]() { audit->sync(); };
+  return hooks;
+}
+
 void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const Snapshot& snapshot,
                   const PlanPolicy& policy, const ExecutionOptions& options, const AuditLog* audit,
                   KillReport& report) {
@@ -131,18 +146,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
     }
   }
 
-  // The step's lines are appended, then synced once before its signals go out.
-  AuditHooks hooks;
-  if (audit) {
-    hooks.before = [audit](const SignalEvent& event) {
-      audit->append(AuditRecord{AuditStage::Sending, event.pid, event.start_time_ticks, event.signal, event.reason, 0});
-    };
-    hooks.after = [audit](const SignalEvent& event) {
-      audit->append(
-          AuditRecord{AuditStage::Sent, event.pid, event.start_time_ticks, event.signal, event.reason, event.result_errno});
-    };
-    hooks.flush = [audit]() { audit->sync(); };
-  }
+  const AuditHooks hooks = audit_hooks(audit);
   std::vector<TargetResult> results;
   if (!escalation.empty()) {
     EscalationRun run = run_ladder(std::move(escalation), options.engine, hooks);

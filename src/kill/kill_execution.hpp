@@ -22,6 +22,9 @@ struct ExecutionOptions {
   bool reap_zombies = false;
 };
 
+// The audit of a ladder into `audit` (none when null): each step's lines appended, then one sync.
+AuditHooks audit_hooks(const AuditLog* audit);
+
 // `pins` holds a pin for every actionable target of the plan (taken right after the snapshot);
 // `report.targets` starts as planned_outcomes(plan) and ends with what happened to each, plus
 // the processes that joined during the kill. Throws std::runtime_error when the audit log

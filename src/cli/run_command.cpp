@@ -1,0 +1,151 @@
+#include "cli/run_command.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/exit_codes.hpp"
+#include "cli/option_limits.hpp"
+#include "cli/run_render.hpp"
+#include "cli/terminal_io.hpp"
+#include "job/job_guard.hpp"
+#include "kill/audit_log.hpp"
+#include "kill/kill_config.hpp"
+#include "proc/proc_io.hpp"
+#include "snapshot/snapshot.hpp"
+#include "text/duration.hpp"
+#include "text/sanitize.hpp"
+
+namespace gpureap {
+namespace {
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+}  // namespace
+
+CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a job that owns its whole process tree; when it ends, end what it left and verify its GPU memory was freed");
+  run->footer(
+      "Usage: gpureap run [options] -- COMMAND [ARGS...]\n\n"
+      "The job runs in its own process group and, as root (or with a delegated cgroup v2), in its own\n"
+      "cgroup gpureap-run.<pid>: everything in that cgroup, and every descendant of gpureap (it is their\n"
+      "child subreaper), belongs to the job; nothing else is ever signalled. SIGINT, SIGTERM, SIGHUP,\n"
+      "SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the job. As PID 1 of a container it reaps orphans.\n"
+      "When the main command exits, whatever is left of the job gets SIGTERM, then SIGKILL after\n"
+      "--kill-timeout (evidence is collected first: state, wchan, kernel stack; py-spy/gdb dumps with\n"
+      "--dump-on-hang), and the GPU memory the job used is verified released.\n\n"
+      "Exit status: the command's (128+signal when a signal ended it); with --fail-fast, that of the\n"
+      "process that failed; 123 part of the job or its GPU memory is still there; 124 the job hung\n"
+      "(--hang-timeout) and was ended; 125 gpureap run could not run (bad option, cgroup, fork);\n"
+      "126 the command cannot be executed; 127 the command was not found.\n\n"
+      "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG, GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR.");
+  run->add_option("command", options.command, "The command to run, and its arguments (after --)");
+  run->add_option("--kill-timeout", options.kill_timeout,
+                  "Seconds between SIGTERM and SIGKILL for what is left of the job, 0 to 3600 (default 10)");
+  run->add_option("--verify-timeout", options.verify_timeout,
+                  "Seconds to wait for the driver to release the job's memory, 0 to 3600 (default 30)");
+  run->add_flag("--fail-fast", options.fail_fast,
+                "End the whole job as soon as a process of it that uses a GPU dies abnormally (a crashed rank)");
+  run->add_option("--hang-timeout", options.hang_timeout,
+                  "End the job when none of its processes used CPU or GPU for this long (e.g. 30m; at most 7d)");
+  run->add_flag("--dump-on-hang", options.dump_on_hang,
+                "Before killing a hung or stubborn process, save `py-spy dump` (Python) or gdb backtraces of it");
+  run->add_option("--evidence-dir", options.evidence_dir,
+                  "Where dumps are saved (default: a new private directory under $TMPDIR or /tmp)");
+  run->add_option("--poll-interval", options.poll_interval,
+                  "How often the job is looked at (GPU use, activity), 50ms to 60s (default 500ms)");
+  run->add_flag("--json", options.json, "Print the final report as JSON on stdout (schema gpureap.run/1, docs/run-json.md)");
+  run->add_option("--report", options.report_file, "Also write the JSON report to this file (mode 0600)");
+  run->add_flag("--no-cgroup", options.no_cgroup, "Do not create a cgroup: the job is gpureap's descendants only");
+  run->add_option("--audit-log", options.audit_log, "Append one JSON line per signal gpureap sends to this file");
+  return run;
+}
+
+int run_run(RunOptions options) {
+  auto usage = [](const std::string& why) {
+    std::cerr << "gpureap run: " << why << "\n";
+    return exit_code::kRunCannotRun;
+  };
+  if (options.command.empty()) return usage("give the command to run: gpureap run [options] -- COMMAND [ARGS...]");
+  job::RunSettings settings;
+  settings.argv = options.command;
+  double kill_s = 0, verify_s = 0, poll_s = 0, hang_s = 0;
+  for (const std::string& error :
+       {check_duration_option("--kill-timeout", options.kill_timeout, option_limits::kMaxSignalTimeoutSeconds, kill_s),
+        check_duration_option("--verify-timeout", options.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds,
+                              verify_s),
+        check_duration_option("--poll-interval", options.poll_interval, option_limits::kMaxPollIntervalSeconds, poll_s,
+                              option_limits::kMinPollIntervalSeconds)}) {
+    if (!error.empty()) return usage(error);
+  }
+  if (!options.hang_timeout.empty()) {
+    const std::string error = check_duration_option("--hang-timeout", options.hang_timeout,
+                                                    option_limits::kMaxHangTimeoutSeconds, hang_s,
+                                                    option_limits::kMinHangTimeoutSeconds);
+    if (!error.empty()) return usage(error);
+    settings.hang_timeout = to_ms(hang_s);
+  }
+  settings.kill_timeout = to_ms(kill_s);
+  settings.verify_timeout = to_ms(verify_s);
+  settings.poll_interval = to_ms(poll_s);
+  settings.fail_fast = options.fail_fast;
+  settings.dump_on_hang = options.dump_on_hang;
+  settings.evidence_dir = options.evidence_dir;
+  if (settings.evidence_dir.empty() && !options.report_file.empty()) settings.evidence_dir = options.report_file + ".evidence";
+  settings.use_cgroup = !options.no_cgroup;
+  settings.dev_dir = default_snapshot_options().proc.dev_dir;
+
+  std::string config_error;
+  const auto config = load_kill_config(config_error);
+  if (!config) return usage(sanitize_for_terminal(config_error));
+  if (options.audit_log.empty()) {
+    if (const char* env = std::getenv("GPUREAP_AUDIT_LOG"); env != nullptr) options.audit_log = env;
+  }
+  if (options.audit_log.empty()) options.audit_log = config->audit_log;
+  std::optional<AuditLog> audit;
+  if (!options.audit_log.empty()) {
+    std::string error;
+    audit = AuditLog::open(options.audit_log, Requester::current(), error);
+    if (!audit) return usage(sanitize_for_terminal(error) + "; the job was not started");
+    settings.audit = &*audit;
+  }
+  // The report file is opened before the job starts: a typo is found now, not after hours.
+  procfs::unique_fd report_fd;
+  if (!options.report_file.empty()) {
+    report_fd = procfs::unique_fd(
+        open(options.report_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!report_fd) {
+      return usage(fmt::format("--report {}: {}; the job was not started", sanitize_for_terminal(options.report_file),
+                               std::strerror(errno)));
+    }
+  }
+
+  job::RunReport report;
+  try {
+    report = job::run_job(settings);
+  } catch (const std::runtime_error& error) {
+    std::cerr << "gpureap run: " << sanitize_for_terminal(error.what()) << "; stopped before sending further signals\n";
+    return exit_code::kInternalError;
+  }
+  const std::string summary = render_run_summary(report);
+  if (!summary.empty()) std::cerr << summary;
+  if (options.json || report_fd) {
+    const std::string json =
+        run_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    if (options.json) write_out(json);
+    if (report_fd && procfs::write_all(report_fd.get(), json) != 0) {
+      std::cerr << "gpureap run: --report: cannot write " << sanitize_for_terminal(options.report_file) << "\n";
+    }
+  }
+  return run_exit_status(report);
+}
+
+}  // namespace gpureap

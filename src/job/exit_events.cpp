@@ -1,0 +1,97 @@
+#include "job/exit_events.hpp"
+
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace gpureap::job {
+
+std::optional<ExitEvents> ExitEvents::open(std::string* why) {
+  ExitEvents events;
+  events.fd_ = procfs::unique_fd(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR));
+  auto fail = [why](const char* step) -> std::optional<ExitEvents> {
+    if (why) *why = fmt::format("process events connector: {}: {}", step, std::strerror(errno));
+    return std::nullopt;
+  };
+  if (!events.fd_) return fail("socket");
+  sockaddr_nl address{};
+  address.nl_family = AF_NETLINK;
+  address.nl_groups = CN_IDX_PROC;
+  address.nl_pid = 0;  // the kernel picks a port id
+  if (bind(events.fd_.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return fail("bind");
+  // A larger receive buffer: every process on the host reports its forks and exits here.
+  const int buffer = 4 << 20;
+  setsockopt(events.fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof buffer);
+
+  // nlmsghdr, then cn_msg, then the operation: cn_msg ends in a flexible array, so the
+  // request is laid out in a byte buffer.
+  constexpr std::size_t kPayload = sizeof(cn_msg) + sizeof(proc_cn_mcast_op);
+  alignas(nlmsghdr) unsigned char request[NLMSG_SPACE(kPayload)] = {};
+  auto* header = reinterpret_cast<nlmsghdr*>(request);
+  header->nlmsg_len = static_cast<__u32>(NLMSG_LENGTH(kPayload));
+  header->nlmsg_type = NLMSG_DONE;
+  auto* message = static_cast<cn_msg*>(NLMSG_DATA(header));
+  message->id.idx = CN_IDX_PROC;
+  message->id.val = CN_VAL_PROC;
+  message->len = sizeof(proc_cn_mcast_op);
+  const proc_cn_mcast_op op = PROC_CN_MCAST_LISTEN;
+  std::memcpy(message->data, &op, sizeof op);
+  if (send(events.fd_.get(), request, header->nlmsg_len, 0) != static_cast<ssize_t>(header->nlmsg_len)) {
+    return fail("listen");
+  }
+  return events;
+}
+
+namespace {
+constexpr std::size_t kEventPrefix = 32;
+}  // namespace
+
+void ExitEvents::drain(std::vector<ProcessExit>& exits, std::vector<ProcessFork>& forks, bool& lost) {
+  alignas(nlmsghdr) char buffer[8192];
+  while (true) {
+    const ssize_t n = recv(fd_.get(), buffer, sizeof buffer, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ENOBUFS) {
+        lost = true;
+        continue;
+      }
+      return;  // EAGAIN: nothing more queued
+    }
+    if (n == 0) return;
+    // The netlink messages in the datagram, each aligned to NLMSG_ALIGNTO.
+    for (std::size_t offset = 0; offset + sizeof(nlmsghdr) <= static_cast<std::size_t>(n);) {
+      const auto* header = reinterpret_cast<const nlmsghdr*>(buffer + offset);
+      if (header->nlmsg_len < sizeof(nlmsghdr) || offset + header->nlmsg_len > static_cast<std::size_t>(n)) break;
+      offset += NLMSG_ALIGN(header->nlmsg_len);
+      if (header->nlmsg_type == NLMSG_ERROR || header->nlmsg_type == NLMSG_NOOP) continue;
+      // The kernel's proc_event may be shorter or longer than these headers' (fields were added
+      // over the years): what we read (what, pid, tgid, exit code) is in the first 32 bytes.
+      if (header->nlmsg_len < NLMSG_LENGTH(sizeof(cn_msg) + kEventPrefix)) continue;
+      const auto* message = reinterpret_cast<const cn_msg*>(reinterpret_cast<const char*>(header) + NLMSG_HDRLEN);
+      if (message->id.idx != CN_IDX_PROC || message->id.val != CN_VAL_PROC) continue;
+      if (message->len < kEventPrefix || NLMSG_HDRLEN + sizeof(cn_msg) + message->len > header->nlmsg_len) continue;
+      proc_event event{};
+      std::memcpy(&event, message->data, std::min<std::size_t>(message->len, sizeof event));
+      if (event.what == proc_event::PROC_EVENT_EXIT) {
+        const auto& exit = event.event_data.exit;
+        if (exit.process_pid == exit.process_tgid) {
+          exits.push_back(ProcessExit{exit.process_pid, static_cast<int>(exit.exit_code)});
+        }
+      } else if (event.what == proc_event::PROC_EVENT_FORK) {
+        const auto& fork = event.event_data.fork;
+        if (fork.child_pid == fork.child_tgid) forks.push_back(ProcessFork{fork.child_pid});
+      }
+    }
+  }
+}
+
+}  // namespace gpureap::job

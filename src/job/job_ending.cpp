@@ -1,0 +1,221 @@
+#include "job/job_ending.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "kill/escalation.hpp"
+#include "kill/kill_execution.hpp"
+#include "kill/memory_verification.hpp"
+#include "kill/pid_ref.hpp"
+#include "proc/pid_files.hpp"
+#include "proc/proc_io.hpp"
+
+namespace gpureap::job {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a SIGKILLed process may take to be gone before it counts as stuck.
+constexpr std::chrono::milliseconds kKillGrace{2000};
+
+std::string read_small_file(const std::string& path) {
+  procfs::unique_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  std::string text(16384, '\0');
+  const ssize_t n = read(fd.get(), text.data(), text.size());
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return text;
+}
+
+std::string exe_basename(const std::string& proc_root, pid_t pid) {
+  char target[4096];
+  const std::string link = fmt::format("{}/{}/exe", proc_root, pid);
+  const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0) return {};
+  std::string path(target, static_cast<std::size_t>(n));
+  if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) path.resize(path.size() - 10);
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A private directory for the dumps: 0700, made fresh (mkdtemp) unless the user named one.
+bool ensure_evidence_dir(std::string& dir, std::vector<std::string>& notes) {
+  if (dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = fmt::format("{}/gpureap-run.{}.XXXXXX", tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp", getpid());
+    if (mkdtemp(pattern.data()) == nullptr) {
+      notes.push_back(fmt::format("no dumps: cannot create a directory for them: {}", std::strerror(errno)));
+      return false;
+    }
+    dir = pattern;
+    return true;
+  }
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    notes.push_back(fmt::format("no dumps: cannot create {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  struct stat st{};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    notes.push_back(fmt::format("no dumps: {} is not a directory", dir));
+    return false;
+  }
+  return true;
+}
+
+void merge(std::vector<TargetOutcome>& ended, const std::vector<TargetResult>& results, bool after_kill) {
+  for (const auto& r : results) {
+    auto it = std::find_if(ended.begin(), ended.end(), [&](const TargetOutcome& t) { return t.pid == r.pid; });
+    if (it == ended.end()) {
+      ended.push_back(TargetOutcome{});
+      it = ended.end() - 1;
+      it->pid = r.pid;
+    }
+    it->outcome = (after_kill && r.outcome == KillOutcome::ExitedAfterSignal) ? KillOutcome::Killed : r.outcome;
+    it->signals.insert(it->signals.end(), r.signals.begin(), r.signals.end());
+    if (r.exit_ms) it->exit_ms = r.exit_ms;
+    if (r.final_state != '?') it->final_state = r.final_state;
+    it->wchan = r.wchan;
+    it->discovered = it->discovered || r.discovered;
+    if (!r.detail.empty()) it->detail = r.detail;
+    if (!r.cgroup_killed.empty()) it->cgroup_killed = r.cgroup_killed;
+  }
+}
+
+// One step of the ladder over the members as they are now.
+std::vector<TargetResult> signal_members(const EndingSettings& settings, const Members& members, int first_signal,
+                                         std::chrono::milliseconds timeout, const std::string& reason) {
+  std::vector<EscalationTarget> targets;
+  for (const auto& [pid, member] : members) {
+    PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
+    if (pin.status != PinStatus::Ok) continue;  // gone meanwhile, or the PID is another process now
+    EscalationTarget target;
+    target.ref = std::move(pin.ref);
+    target.sweep_descendants = true;  // whatever it forks meanwhile belongs to the job too
+    target.reason = reason;
+    targets.push_back(std::move(target));
+  }
+  if (targets.empty()) return {};
+  EscalationOptions options;
+  options.first_signal = first_signal;
+  options.timeout = timeout;
+  options.escalate = false;  // the next step is ours: evidence first, then SIGKILL
+  options.kill_grace = kKillGrace;
+  options.proc_root = settings.proc_root;
+  EscalationRun run = run_ladder(std::move(targets), options, audit_hooks(settings.audit));
+  return std::move(run.results);
+}
+
+void verify(const EndingSettings& settings, RunReport& report) {
+  if (report.gpus.empty()) return;
+  report.memory_checked = true;
+  const auto start = Clock::now();
+  SnapshotSource& source = settings.driver();
+  KillPlan plan;
+  for (const auto& use : report.gpus) {
+    PlannedGpu gpu;
+    gpu.index = use.index;
+    gpu.expected_free_bytes = use.job_last_bytes;
+    gpu.target_pids = use.job_pids;
+    if (settings.last_reading) {
+      for (const auto& reading : settings.last_reading->gpus) {
+        if (reading.index != use.index) continue;
+        gpu.baseline_used = reading.memory.used;
+        for (const auto& p : reading.processes) {
+          if (std::find(use.job_pids.begin(), use.job_pids.end(), static_cast<pid_t>(p.pid)) == use.job_pids.end()) {
+            gpu.others_listed_bytes += p.used_memory.value_or(0);
+          }
+        }
+      }
+    }
+    for (pid_t pid : use.job_pids) {
+      if (std::none_of(plan.targets.begin(), plan.targets.end(), [pid](const PlannedTarget& t) { return t.pid == pid; })) {
+        PlannedTarget target;
+        target.pid = pid;
+        target.present = true;
+        plan.targets.push_back(target);
+      }
+    }
+    plan.gpus.push_back(gpu);
+  }
+  const bool survivor = report.left_behind();
+  VerifyOptions options;
+  options.timeout = survivor ? std::chrono::milliseconds(0) : settings.verify_timeout;
+  report.verification = verify_release(
+      plan, [&source]() { return source.read_driver_only(); }, [&source]() { return source.take(); }, options);
+  if (const auto after = source.read_driver_only()) {
+    for (auto& use : report.gpus) {
+      for (const auto& reading : after->gpus) {
+        if (reading.index == use.index) use.used_after_bytes = reading.memory.used;
+      }
+    }
+  }
+  report.verify_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+ProcessEvidence describe_member(const EndingSettings& settings, const Member& member, std::string& evidence_dir) {
+  ProcessEvidence evidence;
+  evidence.pid = member.stat.pid;
+  evidence.comm = member.stat.comm;
+  evidence.state = member.stat.state;
+  evidence.wchan = procfs::read_wchan(settings.proc_root, member.stat.pid);
+  if (geteuid() == 0) {
+    evidence.kernel_stack = read_small_file(fmt::format("{}/{}/stack", settings.proc_root, member.stat.pid));
+  }
+  const long ticks = sysconf(_SC_CLK_TCK);
+  evidence.cpu_seconds = static_cast<double>(member.stat.utime_ticks + member.stat.stime_ticks) /
+                         static_cast<double>(ticks > 0 ? ticks : 100);
+  evidence.gpus = member.gpu_minors;
+  if (auto it = settings.sm_util.find(member.stat.pid); it != settings.sm_util.end()) evidence.sm_util_percent = it->second;
+  if (settings.dump && !evidence_dir.empty()) {
+    DumpSettings dump;
+    dump.directory = evidence_dir;
+    dump_process(dump, exe_basename(settings.proc_root, member.stat.pid), !member.gpu_minors.empty(), evidence);
+  }
+  return evidence;
+}
+
+void end_job(const EndingSettings& settings, RunReport& report) {
+  const auto start = Clock::now();
+  std::string evidence_dir = settings.evidence_dir;
+  auto describe_all = [&](const Members& members) {
+    if (settings.dump && report.evidence_dir.empty()) {
+      if (ensure_evidence_dir(evidence_dir, report.notes)) report.evidence_dir = evidence_dir;
+    }
+    std::string dir = report.evidence_dir;
+    for (const auto& [pid, member] : members) report.evidence.push_back(describe_member(settings, member, dir));
+  };
+
+  const Members left = list_members(settings.membership);
+  if (!left.empty()) {
+    if (settings.collect_all_evidence) describe_all(left);
+    const std::string reason = report.end == JobEnd::Hung      ? "the job hung (--hang-timeout)"
+                               : report.end == JobEnd::FailFast ? "a process of the job failed (--fail-fast)"
+                                                                : "left running when the job's main command exited";
+    merge(report.ended, signal_members(settings, left, SIGTERM, settings.kill_timeout, reason), false);
+    if (settings.reap) settings.reap();
+    const Members stubborn = list_members(settings.membership);
+    if (!stubborn.empty()) {
+      if (!settings.collect_all_evidence) describe_all(stubborn);
+      merge(report.ended,
+            signal_members(settings, stubborn, SIGKILL, kKillGrace,
+                           "did not exit within --kill-timeout after SIGTERM"),
+            true);
+      if (settings.reap) settings.reap();
+    }
+  }
+  report.ending_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  verify(settings, report);
+}
+
+}  // namespace gpureap::job

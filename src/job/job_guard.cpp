@@ -1,0 +1,365 @@
+#include "job/job_guard.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "job/exit_events.hpp"
+#include "job/job_cgroup.hpp"
+#include "job/job_ending.hpp"
+#include "job/job_members.hpp"
+#include "job/job_spawn.hpp"
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap::job {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+bool abnormal(int wait_status) {
+  return WIFSIGNALED(wait_status) || (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0);
+}
+
+// A process of the job seen using a GPU: its device file, or the driver lists it.
+struct GpuUser {
+  std::string comm;
+  std::uint64_t start_ticks = 0;
+};
+
+class Guard {
+ public:
+  Guard(const RunSettings& settings, RunReport& report) : settings_(settings), report_(report) {}
+
+  void run() {
+    setup_signals();
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (settings_.use_cgroup) {
+      std::string why;
+      if (auto created = JobCgroup::create(settings_.proc_root, &why)) cgroup_.emplace(std::move(*created));
+      report_.no_cgroup_reason = cgroup_ ? std::string() : why;
+    } else {
+      report_.no_cgroup_reason = "--no-cgroup";
+    }
+    report_.ownership = cgroup_ ? Ownership::Cgroup : Ownership::SubreaperTree;
+    if (cgroup_) report_.cgroup_path = cgroup_->path();
+    if (settings_.fail_fast) {
+      std::string why;
+      exit_events_ = ExitEvents::open(&why);
+      report_.exit_events = exit_events_.has_value();
+      if (!exit_events_) {
+        report_.notes.push_back(
+            "--fail-fast sees only how gpureap's own children and the orphans it reaps ended (" + why +
+            "; the kernel's exit events need root in the host's PID namespace)");
+      }
+    }
+    take_terminal_ = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    SpawnSettings spawn;
+    spawn.argv = settings_.argv;
+    spawn.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
+    spawn.terminal_fd = take_terminal_ ? STDIN_FILENO : -1;
+    spawn.original_mask = original_mask_;
+    start_ = Clock::now();
+    report_.spawn = spawn_job(spawn);
+    report_.main_pid = report_.spawn.pid;
+    if (!report_.spawn.ok()) {
+      report_.end = JobEnd::SpawnFailed;
+      if (report_.spawn.pid > 0) waitpid(report_.spawn.pid, nullptr, 0);
+      give_back_terminal();
+      restore_signals();
+      return;
+    }
+    watch();
+    report_.run_seconds = seconds_since(start_);
+    give_back_terminal();
+    end_what_is_left();
+    restore_signals();
+  }
+
+ private:
+  void setup_signals() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : kForwarded) sigaddset(&mask, sig);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, &original_mask_);
+    signal_fd_ = procfs::unique_fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    // Taking the terminal back from the job's group must not stop gpureap.
+    previous_ttou_ = signal(SIGTTOU, SIG_IGN);
+  }
+
+  void restore_signals() {
+    signal(SIGTTOU, previous_ttou_);
+    // Signals that arrived while ending the job were forwarded or are moot now.
+    sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+  }
+
+  void give_back_terminal() {
+    if (take_terminal_) {
+      tcsetpgrp(STDIN_FILENO, getpgrp());
+      take_terminal_ = false;
+    }
+  }
+
+  static double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+
+  // Every child that has ended: the main command's status, and the orphans reparented to us.
+  void reap_children() {
+    while (true) {
+      int status = 0;
+      const pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) return;
+      if (pid == report_.main_pid) {
+        report_.main_wait_status = status;
+        continue;
+      }
+      ++report_.orphans_reaped;
+      note_exit(pid, status, true);
+    }
+  }
+
+  void note_exit(pid_t pid, int status, bool by_wait) {
+    if (!settings_.fail_fast || report_.failed || ending_) return;
+    auto it = gpu_users_.find(pid);
+    if (it == gpu_users_.end() || !abnormal(status)) return;
+    report_.failed = FailedProcess{pid, it->second.comm, status, by_wait};
+  }
+
+  void read_signals() {
+    signalfd_siginfo info{};
+    while (read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGCHLD) continue;  // reap_children below looks at every child
+      report_.forwarded_signals.push_back(sig);
+      if (!ending_) forward(sig);
+    }
+    reap_children();
+  }
+
+  // To the job's process group, and in the cgroup case to the members that left the group
+  // (setsid): the whole job hears what gpureap heard.
+  void forward(int sig) {
+    kill(-report_.main_pid, sig);
+    if (!cgroup_) return;
+    for (pid_t pid : cgroup_->member_pids()) {
+      if (getpgid(pid) != report_.main_pid) kill(pid, sig);
+    }
+  }
+
+  void read_exit_events() {
+    std::vector<ProcessExit> exits;
+    std::vector<ProcessFork> forks;
+    bool lost = false;
+    exit_events_->drain(exits, forks, lost);
+    for (const auto& f : forks) gpu_users_.erase(f.child);  // a PID we knew now names a new process
+    for (const auto& e : exits) note_exit(e.pid, e.wait_status, false);
+    if (lost && !events_lost_noted_) {
+      events_lost_noted_ = true;
+      report_.notes.push_back("the kernel dropped some exit events (a very busy host): --fail-fast may miss a crash");
+    }
+  }
+
+  SnapshotSource& driver() {
+    if (!source_) {
+      SnapshotOptions options = default_snapshot_options();
+      options.proc.proc_root = settings_.proc_root;
+      source_ = std::make_unique<SnapshotSource>(options);
+    }
+    return *source_;
+  }
+
+  MembershipSettings membership() const {
+    return MembershipSettings{settings_.proc_root, settings_.dev_dir, getpid(), cgroup_ ? &*cgroup_ : nullptr};
+  }
+
+  GpuUse& gpu_use(unsigned index) {
+    for (auto& g : report_.gpus) {
+      if (g.index == index) return g;
+    }
+    report_.gpus.push_back(GpuUse{});
+    report_.gpus.back().index = index;
+    return report_.gpus.back();
+  }
+
+  static void add_pid(std::vector<pid_t>& pids, pid_t pid) {
+    if (std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
+  }
+
+  // One look at the job: its members, which of them use a GPU, the driver's view of the
+  // memory they hold, and whether anything ran since the last look.
+  void sample() {
+    ++report_.samples;
+    const Members members = list_members(membership());
+    last_reading_ = driver().read_driver_only();
+    bool active = false;
+    std::map<std::pair<pid_t, std::uint64_t>, std::uint64_t> cpu;
+    for (const auto& [pid, m] : members) {
+      const auto key = std::make_pair(pid, m.stat.start_time_ticks);
+      const std::uint64_t ticks = m.stat.utime_ticks + m.stat.stime_ticks;
+      cpu[key] = ticks;
+      auto before = last_cpu_.find(key);
+      if (before == last_cpu_.end() || before->second != ticks) active = true;
+      if (m.stat.state == 'R') active = true;
+    }
+    if (cpu.size() != last_cpu_.size()) active = true;  // a member ended or appeared
+    last_cpu_ = std::move(cpu);
+    last_sm_util_.clear();
+
+    std::map<unsigned, unsigned> index_of_minor;
+    if (last_reading_) {
+      for (const auto& gpu : last_reading_->gpus) {
+        if (gpu.minor_number) index_of_minor[*gpu.minor_number] = gpu.index;
+      }
+    }
+    for (const auto& [pid, m] : members) {
+      for (unsigned minor : m.gpu_minors) {
+        auto it = index_of_minor.find(minor);
+        GpuUse& use = gpu_use(it != index_of_minor.end() ? it->second : minor);
+        add_pid(use.job_pids, pid);
+        gpu_users_[pid] = GpuUser{m.stat.comm, m.stat.start_time_ticks};
+      }
+    }
+    if (last_reading_) {
+      for (const auto& gpu : last_reading_->gpus) {
+        std::uint64_t job_bytes = 0;
+        bool job_on_it = false;
+        for (const auto& p : gpu.processes) {
+          const auto pid = static_cast<pid_t>(p.pid);
+          auto member = members.find(pid);
+          if (member == members.end()) continue;
+          job_on_it = true;
+          job_bytes += p.used_memory.value_or(0);
+          gpu_users_[pid] = GpuUser{member->second.stat.comm, member->second.stat.start_time_ticks};
+          if (p.sm_util_percent) {
+            last_sm_util_[pid] = *p.sm_util_percent;
+            if (*p.sm_util_percent > 0) active = true;
+          }
+        }
+        if (!job_on_it && !has_gpu(gpu.index)) continue;
+        GpuUse& use = gpu_use(gpu.index);
+        if (!use.used_first_bytes) use.used_first_bytes = gpu.memory.used;
+        use.job_last_bytes = job_bytes;
+        use.job_peak_bytes = std::max(use.job_peak_bytes, job_bytes);
+        for (const auto& p : gpu.processes) {
+          if (members.count(static_cast<pid_t>(p.pid))) add_pid(use.job_pids, static_cast<pid_t>(p.pid));
+        }
+      }
+    }
+    const auto now = Clock::now();
+    if (active || report_.samples == 1) last_active_ = now;
+  }
+
+  bool has_gpu(unsigned index) const {
+    return std::any_of(report_.gpus.begin(), report_.gpus.end(), [index](const GpuUse& g) { return g.index == index; });
+  }
+
+  bool hung() const {
+    if (!settings_.hang_timeout || report_.samples < 2) return false;
+    return Clock::now() - last_active_ >= *settings_.hang_timeout;
+  }
+
+  void watch() {
+    // The first look is a little after the start: a job that ends at once never loads the driver.
+    auto next_sample = start_ + std::min(settings_.poll_interval, std::chrono::milliseconds(100));
+    while (true) {
+      reap_children();
+      if (report_.main_wait_status) {
+        report_.end = JobEnd::Exited;
+        return;
+      }
+      if (report_.failed) {
+        report_.end = JobEnd::FailFast;
+        return;
+      }
+      const auto now = Clock::now();
+      if (now >= next_sample) {
+        sample();
+        if (hung()) {
+          report_.end = JobEnd::Hung;
+          report_.idle_seconds = seconds_since(last_active_);
+          return;
+        }
+        next_sample = now + settings_.poll_interval;
+        continue;
+      }
+      pollfd fds[2] = {{signal_fd_.get(), POLLIN, 0}, {exit_events_ ? exit_events_->fd() : -1, POLLIN, 0}};
+      const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_sample - now).count() + 1;
+      const int ready = poll(fds, 2, static_cast<int>(wait_ms));
+      if (ready < 0 && errno != EINTR) break;
+      if (fds[0].revents & POLLIN) read_signals();
+      if (exit_events_ && (fds[1].revents & POLLIN)) read_exit_events();
+    }
+  }
+
+  void end_what_is_left() {
+    ending_ = true;
+    EndingSettings ending;
+    ending.kill_timeout = settings_.kill_timeout;
+    ending.verify_timeout = settings_.verify_timeout;
+    ending.dump = settings_.dump_on_hang;
+    ending.evidence_dir = settings_.evidence_dir;
+    ending.collect_all_evidence = report_.end == JobEnd::Hung;
+    ending.audit = settings_.audit;
+    ending.proc_root = settings_.proc_root;
+    ending.dev_dir = settings_.dev_dir;
+    ending.membership = membership();
+    ending.sm_util = last_sm_util_;
+    ending.reap = [this]() { reap_children(); };
+    ending.driver = [this]() -> SnapshotSource& { return driver(); };
+    ending.last_reading = last_reading_;
+    end_job(ending, report_);
+    reap_children();
+    if (cgroup_) {
+      report_.cgroup_removed = cgroup_->remove();
+      if (!report_.cgroup_removed) {
+        report_.notes.push_back("the job's cgroup " + cgroup_->path() + " still holds a process and was left in place");
+      }
+    }
+  }
+
+  const RunSettings& settings_;
+  RunReport& report_;
+  sigset_t original_mask_{};
+  sighandler_t previous_ttou_ = SIG_DFL;
+  procfs::unique_fd signal_fd_;
+  std::optional<JobCgroup> cgroup_;
+  std::optional<ExitEvents> exit_events_;
+  bool take_terminal_ = false;
+  bool ending_ = false;
+  bool events_lost_noted_ = false;
+  Clock::time_point start_;
+  Clock::time_point last_active_;
+  std::unique_ptr<SnapshotSource> source_;
+  std::optional<DriverReading> last_reading_;
+  std::map<pid_t, GpuUser> gpu_users_;
+  std::map<std::pair<pid_t, std::uint64_t>, std::uint64_t> last_cpu_;
+  std::map<pid_t, unsigned> last_sm_util_;
+};
+
+}  // namespace
+
+RunReport run_job(const RunSettings& settings) {
+  RunReport report;
+  report.argv = settings.argv;
+  Guard guard(settings, report);
+  guard.run();
+  return report;
+}
+
+}  // namespace gpureap::job

@@ -1,0 +1,49 @@
+// Who belongs to the job, and what each member is doing. Ownership is proof, never a guess:
+// the processes in the job's cgroup, and gpureap's descendants (as a child subreaper, every
+// process the job forks stays below it, double-forked and setsid'd ones included). The
+// process group is used to forward signals, never to decide membership.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "proc/process_info.hpp"
+
+namespace gpureap::job {
+
+class JobCgroup;
+
+enum class Ownership {
+  Cgroup,          // the job's own cgroup v2 (and gpureap's descendants)
+  SubreaperTree,   // no cgroup: gpureap's descendants, as their child subreaper
+};
+const char* ownership_name(Ownership ownership);  // "cgroup", "subreaper-tree"
+
+struct Member {
+  StatFields stat;
+  std::vector<unsigned> gpu_minors;  // N of each /dev/nvidia<N> it holds
+  bool holds_control_file = false;   // nvidiactl and friends only
+};
+
+// One look at the job: its live members (zombies left out: they hold nothing) by PID.
+using Members = std::map<pid_t, Member>;
+
+struct MembershipSettings {
+  std::string proc_root = "/proc";
+  std::string dev_dir = "/dev";
+  pid_t self = 0;                       // gpureap run
+  const JobCgroup* cgroup = nullptr;    // null: subreaper tree only
+};
+
+Members list_members(const MembershipSettings& settings);
+
+// The GPU device files pid holds (one readlink per descriptor).
+void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, Member& member);
+
+}  // namespace gpureap::job

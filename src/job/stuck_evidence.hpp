@@ -1,0 +1,49 @@
+// What a person wants to see about a job that hung or would not end on SIGTERM, collected
+// before it is killed (killing it destroys the evidence): each process's state, wchan and
+// kernel stack (root only), CPU time, and with dumps enabled the output of the debuggers that
+// are installed: `py-spy dump --pid N` for Python processes, `gdb -p N -batch -ex 'thread apply
+// all bt'` for the others that use a GPU. The same commands doctor names for stuck processes.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace gpureap::job {
+
+struct ProcessEvidence {
+  pid_t pid = 0;
+  std::string comm;              // raw: render through the sanitiser
+  char state = '?';
+  std::string wchan;
+  std::string kernel_stack;      // /proc/N/stack; empty when not root or not available
+  double cpu_seconds = 0;
+  std::vector<unsigned> gpus;    // GPU device files held (minor numbers)
+  std::optional<unsigned> sm_util_percent;
+  std::vector<std::string> dump_files;  // debugger outputs saved for it
+  std::vector<std::string> notes;       // a dump that failed or timed out, and why
+};
+
+// The debugger commands for pid (argv), for reports and doctor: py-spy for Python
+// executables, gdb otherwise.
+std::vector<std::string> py_spy_command(pid_t pid);
+std::vector<std::string> gdb_command(pid_t pid);
+bool looks_like_python(const std::string& exe_basename);
+
+// An executable found in PATH (no shell), or "" when it is not installed.
+std::string find_in_path(const std::string& name);
+
+struct DumpSettings {
+  std::string directory;   // where the outputs go (created by the caller, 0700)
+  std::chrono::seconds timeout{30};  // per debugger run; killed after it
+};
+
+// Runs the debugger(s) for one process, writing <dir>/<pid>.<tool>.txt. Adds the files written
+// (and notes for those that failed) to `evidence`.
+void dump_process(const DumpSettings& settings, const std::string& exe_basename, bool uses_gpu,
+                  ProcessEvidence& evidence);
+
+}  // namespace gpureap::job
