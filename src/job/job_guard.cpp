@@ -22,6 +22,7 @@
 #include "job/job_ending.hpp"
 #include "job/job_members.hpp"
 #include "job/job_spawn.hpp"
+#include "kill/pid_ref.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap::job {
@@ -152,13 +153,13 @@ class Guard {
     reap_children();
   }
 
-  // To the job's process group, and in the cgroup case to the members that left the group
-  // (setsid): the whole job hears what gpureap heard.
+  // To every process of the job in its process group, each pinned by pidfd first: a stranger
+  // who joined the group (any process of the session may) is not the job and hears nothing.
   void forward(int sig) {
-    kill(-report_.main_pid, sig);
-    if (!cgroup_) return;
-    for (pid_t pid : cgroup_->member_pids()) {
-      if (getpgid(pid) != report_.main_pid) kill(pid, sig);
+    for (const auto& [pid, member] : list_members(membership())) {
+      if (member.stat.pgid != report_.main_pid) continue;
+      PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings_.proc_root);
+      if (pin.status == PinStatus::Ok) pin.ref.send_signal(sig);
     }
   }
 

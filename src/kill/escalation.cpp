@@ -144,10 +144,11 @@ void wait_for_exits(State& state, Clock::duration budget, KillOutcome outcome) {
 // it alive), audited like a signal; SIGKILL to every live member; then thaw.
 void kill_survivors(State& state) {
   for (std::size_t t = 0; t < state.targets.size(); ++t) {
-    if (!state.cgroup_frozen(t)) continue;
+    if (!state.owns_frozen_cgroup(t)) continue;
     bool any_live = false;
     for (const Member& member : state.members) {
-      if (member.target == t && member.live && !member.ref.has_exited()) any_live = true;
+      const bool in_cgroup = member.target == t || state.frozen_with[member.target] == t;
+      if (in_cgroup && member.live && !member.ref.has_exited()) any_live = true;
     }
     if (!any_live || !cgroup_within_plan(state, t)) continue;  // never once all have exited
     state.checkpoint();
@@ -205,6 +206,7 @@ EscalationRun run_ladder(std::vector<EscalationTarget> targets, const Escalation
   state.pin_budget = killtree::pidfd_budget();
   state.results.resize(targets.size());
   state.cgroups.resize(targets.size());
+  state.frozen_with.resize(targets.size());
   for (std::size_t i = 0; i < targets.size(); ++i) classify(state, i);
   try {
     freeze(state);                                                        // 1

@@ -121,6 +121,7 @@ bool belongs_now(const State& state, std::size_t target, pid_t pid, const std::u
 // selected group). The decision that matters comes later (cgroup_within_plan, after the freeze).
 void freeze_own_cgroup(State& state, std::size_t target) {
   state.cgroups[target].reset();
+  state.frozen_with[target].reset();
   std::unordered_set<pid_t> plan;
   pid_t any_live = 0;
   for (const Member& member : state.members) {
@@ -132,7 +133,10 @@ void freeze_own_cgroup(State& state, std::size_t target) {
   const auto path = killtree::own_cgroup_dir(state.options.proc_root, any_live);
   if (!path) return;
   for (std::size_t t = 0; t < target; ++t) {
-    if (state.cgroups[t] && state.cgroups[t]->path() == *path) return;  // frozen for an earlier target
+    if (state.owns_frozen_cgroup(t) && state.cgroups[t]->path() == *path) {
+      state.frozen_with[target] = t;  // frozen for an earlier target: every PID in it was checked then
+      return;
+    }
   }
   auto dir = killtree::CgroupDir::open(*path);
   if (!dir) return;
@@ -149,9 +153,14 @@ void freeze_own_cgroup(State& state, std::size_t target) {
 bool drop_foreign_cgroups(State& state, Phase phase) {
   bool dropped = false;
   for (std::size_t t = 0; t < state.targets.size(); ++t) {
-    if (!state.cgroup_frozen(t) || cgroup_within_plan(state, t)) continue;
+    if (!state.owns_frozen_cgroup(t) || cgroup_within_plan(state, t)) continue;
     state.cgroups[t].reset();  // thaws
     stop_members(state, live_members_to_stop(state, true, t), phase);
+    for (std::size_t sharer = t + 1; sharer < state.targets.size(); ++sharer) {
+      if (state.frozen_with[sharer] != t) continue;
+      state.frozen_with[sharer].reset();
+      stop_members(state, live_members_to_stop(state, true, sharer), phase);
+    }
     dropped = true;
   }
   return dropped;
@@ -160,8 +169,9 @@ bool drop_foreign_cgroups(State& state, Phase phase) {
 }  // namespace
 
 bool cgroup_within_plan(State& state, std::size_t target) {
-  if (!state.cgroup_frozen(target)) return false;
-  const auto pids = state.cgroups[target]->member_pids();
+  const killtree::CgroupDir* cgroup = state.frozen_cgroup(target);
+  if (cgroup == nullptr) return false;
+  const auto pids = cgroup->member_pids();
   if (!pids || pids->empty()) return false;
   for (const pid_t pid : *pids) {
     bool member_of_plan = false;

@@ -47,6 +47,9 @@ struct State {
   std::unordered_set<pid_t> known;     // every PID handled (pinned, refused or failed)
   std::unordered_set<pid_t> excluded;  // gpureap and its ancestors
   std::vector<std::optional<killtree::CgroupDir>> cgroups;  // per target: its frozen own cgroup
+  // Per target: the earlier target whose frozen cgroup holds this target's tree too (several
+  // targets of one job in one cgroup: `gpureap run` ends every member of its job at once).
+  std::vector<std::optional<std::size_t>> frozen_with;
   std::size_t pin_budget = 0;  // pidfds the sweep may still open (tree_sweep pidfd_budget)
   Clock::time_point first_signal_at{};
   int interrupted_by = 0;  // the signal that stopped the ladder, 0 while none did
@@ -54,7 +57,14 @@ struct State {
   bool sweeps(std::size_t target) const {
     return targets[target].sweep_descendants || targets[target].process_group.has_value();
   }
-  bool cgroup_frozen(std::size_t target) const {
+  // The frozen cgroup target's tree is in: its own, or the one an earlier target froze.
+  const killtree::CgroupDir* frozen_cgroup(std::size_t target) const {
+    const std::size_t owner = frozen_with[target].value_or(target);
+    return cgroups[owner].has_value() && cgroups[owner]->frozen_by_us() ? &*cgroups[owner] : nullptr;
+  }
+  bool cgroup_frozen(std::size_t target) const { return frozen_cgroup(target) != nullptr; }
+  // Target froze a cgroup of its own (the one cgroup.kill may be written to).
+  bool owns_frozen_cgroup(std::size_t target) const {
     return cgroups[target].has_value() && cgroups[target]->frozen_by_us();
   }
   // Throws Interrupted when a signal arrived: called between steps, never inside one.

@@ -1,0 +1,288 @@
+// `gpureap run`: a simulated 4-rank job with 2 workers per rank (real processes holding
+// simulated GPU memory), and the ways a job ends: normally, with leftovers, a crashed rank with
+// and without --fail-fast, forwarded signals, escapees, a rank ignoring SIGTERM, PID 1 of a
+// PID namespace, a hang. Bystanders beside the job survive every one of them.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "run_support.hpp"
+
+namespace gpureap::test {
+namespace {
+
+constexpr int kRanks = 4;
+
+// Lines "<pid> <signal>" the signal recorder wrote.
+std::map<int, std::set<pid_t>> recorded_signals(const std::string& file) {
+  std::map<int, std::set<pid_t>> out;
+  std::ifstream in(file);
+  for (pid_t pid; in >> pid;) {
+    int sig = 0;
+    in >> sig;
+    out[sig].insert(pid);
+  }
+  return out;
+}
+
+void expect_not_listed(const SimHost& host, const std::vector<pid_t>& pids) {
+  const auto ps = host.ps_json();
+  for (pid_t pid : pids) EXPECT_EQ(find_process(ps, pid), nullptr) << "PID " << pid << " still on a GPU";
+}
+
+TEST(RunJob, NormalExitKeepsTheStatusAndLeavesNothing) {
+  SimHost host;
+  BackgroundRun run(host, {"--poll-interval", "100ms"},
+                    rank_launcher(kRanks, "--workers 2 --worker-mode die-with-parent --exit-after 1500", 7));
+  std::vector<pid_t> all;
+  for (int i = 0; i < kRanks; ++i) {
+    const auto pids = run.sim_ready();
+    ASSERT_EQ(pids.size(), 3u);
+    all.insert(all.end(), pids.begin(), pids.end());
+  }
+  EXPECT_EQ(run.wait(), 7);
+  const auto report = run.report();
+  EXPECT_EQ(report["end"], "exited");
+  EXPECT_EQ(report["main_status"]["exit_code"], 7);
+  EXPECT_TRUE(report["left_and_ended"].empty()) << report.dump(2);
+  expect_memory_verified(report);
+  EXPECT_EQ(report["gpus"].size(), 2u);
+  for (pid_t pid : all) EXPECT_FALSE(running(pid)) << pid;
+  expect_not_listed(host, all);
+}
+
+TEST(RunJob, WorkersLeftWhenTheMainCommandExitsAreEndedAndTheMemoryVerified) {
+  SimHost host;
+  // Ranks exit and leave their (surviving) workers holding the contexts: the DataLoader case.
+  BackgroundRun run(host, {"--poll-interval", "100ms", "--kill-timeout", "2"},
+                    rank_launcher(kRanks, "--workers 2 --exit-after 800"));
+  std::vector<pid_t> workers;
+  for (int i = 0; i < kRanks; ++i) {
+    const auto pids = run.sim_ready();
+    ASSERT_EQ(pids.size(), 3u);
+    workers.insert(workers.end(), pids.begin() + 1, pids.end());
+  }
+  EXPECT_EQ(run.wait(), 0);
+  const auto report = run.report();
+  for (pid_t w : workers) {
+    const auto* e = ended_entry(report, w);
+    ASSERT_NE(e, nullptr) << "worker " << w << " not ended: " << report.dump(2);
+    EXPECT_EQ((*e)["outcome"], "exited");
+    EXPECT_FALSE(running(w));
+  }
+  expect_memory_verified(report);
+  EXPECT_TRUE(report["cgroup_removed"].get<bool>());
+}
+
+TEST(RunJob, FailFastEndsEveryRankAndWorkerWhenOneRankIsKilled) {
+  if (!running_as_root()) GTEST_SKIP() << "a rank's death is seen through the kernel's exit events, which need root";
+  SimHost host;
+  // A bystander beside the job: same user, same GPU, not a descendant of gpureap run.
+  SimProcess bystander = host.start({"--alloc", "0:512MiB"});
+  BackgroundRun run(host, {"--fail-fast", "--poll-interval", "100ms", "--kill-timeout", "2"},
+                    rank_launcher(kRanks, "--workers 2"));
+  std::vector<std::vector<pid_t>> ranks;
+  for (int i = 0; i < kRanks; ++i) ranks.push_back(run.sim_ready());
+  // The job is looked at (its GPU users known) before the crash.
+  ASSERT_TRUE(eventually([&] { return find_process(host.ps_json(), ranks[3][0]) != nullptr; }));
+  poll(nullptr, 0, 300);
+  ASSERT_EQ(kill(ranks[0][0], SIGKILL), 0);
+  EXPECT_EQ(run.wait(), 128 + SIGKILL);
+  const auto report = run.report();
+  EXPECT_EQ(report["end"], "fail-fast");
+  EXPECT_EQ(report["failed_process"]["pid"], ranks[0][0]);
+  EXPECT_EQ(report["failed_process"]["signal"], "SIGKILL");
+  for (const auto& rank : ranks) {
+    for (pid_t pid : rank) EXPECT_FALSE(running(pid)) << pid;
+  }
+  expect_memory_verified(report);
+  EXPECT_TRUE(running(bystander.pid)) << "the bystander beside the job was ended";
+  EXPECT_NE(find_process(host.ps_json(), bystander.pid), nullptr);
+}
+
+TEST(RunJob, WithoutFailFastTheJobKeepsRunningAfterARankDies) {
+  SimHost host;
+  BackgroundRun run(host, {"--poll-interval", "100ms", "--kill-timeout", "2"}, rank_launcher(kRanks, "--workers 2"));
+  std::vector<std::vector<pid_t>> ranks;
+  for (int i = 0; i < kRanks; ++i) ranks.push_back(run.sim_ready());
+  ASSERT_EQ(kill(ranks[0][0], SIGKILL), 0);
+  // Several looks at the job go by: nothing may end it.
+  poll(nullptr, 0, 1000);
+  for (int i = 1; i < kRanks; ++i) {
+    for (pid_t pid : ranks[i]) EXPECT_TRUE(running(pid)) << pid;
+  }
+  // SIGTERM to gpureap run reaches the job; the launcher's shell dies of it.
+  kill(run.pid(), SIGTERM);
+  EXPECT_EQ(run.wait(), 128 + SIGTERM);
+  for (const auto& rank : ranks) {
+    for (pid_t pid : rank) EXPECT_FALSE(running(pid)) << pid;
+  }
+  expect_memory_verified(run.report());
+}
+
+TEST(RunJob, EachForwardedSignalReachesEveryRankButNotAStrangerInTheGroup) {
+  SimHost host;
+  const std::string file = host.state_dir() + "/signals";
+  BackgroundRun run(host, {"--kill-timeout", "500ms"},
+                    {SIGNAL_RECORDER_BINARY, file, std::to_string(kRanks), std::to_string(SIGUSR2)}, true);
+  const auto ready = run.line_starting("READY ");
+  ASSERT_EQ(ready.size(), 1u + kRanks);
+  std::set<pid_t> job;
+  for (const auto& w : ready) {
+    job.insert(std::stoi(w));
+    run.remember(std::stoi(w));
+  }
+  const pid_t group = std::stoi(ready[0]);  // the main process leads the job's group
+  // A stranger of the same session joins the job's process group: it must hear nothing.
+  const pid_t stranger = fork();
+  if (stranger == 0) {
+    setpgid(0, group);
+    for (;;) pause();
+  }
+  ASSERT_TRUE(eventually([&] { return getpgid(stranger) == group; }));
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+    ASSERT_EQ(kill(run.pid(), sig), 0);
+    EXPECT_TRUE(eventually([&] { return recorded_signals(file)[sig].size() >= job.size(); }))
+        << "signal " << sig << " reached " << recorded_signals(file)[sig].size() << " of " << job.size();
+    EXPECT_EQ(recorded_signals(file)[sig], job) << "signal " << sig;
+  }
+  EXPECT_EQ(run.wait(), 0);  // the main process exits 0 on SIGUSR2; the ranks are ended
+  for (pid_t pid : job) EXPECT_FALSE(running(pid)) << pid;
+  EXPECT_TRUE(running(stranger)) << "a stranger in the job's process group was ended";
+  kill(stranger, SIGKILL);
+  waitpid(stranger, nullptr, 0);
+}
+
+class RunEscapees : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RunEscapees, DoubleForkedAndSetsidProcessesAreStillEnded) {
+  const bool cgroup = GetParam();
+  SimHost host;
+  // A bystander started by the test: never ended.
+  SimProcess bystander = host.start({"--alloc", "1:256MiB"});
+  std::vector<std::string> args = {"--kill-timeout", "1"};
+  if (!cgroup) args.push_back("--no-cgroup");
+  BackgroundRun run(host, args,
+                    {"/bin/sh", "-c",
+                     "/bin/sh -c '\"$SIM\" --alloc 0:1GiB & exit 0'; "        // double fork: reparented to gpureap
+                     "setsid \"$SIM\" --alloc 1:1GiB & "                     // a new session
+                     "sleep 0.5; exit 0"});
+  const auto first = run.sim_ready();
+  const auto second = run.sim_ready();
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty());
+  EXPECT_EQ(run.wait(), 0);
+  const auto report = run.report();
+  EXPECT_EQ(report["ownership"], cgroup ? "cgroup" : "subreaper-tree");
+  for (pid_t pid : {first[0], second[0]}) {
+    const auto* e = ended_entry(report, pid);
+    ASSERT_NE(e, nullptr) << pid << ": " << report.dump(2);
+    EXPECT_FALSE(running(pid)) << pid;
+    // The job's own cgroup is frozen whole (cgroup.freeze), even with several trees in it:
+    // no member is stopped one by one.
+    if (cgroup) EXPECT_FALSE(has_signal(*e, "SIGSTOP")) << e->dump();
+  }
+  expect_memory_verified(report);
+  EXPECT_TRUE(running(bystander.pid));
+}
+
+INSTANTIATE_TEST_SUITE_P(CgroupAndTree, RunEscapees, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Cgroup" : "NoCgroup"; });
+
+TEST(RunJob, ARankIgnoringSigtermIsKilledAfterTheKillTimeout) {
+  SimHost host;
+  BackgroundRun run(host, {"--kill-timeout", "1", "--poll-interval", "100ms"},
+                    {"/bin/sh", "-c", "\"$SIM\" --alloc 0:1GiB --on-sigterm ignore & sleep 0.6; exit 0"});
+  const auto pids = run.sim_ready();
+  ASSERT_FALSE(pids.empty());
+  EXPECT_EQ(run.wait(), 0);
+  const auto report = run.report();
+  const auto* e = ended_entry(report, pids[0]);
+  ASSERT_NE(e, nullptr) << report.dump(2);
+  EXPECT_EQ((*e)["outcome"], "killed");
+  EXPECT_TRUE(has_signal(*e, "SIGTERM"));
+  EXPECT_TRUE(has_signal(*e, "SIGKILL"));
+  // Described before it was killed.
+  ASSERT_FALSE(report["evidence"].empty());
+  EXPECT_EQ(report["evidence"][0]["pid"], pids[0]);
+  expect_memory_verified(report);
+  EXPECT_FALSE(running(pids[0]));
+}
+
+TEST(RunJob, AsPid1OfAPidNamespaceItReapsOrphansAndForwardsSignals) {
+  if (!running_as_root() || !can_unshare_pid()) GTEST_SKIP() << "needs root and unshare --pid";
+  SimHost host;
+  const std::string file = host.state_dir() + "/signals";
+  // The orphans: a shell whose background sleeps outlive it and end as zombies of PID 1.
+  const std::string script = "/bin/sh -c 'sleep 0.2 & sleep 0.3 & exit 0'; exec \"$RECORDER\" " + file + " 2 " +
+                             std::to_string(SIGTERM);
+  BackgroundRun run(host, {"--kill-timeout", "500ms", "--no-cgroup"}, {"/bin/sh", "-c", script}, false,
+                    {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc"});
+  const auto ready = run.line_starting("READY ");
+  ASSERT_EQ(ready.size(), 3u);
+  EXPECT_EQ(ready[0], "2") << "the job's main process is PID 2 beside gpureap as PID 1";
+  // gpureap run is unshare's child; signals go to it from outside the namespace.
+  pid_t guard = -1;
+  ASSERT_TRUE(eventually([&] {
+    std::ifstream children("/proc/" + std::to_string(run.pid()) + "/task/" + std::to_string(run.pid()) + "/children");
+    return static_cast<bool>(children >> guard);
+  }));
+  poll(nullptr, 0, 500);  // the orphans end meanwhile
+  ASSERT_EQ(kill(guard, SIGUSR1), 0);
+  EXPECT_TRUE(eventually([&] { return recorded_signals(file)[SIGUSR1].size() == 3; }));
+  ASSERT_EQ(kill(guard, SIGTERM), 0);  // the main process exits on it; the ranks are ended
+  EXPECT_EQ(run.wait(), 0);
+  const auto report = run.report();
+  EXPECT_GE(report["orphans_reaped"].get<int>(), 2) << report.dump(2);
+  EXPECT_EQ(report["left_and_ended"].size(), 2u) << report.dump(2);
+}
+
+TEST(RunJob, HangTimeoutEndsAnIdleJobAndLeavesABusyOneAlone) {
+  SimHost host;
+  {
+    BackgroundRun idle(host, {"--hang-timeout", "1", "--poll-interval", "100ms", "--kill-timeout", "1"},
+                       {"/bin/sh", "-c", "exec \"$SIM\" --alloc 0:1GiB"});
+    const auto pids = idle.sim_ready();
+    EXPECT_EQ(idle.wait(), 124);
+    const auto report = idle.report();
+    EXPECT_EQ(report["end"], "hung");
+    EXPECT_GE(report["idle_s"].get<double>(), 1.0);
+    ASSERT_FALSE(report["evidence"].empty()) << report.dump(2);
+    EXPECT_EQ(report["evidence"][0]["pid"], pids[0]);
+    expect_memory_verified(report);
+  }
+  {
+    // Busy on the GPU (per-process SM utilisation from the driver), idle on the CPU: not hung.
+    BackgroundRun busy(host, {"--hang-timeout", "1", "--poll-interval", "100ms"},
+                       {"/bin/sh", "-c", "exec \"$SIM\" --alloc 0:1GiB --sm-util 40 --exit-after 2500"});
+    busy.sim_ready();
+    EXPECT_EQ(busy.wait(), 0);
+    EXPECT_EQ(busy.report()["end"], "exited");
+  }
+}
+
+TEST(RunJob, BadOptionsStartNothing) {
+  SimHost host;
+  const std::string marker = host.state_dir() + "/started";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--kill-timeout", "nan", "--", "/usr/bin/touch", marker},
+        std::vector<std::string>{"run", "--hang-timeout", "0.1", "--", "/usr/bin/touch", marker},
+        std::vector<std::string>{"run", "--poll-interval", "1e300", "--", "/usr/bin/touch", marker},
+        std::vector<std::string>{"run", "--report", "/nonexistent/dir/report.json", "--", "/usr/bin/touch", marker},
+        std::vector<std::string>{"run"}}) {
+    const auto result = host.gpureap(args);
+    EXPECT_EQ(result.exit_code, 125) << args[1] << ": " << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << args[1];
+  }
+  EXPECT_EQ(host.gpureap({"run", "--", "/nonexistent/program"}).exit_code, 127);
+}
+
+}  // namespace
+}  // namespace gpureap::test
