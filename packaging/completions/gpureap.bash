@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run" -- "$cur"))
       fi
       return
       ;;
@@ -47,6 +47,23 @@ _gpureap() {
       values="--only --kernel-log --since --settle --tolerance-mib --timeout --verify-timeout --audit-log
               --ipc-min-age --color"
       ;;
+    run)
+      # After `--` comes the job's command line: commands, then whatever they take.
+      for ((i = 2; i < COMP_CWORD; i++)); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+          if ((i == COMP_CWORD - 1)); then
+            COMPREPLY=($(compgen -c -- "$cur"))
+          else
+            compopt -o default 2>/dev/null
+            COMPREPLY=()
+          fi
+          return
+        fi
+      done
+      options="-h --help --kill-timeout --verify-timeout --fail-fast --hang-timeout --dump-on-hang
+               --evidence-dir --poll-interval --json --report --no-cgroup --audit-log"
+      values="--kill-timeout --verify-timeout --hang-timeout --evidence-dir --poll-interval --report --audit-log"
+      ;;
     *) return ;;
   esac
 
@@ -57,7 +74,7 @@ _gpureap() {
       --user) COMPREPLY=($(compgen -u -- "$cur")) ;;
       --pid) COMPREPLY=($(compgen -W "$(command ls /proc 2>/dev/null | grep -E '^[0-9]+$')" -- "$cur")) ;;
       -s | --signal) COMPREPLY=($(compgen -W "TERM INT HUP QUIT USR1 USR2 KILL" -- "$cur")) ;;
-      --audit-log | --kernel-log)
+      --audit-log | --kernel-log | --report | --evidence-dir)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
@@ -66,7 +83,9 @@ _gpureap() {
     return
   fi
 
-  if [[ $cur == -* || $command != kill ]]; then
+  if [[ $command == run && $cur != -* ]]; then
+    COMPREPLY=($(compgen -W "--" -- "$cur"))
+  elif [[ $cur == -* || $command != kill ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
   else
     # kill's positionals are PIDs.
