@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "text/human_format.hpp"
+#include "proc/debugger_commands.hpp"
 #include "doctor/blocked_io.hpp"
 #include "doctor/doctor.hpp"
 
@@ -144,6 +145,16 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
     f.evidence["files"] = files;
     f.evidence["kernel_stack"] = io.kernel_stack ? nlohmann::json(*io.kernel_stack) : nlohmann::json(nullptr);
     f.remedies.push_back({fmt::format("cat /proc/{}/stack", pid), Risk::None, "see the kernel call it waits in (root)"});
+    // The user-space side, as `gpureap run --dump-on-hang` saves it: py-spy reads a Python
+    // process's stacks without stopping it; gdb can attach only once the kernel call returns.
+    const std::string& exe = h.linux_process->exe;
+    if (looks_like_python(exe.substr(exe.rfind('/') + 1))) {
+      f.remedies.push_back({command_line(py_spy_command(pid, true)), Risk::None,
+                            "see where the Python code waits, without stopping it"});
+    } else {
+      f.remedies.push_back({command_line(gdb_command(pid)), Risk::Low,
+                            "the native stack once it leaves the kernel call (attaching waits until then)"});
+    }
     for (const auto& m : io.network_mounts) {
       f.remedies.push_back({fmt::format("showmount -e {}", m.source.substr(0, m.source.find(':'))), Risk::None,
                             "check that the file server answers"});

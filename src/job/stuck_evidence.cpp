@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/debugger_commands.hpp"
 #include "proc/proc_io.hpp"
 
 extern char** environ;
@@ -68,14 +69,6 @@ std::string run_tool(const std::vector<std::string>& argv, const std::string& ou
 
 }  // namespace
 
-std::vector<std::string> py_spy_command(pid_t pid) { return {"py-spy", "dump", "--pid", std::to_string(pid)}; }
-
-std::vector<std::string> gdb_command(pid_t pid) {
-  return {"gdb", "-p", std::to_string(pid), "-batch", "-ex", "thread apply all bt"};
-}
-
-bool looks_like_python(const std::string& exe_basename) { return exe_basename.rfind("python", 0) == 0; }
-
 std::string find_in_path(const std::string& name) {
   if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : std::string();
   const char* path = std::getenv("PATH");
@@ -104,15 +97,20 @@ void dump_process(const DumpSettings& settings, const std::string& exe_basename,
     if (stat(file.c_str(), &st) == 0 && st.st_size > 0) evidence.dump_files.push_back(file);
     if (!note.empty()) evidence.notes.push_back(std::move(note));
   };
+  const bool in_d = evidence.state == 'D';
   if (looks_like_python(exe_basename)) {
     if (!find_in_path("py-spy").empty()) {
-      dump(py_spy_command(evidence.pid), "py-spy");
+      dump(py_spy_command(evidence.pid, in_d), "py-spy");
       return;
     }
-    evidence.notes.push_back("py-spy is not installed: a Python stack needs `py-spy dump --pid " +
-                             std::to_string(evidence.pid) + "`");
+    evidence.notes.push_back("py-spy is not installed: a Python stack needs `" +
+                             command_line(py_spy_command(evidence.pid, in_d)) + "`");
   }
   if (!uses_gpu && !looks_like_python(exe_basename)) return;  // a debugger per helper process costs too much
+  if (in_d) {
+    evidence.notes.push_back("no gdb backtrace: attaching waits until it leaves the kernel call (see kernel_stack)");
+    return;
+  }
   if (!find_in_path("gdb").empty()) {
     dump(gdb_command(evidence.pid), "gdb");
   } else {

@@ -27,12 +27,6 @@ struct ProcessEvidence {
   std::vector<std::string> notes;       // a dump that failed or timed out, and why
 };
 
-// The debugger commands for pid (argv), for reports and doctor: py-spy for Python
-// executables, gdb otherwise.
-std::vector<std::string> py_spy_command(pid_t pid);
-std::vector<std::string> gdb_command(pid_t pid);
-bool looks_like_python(const std::string& exe_basename);
-
 // An executable found in PATH (no shell), or "" when it is not installed.
 std::string find_in_path(const std::string& name);
 
@@ -41,8 +35,9 @@ struct DumpSettings {
   std::chrono::seconds timeout{30};  // per debugger run; killed after it
 };
 
-// Runs the debugger(s) for one process, writing <dir>/<pid>.<tool>.txt. Adds the files written
-// (and notes for those that failed) to `evidence`.
+// Runs the debugger(s) for one process (proc/debugger_commands.hpp), writing
+// <dir>/<pid>.<tool>.txt. Adds the files written (and notes for those that failed or were not
+// run) to `evidence`. A process in D state gets py-spy --nonblocking only: gdb would wait.
 void dump_process(const DumpSettings& settings, const std::string& exe_basename, bool uses_gpu,
                   ProcessEvidence& evidence);
 

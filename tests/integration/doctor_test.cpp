@@ -223,6 +223,12 @@ TEST(Doctor, DStateHolderShowsWchanAndThatItDidNotRun) {
   EXPECT_FALSE(f["evidence"]["wchan"].get<std::string>().empty());
   EXPECT_TRUE(f["evidence"]["stayed_blocked"].get<bool>());
   EXPECT_TRUE(f["evidence"]["listed_by_driver"].get<bool>());
+  // The same debugger command `gpureap run --dump-on-hang` runs (a native program: gdb).
+  bool names_gdb = false;
+  for (const auto& r : f["remedies"]) {
+    names_gdb = names_gdb || r["command"] == "gdb -p " + std::to_string(job.pid) + " -batch -ex 'thread apply all bt'";
+  }
+  EXPECT_TRUE(names_gdb) << f["remedies"].dump(2);
   EXPECT_EQ(rc, 1);
 }
 
