@@ -9,6 +9,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/kill_command.hpp"
 #include "cli/ps_command.hpp"
+#include "cli/reap_command.hpp"
 #include "text/sanitize.hpp"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   CLI::App* kill = gpureap::add_kill_command(app, kill_options);
   gpureap::DoctorCommandOptions doctor_options;
   CLI::App* doctor = gpureap::add_doctor_command(app, doctor_options);
+  gpureap::ReapOptions reap_options;
+  CLI::App* reap = gpureap::add_reap_command(app, reap_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -38,6 +41,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand(doctor)) return gpureap::run_doctor(doctor_options);
     if (app.got_subcommand(kill)) return gpureap::run_kill(kill_options);
+    if (app.got_subcommand(reap)) return gpureap::run_reap(reap_options);
     if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {
     std::cerr << "gpureap: internal error: " << gpureap::sanitize_for_terminal(error.what()) << "\n";
