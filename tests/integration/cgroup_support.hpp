@@ -65,9 +65,10 @@ class OwnCgroup {
     return pid;
   }
 
-  // Moves a running process into this cgroup.
-  bool adopt(pid_t pid) const {
-    std::ofstream procs(path_ + "/cgroup.procs");
+  // Moves a running process into this cgroup, or into `dir` below it.
+  bool adopt(pid_t pid) const { return adopt_into(path_, pid); }
+  static bool adopt_into(const std::string& dir, pid_t pid) {
+    std::ofstream procs(dir + "/cgroup.procs");
     procs << pid;
     procs.flush();
     return procs.good();

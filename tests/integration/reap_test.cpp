@@ -223,5 +223,54 @@ TEST(Reap, DryRunSignalsNothingAndExceptSparesByName) {
   EXPECT_EQ(rc, 0) << "what --except spares is outside the job: its memory is not the job's" << report.dump(2);
 }
 
+// deploy/slurm/epilog.sh as slurmd runs it (root, the job's environment), against a job cgroup
+// the test creates at <root>/system.slice/slurmstepd.scope/job_<id>.
+CommandResult run_epilog(const SimHost& host, const std::string& cgroup_root, const std::string& job,
+                         const std::string& gpus) {
+  SpawnOptions options;
+  options.env = host.env();
+  options.env["SLURM_JOB_ID"] = job;
+  options.env["SLURM_JOB_UID"] = std::to_string(getuid());
+  options.env["SLURM_JOB_GPUS"] = gpus;
+  options.env["GPUREAP"] = gpureap_binary();
+  options.env["GPUREAP_CGROUP_ROOT"] = cgroup_root;
+  options.env["GPUREAP_AUDIT_LOG"] = host.state_dir() + "/epilog-audit.log";
+  options.env["GPUREAP_KILL_TIMEOUT"] = "300ms";
+  options.env["GPUREAP_VERIFY_TIMEOUT"] = "2s";
+  return run_command({"/bin/bash", std::string(GPUREAP_DEPLOY_DIR) + "/slurm/epilog.sh"}, options);
+}
+
+TEST(SlurmEpilog, EndsTheJobsCgroupLeavesTheNextJobAndDrainsWhenSomethingSurvives) {
+  OwnCgroup cgroup("slurm");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  SimHost host;
+  const std::string scope = "system.slice/slurmstepd.scope/";
+  const std::string job42 = cgroup.make_child(scope + "job_42/step_0");
+  const std::string job43 = cgroup.make_child(scope + "job_43/step_0");
+  auto ended = host.start({"--alloc", "0:2GiB", "--workers", "1"});
+  auto next_job = host.start({"--alloc", "0:1GiB"});  // same user, same GPU, another job
+  for (pid_t pid : {ended.pid, ended.workers[0]}) ASSERT_TRUE(cgroup.adopt_into(job42, pid));
+  ASSERT_TRUE(cgroup.adopt_into(job43, next_job.pid));
+
+  const auto result = run_epilog(host, cgroup.path(), "42", "0");
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_TRUE(eventually([&] { return !running(ended.pid) && !running(ended.workers[0]); })) << result.err;
+  EXPECT_TRUE(running(next_job.pid)) << "the epilog of job 42 ended job 43's process: " << result.err;
+  EXPECT_NE(result.err.find("back to baseline"), std::string::npos) << result.err;
+  std::ifstream audit(host.state_dir() + "/epilog-audit.log");
+  std::stringstream lines;
+  lines << audit.rdbuf();
+  EXPECT_NE(lines.str().find("\"pid\":" + std::to_string(ended.pid)), std::string::npos) << lines.str();
+
+  // Job 43's process stuck in D: the epilog exits non-zero (Slurm drains) and names it.
+  const FrozenInD frozen(next_job.pid);
+  if (!frozen.why_not.empty()) GTEST_SKIP() << frozen.why_not;
+  ASSERT_TRUE(eventually([&] { return process_state(next_job.pid) == 'D'; }));
+  const auto stuck = run_epilog(host, cgroup.path(), "43", "0");
+  EXPECT_EQ(stuck.exit_code, 6) << stuck.out << stuck.err;
+  EXPECT_NE(stuck.err.find("survivor PID " + std::to_string(next_job.pid)), std::string::npos) << stuck.err;
+  EXPECT_NE(stuck.err.find("Slurm drains this node"), std::string::npos) << stuck.err;
+}
+
 }  // namespace
 }  // namespace gpureap::test
