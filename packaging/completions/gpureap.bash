@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor reap" -- "$cur"))
       fi
       return
       ;;
@@ -47,6 +47,12 @@ _gpureap() {
       values="--only --kernel-log --since --settle --tolerance-mib --timeout --verify-timeout --audit-log
               --ipc-min-age --color"
       ;;
+    reap)
+      options="-h --help --cgroup --user --uid --gpus --except --baseline-mib --kill-timeout
+               --verify-timeout -n --dry-run --json --audit-log -w --wide --color"
+      values="--cgroup --user --uid --gpus --except --baseline-mib --kill-timeout --verify-timeout
+              --audit-log --color"
+      ;;
     *) return ;;
   esac
 
@@ -57,6 +63,10 @@ _gpureap() {
       --user) COMPREPLY=($(compgen -u -- "$cur")) ;;
       --pid) COMPREPLY=($(compgen -W "$(command ls /proc 2>/dev/null | grep -E '^[0-9]+$')" -- "$cur")) ;;
       -s | --signal) COMPREPLY=($(compgen -W "TERM INT HUP QUIT USR1 USR2 KILL" -- "$cur")) ;;
+      --cgroup)
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -d -- "$cur"))
+        ;;
       --audit-log | --kernel-log)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
