@@ -109,6 +109,8 @@ TEST(Reap, CgroupEndsWhatIsInItAndLeavesAGpuProcessOutside) {
   auto job = host.start({"--alloc", "0:2GiB", "--workers", "2"});
   auto outside = host.start({"--alloc", "0:1GiB"});
   for (pid_t pid : {job.pid, job.workers[0], job.workers[1]}) ASSERT_TRUE(cgroup.adopt(pid));
+  const pid_t no_gpu = cgroup.start_shell("exec sleep 1000");  // the job's, though it uses no GPU
+  ASSERT_TRUE(eventually([&] { return cgroup.pids().size() == 4; }));
 
   int rc = -1;
   // Relative to the v2 mount, as /proc/PID/cgroup shows it.
@@ -118,6 +120,8 @@ TEST(Reap, CgroupEndsWhatIsInItAndLeavesAGpuProcessOutside) {
   for (pid_t pid : {job.pid, job.workers[0], job.workers[1]}) {
     EXPECT_TRUE(eventually([&] { return !running(pid); })) << "PID " << pid << " survived";
   }
+  EXPECT_TRUE(eventually([&] { return !running(no_gpu); })) << "the cgroup's process without a GPU survived";
+  waitpid(no_gpu, nullptr, 0);
   EXPECT_TRUE(running(outside.pid)) << "a GPU process outside the cgroup was ended";
   EXPECT_EQ(report["criteria"]["cgroup"], cgroup.path());
   const auto* gpu = reap_gpu(report, 0);
