@@ -2,10 +2,11 @@
 # the package, scripts/package-check.sh installs it and runs it on the simulator.
 #
 #   bin/gpureap
-#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run}.1.gz   from the binary's --help
+#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
-#   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml
+#   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml,
+#   examples/{slurm,kubernetes,systemd}/ (deploy/: the Slurm epilog and prolog, notes, units)
 #
 # The simulator (sim/) is a test fixture and is never installed.
 
@@ -19,11 +20,13 @@ install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 install(FILES ${GPUREAP_PACKAGING_DIR}/examples/config.toml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples USE_SOURCE_PERMISSIONS)
 install(FILES
   ${PROJECT_SOURCE_DIR}/docs/exit-codes.md
   ${PROJECT_SOURCE_DIR}/docs/ps-json.md
   ${PROJECT_SOURCE_DIR}/docs/kill-json.md
   ${PROJECT_SOURCE_DIR}/docs/doctor-json.md
+  ${PROJECT_SOURCE_DIR}/docs/reap-json.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 # ---------------------------------------------------------------------------------------------
@@ -40,7 +43,7 @@ if(GPUREAP_HELP2MAN AND NOT GPUREAP_MAN_PAGES STREQUAL "OFF")
   set(man_out ${CMAKE_BINARY_DIR}/man)
   set(man_pages)
   set(man_includes)
-  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run)
+  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap)
     configure_file(${GPUREAP_PACKAGING_DIR}/man/${page}.h2m.in ${CMAKE_BINARY_DIR}/man-include/${page}.h2m @ONLY)
     list(APPEND man_includes ${CMAKE_BINARY_DIR}/man-include/${page}.h2m)
     list(APPEND man_pages ${man_out}/${page}.1.gz)

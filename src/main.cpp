@@ -10,6 +10,7 @@
 #include "cli/kill_command.hpp"
 #include "cli/ps_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/reap_command.hpp"
 #include "text/sanitize.hpp"
 
 int main(int argc, char** argv) {
@@ -30,6 +31,8 @@ int main(int argc, char** argv) {
   CLI::App* doctor = gpureap::add_doctor_command(app, doctor_options);
   gpureap::RunOptions run_options;
   CLI::App* run = gpureap::add_run_command(app, run_options);
+  gpureap::ReapOptions reap_options;
+  CLI::App* reap = gpureap::add_reap_command(app, reap_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand(doctor)) return gpureap::run_doctor(doctor_options);
     if (app.got_subcommand(kill)) return gpureap::run_kill(kill_options);
     if (app.got_subcommand(run)) return gpureap::run_run(run_options);
+    if (app.got_subcommand(reap)) return gpureap::run_reap(reap_options);
     if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {
     std::cerr << "gpureap: internal error: " << gpureap::sanitize_for_terminal(error.what()) << "\n";

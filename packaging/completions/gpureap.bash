@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor run" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run reap" -- "$cur"))
       fi
       return
       ;;
@@ -64,6 +64,12 @@ _gpureap() {
                --evidence-dir --poll-interval --json --report --no-cgroup --audit-log"
       values="--kill-timeout --verify-timeout --hang-timeout --evidence-dir --poll-interval --report --audit-log"
       ;;
+    reap)
+      options="-h --help --cgroup --user --uid --gpus --except --baseline-mib --kill-timeout
+               --verify-timeout -n --dry-run --json --audit-log -w --wide --color"
+      values="--cgroup --user --uid --gpus --except --baseline-mib --kill-timeout --verify-timeout
+              --audit-log --color"
+      ;;
     *) return ;;
   esac
 
@@ -74,6 +80,10 @@ _gpureap() {
       --user) COMPREPLY=($(compgen -u -- "$cur")) ;;
       --pid) COMPREPLY=($(compgen -W "$(command ls /proc 2>/dev/null | grep -E '^[0-9]+$')" -- "$cur")) ;;
       -s | --signal) COMPREPLY=($(compgen -W "TERM INT HUP QUIT USR1 USR2 KILL" -- "$cur")) ;;
+      --cgroup)
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -d -- "$cur"))
+        ;;
       --audit-log | --kernel-log | --report | --evidence-dir)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))

@@ -145,8 +145,7 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
   doctor->add_option("--ipc-min-age", options.ipc_min_age,
                      "With --fix: a dead PyTorch job's /dev/shm file is removed unasked once unwritten this long "
                      "(600, 10m, 2h; at most 30d; default 10m)");
-  doctor->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+  add_color_option(doctor, options.color);
   return doctor;
 }
 
@@ -206,9 +205,7 @@ int run_doctor(const DoctorCommandOptions& given) {
       } else if (!o.json) {
         write_out("\n" + plan);
       }
-      std::string audit_path = o.audit_log;
-      if (audit_path.empty() && std::getenv("GPUREAP_AUDIT_LOG") != nullptr) audit_path = std::getenv("GPUREAP_AUDIT_LOG");
-      if (audit_path.empty()) audit_path = config->audit_log;
+      const std::string audit_path = audit_log_path(o.audit_log, *config);
       std::optional<AuditLog> audit;
       if (!audit_path.empty()) {
         std::string error;

@@ -124,8 +124,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   kill->add_flag("--force", options.force, "Also end protected processes (never overrides identity checks)");
   kill->add_option("--protect", options.protect, "Also protect processes with this name (comm or exe basename; NAME* for a prefix)");
   kill->add_option("--audit-log", options.audit_log, "Append one JSON line per signal to this file (mode 0600)");
-  kill->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+  add_color_option(kill, options.color);
   return kill;
 }
 
@@ -156,10 +155,7 @@ int run_kill(KillOptions options) {
 
   // The audit log first: if it cannot be written, nothing may be signalled.
   std::optional<AuditLog> audit;
-  if (options.audit_log.empty()) {
-    if (const char* env = std::getenv("GPUREAP_AUDIT_LOG"); env != nullptr) options.audit_log = env;
-  }
-  if (options.audit_log.empty()) options.audit_log = config->audit_log;
+  options.audit_log = audit_log_path(options.audit_log, *config);
   if (!options.audit_log.empty() && !options.dry_run) {
     std::string error;
     audit = AuditLog::open(options.audit_log, Requester::current(), error);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/exit_codes.hpp"
+#include "cli/terminal_io.hpp"
 #include "cli/ps_json.hpp"
 #include "cli/ps_table.hpp"
 #include "cli/selection_checks.hpp"
@@ -97,8 +98,7 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
   ps->add_option("--pid", options.filter.pids, "Only these PIDs")->delimiter(',');
   ps->add_option("--container", options.filter.containers, "Only processes in this container (id or pod UID prefix)")
       ->delimiter(',');
-  ps->add_option("--color", options.color, "Colour: auto (default; honours NO_COLOR), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+  add_color_option(ps, options.color);
   return ps;
 }
 

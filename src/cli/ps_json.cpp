@@ -5,17 +5,13 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "cli/json_value.hpp"
 #include "text/human_format.hpp"
 
 namespace gpureap {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-template <typename T>
-Json optional_value(const std::optional<T>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
 
 std::string iso8601(std::chrono::system_clock::time_point at) {
   const auto millis =

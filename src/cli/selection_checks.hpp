@@ -2,6 +2,7 @@
 // misspelt user must not read as "no processes" (ps) or "nothing matched" (kill).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@ namespace gpureap {
 // "" when every --user value is a numeric uid (accepted without a passwd entry) or a name the
 // user database knows; else one line for `command` ("gpureap ps") naming the first unknown one.
 std::string check_user_names(const std::vector<std::string>& users, const std::string& command);
+
+// The uid a --user value names: a numeric uid as given, or a name's uid from the user
+// database; nullopt when the name is unknown (check_user_names words the error).
+std::optional<uid_t> resolve_user(const std::string& user);
 
 // "" when every --container prefix names a container (id or pod UID prefix) that some process
 // here runs in; else one line naming the first unknown one. Reads the cgroup of processes whose

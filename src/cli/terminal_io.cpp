@@ -9,6 +9,11 @@
 #include "proc/proc_io.hpp"
 
 namespace gpureap {
+
+void add_color_option(CLI::App* command, std::string& color) {
+  command->add_option("--color", color, "Colour: auto (default; honours NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+}
 namespace {
 
 // One line from the terminal, at most 64 bytes kept; "" on end of file or error.

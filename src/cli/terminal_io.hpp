@@ -4,7 +4,12 @@
 #include <string>
 #include <string_view>
 
+#include <CLI/CLI.hpp>
+
 namespace gpureap {
+
+// --color auto|always|never, the same on every command.
+void add_color_option(CLI::App* command, std::string& color);
 
 // Writes to stdout and flushes, so output and prompts on stderr appear in order.
 void write_out(const std::string& text);

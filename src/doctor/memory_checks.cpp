@@ -257,14 +257,6 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
   diagnosis.fixes.push_back(std::move(fix));
 }
 
-// With v1 figures (drivers before R510) "used" includes the driver's own reservation, whose
-// size is not reported. Allowed for it: 1 GiB, or 2% of the GPU's memory when that is more
-// (v2 drivers report a few hundred MiB reserved on current GPUs).
-std::uint64_t reservation_allowance_bytes(const GpuView& gpu) {
-  if (gpu.memory.reserved) return 0;
-  return std::max<std::uint64_t>(1ull << 30, gpu.memory.total.value_or(0) / 50);
-}
-
 // Unexplained memory on a GPU whose reservation is unknown: perhaps all reservation, so never
 // called a critical leak and no reset is offered; a warning only beyond the allowance, after
 // re-measuring showed it is not being released.

@@ -153,4 +153,10 @@ std::optional<KillConfig> load_kill_config(std::string& error) {
   return load_kill_config_from("/etc/gpureap/config.toml", false, error);
 }
 
+std::string audit_log_path(const std::string& option, const KillConfig& config) {
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("GPUREAP_AUDIT_LOG"); env != nullptr && *env != '\0') return env;
+  return config.audit_log;
+}
+
 }  // namespace gpureap

@@ -22,6 +22,10 @@ struct KillConfig {
 // $GPUREAP_CONFIG when set (then the file must exist), else /etc/gpureap/config.toml when it
 // exists. nullopt with `error` set when the file named cannot be read or is not valid.
 std::optional<KillConfig> load_kill_config(std::string& error);
+
+// Where the audit log goes: `option` (--audit-log) when given, else $GPUREAP_AUDIT_LOG, else the
+// configuration's audit_log; "" for none.
+std::string audit_log_path(const std::string& option, const KillConfig& config);
 std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error);
 // The same rules for configuration text already in memory; `source` names it in errors
 // ("<source>:<line>:<column>: ...") and becomes KillConfig::path.

@@ -156,6 +156,11 @@ std::uint64_t overhead_tolerance_bytes(std::size_t listed_processes) {
   return (64ull << 20) + (16ull << 20) * listed_processes;
 }
 
+std::uint64_t reservation_allowance_bytes(const GpuView& gpu) {
+  if (gpu.memory.reserved) return 0;
+  return std::max<std::uint64_t>(1ull << 30, gpu.memory.total.value_or(0) / 50);
+}
+
 std::string identity_name(Identity identity) {
   switch (identity) {
     case Identity::Ok: return "ok";

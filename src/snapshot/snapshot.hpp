@@ -152,6 +152,12 @@ class SnapshotSource {
 // beside one 2.6 GiB process.
 std::uint64_t overhead_tolerance_bytes(std::size_t listed_processes);
 
+// With v1 figures (drivers before R510) "used" includes the driver's own reservation, whose
+// size is not reported. Allowed for it: 1 GiB, or 2% of the GPU's memory when that is more
+// (v2 drivers report a few hundred MiB reserved on current GPUs). 0 when v2 reports it: v2's
+// "used" excludes the reservation (total = reserved + used + free).
+std::uint64_t reservation_allowance_bytes(const GpuView& gpu);
+
 // The join itself, separated so it can be tested on hand-made readings and tables.
 void join_snapshot(Snapshot& snapshot, const DriverReading& reading);
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cgroup_support.hpp"
 #include "doctor_support.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
@@ -170,42 +171,6 @@ TEST(Doctor, ZombieChildOfAGpuProcessNamesItsParent) {
   EXPECT_EQ(f["remedies"][0]["risk"], "none") << "the harmless remedy comes first";
   EXPECT_EQ(rc, 0) << "a zombie holds no memory: information, not a warning";
 }
-
-// Puts a process in D with the cgroup v1 freezer, and thaws it at the end. why_not says why
-// it cannot here (for GTEST_SKIP).
-struct FrozenInD {
-  std::string group, why_not;
-  explicit FrozenInD(pid_t pid) {
-    if (!running_as_root()) {
-      why_not = "needs root to create a cgroup v1 freezer group";
-      return;
-    }
-    const std::string freezer = "/sys/fs/cgroup/freezer";
-    struct stat info {};
-    if (::stat((freezer + "/cgroup.procs").c_str(), &info) != 0) {
-      why_not = "no cgroup v1 freezer at " + freezer +
-                " (cgroup v2's freezer stops tasks in an interruptible sleep, not D)";
-      return;
-    }
-    group = freezer + "/gpureap-doctor-" + std::to_string(::getpid());
-    if (::mkdir(group.c_str(), 0755) != 0) {
-      why_not = "cannot create " + group;
-      group.clear();
-      return;
-    }
-    std::ofstream(group + "/cgroup.procs") << pid;
-    std::ofstream(group + "/freezer.state") << "FROZEN";
-    frozen = pid;
-  }
-  ~FrozenInD() {
-    if (group.empty()) return;
-    std::ofstream(group + "/freezer.state") << "THAWED";
-    // Back to the root group, so that the group can go while the process still lives.
-    std::ofstream("/sys/fs/cgroup/freezer/cgroup.procs") << frozen;
-    for (int i = 0; i < 50 && ::rmdir(group.c_str()) != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  pid_t frozen = -1;
-};
 
 TEST(Doctor, DStateHolderShowsWchanAndThatItDidNotRun) {
   SimHost host;

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "kill/cgroup_kill.hpp"
+#include "cgroup_support.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
 
@@ -46,54 +47,6 @@ std::vector<pid_t> children_of(pid_t pid) {
   for (pid_t child = 0; text >> child;) out.push_back(child);
   return out;
 }
-
-// A cgroup v2 of our own under the unified hierarchy, emptied and removed at the end.
-class OwnCgroup {
- public:
-  OwnCgroup(const std::string& name) {
-    const auto mount = killtree::cgroup2_mount("/proc");
-    if (geteuid() != 0) {
-      skip_ = "creating a cgroup needs root";
-    } else if (!mount) {
-      skip_ = "no cgroup v2 hierarchy mounted";
-    } else {
-      path_ = *mount + "/gpureap-it-" + name + "-" + std::to_string(getpid());
-      if (mkdir(path_.c_str(), 0755) != 0) {
-        skip_ = "cannot create " + path_ + ": " + std::strerror(errno);
-        path_.clear();
-      } else if (access((path_ + "/cgroup.kill").c_str(), W_OK) != 0) {
-        skip_ = "this kernel has no cgroup.kill (needs 5.14)";
-      }
-    }
-  }
-  ~OwnCgroup() {
-    if (path_.empty()) return;
-    killtree::write_cgroup_kill(path_);  // test cleanup: whatever is left in it
-    for (int i = 0; i < 200 && rmdir(path_.c_str()) != 0; ++i) usleep(10000);
-  }
-  const std::string& skip_reason() const { return skip_; }
-  const std::string& path() const { return path_; }
-  std::vector<pid_t> pids() const { return killtree::cgroup_subtree_pids(path_); }
-
-  // Forks `/bin/sh -c script` in its own process group, inside this cgroup.
-  pid_t start_shell(const std::string& script) const {
-    const std::string procs = path_ + "/cgroup.procs";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      setpgid(0, 0);
-      const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || write(fd, "0", 1) != 1) _exit(3);
-      close(fd);
-      execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    return pid;
-  }
-
- private:
-  std::string path_;
-  std::string skip_;
-};
 
 void end_group(pid_t leader) {
   kill(-leader, SIGKILL);

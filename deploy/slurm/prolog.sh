@@ -1,0 +1,41 @@
+#!/bin/bash
+# Slurm Prolog (slurm.conf: Prolog=/etc/slurm/prolog.d/gpureap.sh): refuse to start a job on a
+# GPU that still holds memory or runs a process (a previous job's leftovers), naming the GPU and
+# what holds it. A non-zero exit makes Slurm drain the node and requeue the job.
+#
+# Environment: SLURM_JOB_GPUS (or CUDA_VISIBLE_DEVICES) the job's GPU indices; GPUREAP (the
+# binary, default /usr/bin/gpureap); GPUREAP_BUSY_MIB (memory above which a GPU counts as
+# busy, default 512: above the driver's per-context overhead). Needs jq.
+set -u
+
+gpureap=${GPUREAP:-/usr/bin/gpureap}
+gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
+busy_mib=${GPUREAP_BUSY_MIB:-512}
+
+say() { printf 'gpureap prolog (job %s): %s\n' "${SLURM_JOB_ID:-?}" "$*" >&2; }
+
+[[ -z $gpus ]] && exit 0
+if [[ ! $gpus =~ ^[0-9,]+$ || ! $busy_mib =~ ^[0-9]+$ ]]; then
+  say "SLURM_JOB_GPUS must be GPU indices (got '$gpus') and GPUREAP_BUSY_MIB a number"
+  exit 2
+fi
+
+report=$("$gpureap" ps --json --gpu "$gpus")
+rc=$?
+if [[ $rc -ne 0 ]]; then
+  say "gpureap ps exited $rc (3: no driver library, 4: the driver failed to initialise, 5: a GPU reported an error): cannot prove the GPUs are free"
+  exit "$rc"
+fi
+
+# One line per busy GPU: index, used memory, and the processes the driver lists or that hold it.
+busy=$(jq -r --argjson limit "$((busy_mib * 1024 * 1024))" '
+  . as $r | $r.gpus[] | . as $g | [$r.processes[] | select(.gpu == $g.index)] as $p |
+  select((($g.memory.used_bytes // 0) > $limit) or ($p | length > 0)) |
+  "GPU \($g.index): \((($g.memory.used_bytes // 0) / 1048576) | floor) MiB used; processes: \(
+    [$p[] | "\(.pid) (\(.user // "?"))"] | if length == 0 then "none listed (run gpureap doctor)" else join(", ") end)"
+' <<<"$report")
+if [[ -n $busy ]]; then
+  while IFS= read -r line; do say "not starting: $line"; done <<<"$busy"
+  exit 1
+fi
+exit 0

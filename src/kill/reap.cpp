@@ -1,0 +1,295 @@
+#include "kill/reap.hpp"
+
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "kill/cgroup_kill.hpp"
+#include "proc/pid_files.hpp"
+#include "text/human_format.hpp"
+
+namespace gpureap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string basename_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The GPUs a process uses: listed on by the driver, or holding the device file of.
+std::set<unsigned> gpus_of(const Snapshot& snapshot, pid_t pid) {
+  std::set<unsigned> out;
+  for (const auto& view : snapshot.processes) {
+    if (static_cast<pid_t>(view.driver.pid) == pid) out.insert(view.gpu_index);
+  }
+  if (const ProcessInfo* p = snapshot.table.find(pid)) {
+    for (const auto& f : p->device_files) {
+      if (f.kind != DeviceFileKind::Gpu || f.minor < 0) continue;
+      if (const GpuView* gpu = snapshot.gpu_by_minor(static_cast<unsigned>(f.minor))) out.insert(gpu->reading.index);
+    }
+  }
+  return out;
+}
+
+bool listed_by_driver(const Snapshot& snapshot, pid_t pid) {
+  return std::any_of(snapshot.processes.begin(), snapshot.processes.end(), [&](const GpuProcessView& v) {
+    return static_cast<pid_t>(v.driver.pid) == pid && v.identity == Identity::Ok;
+  });
+}
+
+std::string gpu_words(const std::set<unsigned>& gpus) {
+  std::string out;
+  for (unsigned g : gpus) out += fmt::format("{}{}", out.empty() ? "" : ",", g);
+  return out;
+}
+
+// Why a process of the user counts as a GPU user, or "" when it does not.
+std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, const std::set<unsigned>& used) {
+  if (listed_by_driver(snapshot, p.pid)) return fmt::format("the driver lists it on GPU {}", gpu_words(used));
+  if (!used.empty()) return fmt::format("holds the device file of GPU {}", gpu_words(used));
+  if (p.holds_any_device_file()) return "holds an NVIDIA device file";
+  return {};
+}
+
+}  // namespace
+
+std::string resolve_cgroup_dir(const std::string& path, const std::string& proc_root, std::string& error) {
+  const auto mount = killtree::cgroup2_mount(proc_root);
+  if (!mount) {
+    error = fmt::format("--cgroup {}: no cgroup v2 hierarchy is mounted here (see /proc/self/mountinfo)", path);
+    return {};
+  }
+  std::string candidate = path;
+  if (!(path == *mount || path.rfind(*mount + "/", 0) == 0)) {
+    std::string relative = path;
+    while (!relative.empty() && relative.front() == '/') relative.erase(relative.begin());
+    candidate = *mount + "/" + relative;
+  }
+  char resolved[PATH_MAX];
+  struct stat info {};
+  if (::realpath(candidate.c_str(), resolved) == nullptr || ::stat(resolved, &info) != 0 || !S_ISDIR(info.st_mode)) {
+    error = fmt::format("--cgroup {}: no such cgroup ({} does not exist)", path, candidate);
+    return {};
+  }
+  const std::string dir = resolved;
+  if (dir == *mount) {
+    error = fmt::format("--cgroup {}: that is the root of the cgroup hierarchy (every process on the host), not a job's cgroup", path);
+    return {};
+  }
+  if (dir.rfind(*mount + "/", 0) != 0 || ::stat((dir + "/cgroup.procs").c_str(), &info) != 0) {
+    error = fmt::format("--cgroup {}: {} is not a cgroup v2 directory under {}", path, dir, *mount);
+    return {};
+  }
+  return dir;
+}
+
+ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, const PlanPolicy& policy) {
+  // Candidates: the cgroup's members, or every driver-listed PID and device-file holder.
+  std::vector<pid_t> candidates;
+  if (criteria.cgroup_dir) {
+    candidates = criteria.cgroup_pids;
+  } else {
+    for (const auto& v : snapshot.processes) {
+      if (v.linux_process != nullptr && v.identity == Identity::Ok) candidates.push_back(v.linux_process->pid);
+    }
+    for (const auto& [pid, info] : snapshot.table.processes()) {
+      if (info.holds_any_device_file()) candidates.push_back(pid);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  snapshot.table.load_details(candidates);
+
+  ReapSelection out;
+  for (pid_t pid : candidates) {
+    const ProcessInfo* p = snapshot.table.find(pid);
+    // Gone since the cgroup was read; a kernel thread; gpureap itself (its own NVML descriptors).
+    if (p == nullptr || p->kernel_thread || pid == policy.self) continue;
+    if (criteria.uids && !(p->details_loaded && criteria.uids->count(p->real_uid))) continue;
+    const std::set<unsigned> used = gpus_of(snapshot, pid);
+    std::string why;
+    if (criteria.cgroup_dir) {
+      why = "in cgroup " + *criteria.cgroup_dir;
+      if (!used.empty()) why += "; uses GPU " + gpu_words(used);
+    } else {
+      why = gpu_user_reason(snapshot, *p, used);
+      if (why.empty()) continue;
+      why = fmt::format("GPU process of uid {}: {}", p->real_uid, why);
+    }
+    if (criteria.gpus) {
+      const bool on_selected = std::any_of(used.begin(), used.end(), [&](unsigned g) { return criteria.gpus->count(g) > 0; });
+      if (!on_selected) continue;
+    }
+    const std::string exe_name = basename_of(p->exe);
+    std::string spared_why;
+    for (const auto& name : criteria.except) {
+      if (name == p->comm || (!exe_name.empty() && name == exe_name)) spared_why = "--except " + name;
+    }
+    if (std::find(policy.self_ancestry.begin(), policy.self_ancestry.end(), pid) != policy.self_ancestry.end()) {
+      spared_why = "an ancestor of gpureap (the shell or job running it)";
+    }
+    if (!spared_why.empty()) {
+      out.spared.push_back({pid, p->command(), spared_why});
+      continue;
+    }
+    SelectedProcess s;
+    s.pid = pid;
+    s.reason = why;
+    out.selection.processes.push_back(s);
+    out.gpus_used.insert(used.begin(), used.end());
+    if (listed_by_driver(snapshot, pid)) out.listed_pids.insert(pid);
+  }
+  // An exited listed PID whose context only selected processes keep alive is the job's memory.
+  for (const auto& v : snapshot.processes) {
+    if (v.held_by.empty()) continue;
+    const bool ours = std::all_of(v.held_by.begin(), v.held_by.end(), [&](pid_t holder) {
+      return std::any_of(out.selection.processes.begin(), out.selection.processes.end(),
+                         [&](const SelectedProcess& s) { return s.pid == holder; });
+    });
+    if (ours) out.listed_pids.insert(static_cast<pid_t>(v.driver.pid));
+  }
+  return out;
+}
+
+std::uint64_t default_baseline_bytes(const GpuView& gpu, std::size_t outside_listed) {
+  return overhead_tolerance_bytes(outside_listed) + reservation_allowance_bytes(gpu);
+}
+
+std::vector<ReapGpuResult> verify_baseline(const std::vector<ReapGpuCheck>& gpus, const std::set<pid_t>& listed_pids,
+                                           const std::function<std::optional<DriverReading>()>& poll_driver,
+                                           const ReapVerifyOptions& options) {
+  std::vector<ReapGpuResult> results;
+  for (const auto& g : gpus) results.push_back(ReapGpuResult{.index = g.index});
+  const auto start = Clock::now();
+  const auto deadline = start + options.timeout;
+  bool read_once = false;
+  while (true) {
+    const auto reading = poll_driver();
+    if (!reading) break;
+    read_once = true;
+    std::size_t pending = 0;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      auto& r = results[i];
+      if (r.verified) continue;
+      const auto it = std::find_if(reading->gpus.begin(), reading->gpus.end(),
+                                   [&](const GpuReading& now) { return now.index == r.index; });
+      ++pending;
+      if (it == reading->gpus.end() || it->error) {
+        r.message = fmt::format("GPU {} could not be read: not verified", r.index);
+        continue;
+      }
+      r.still_listed.clear();
+      r.outside_bytes = 0;
+      std::size_t outside = 0;
+      for (const auto& p : it->processes) {
+        if (listed_pids.count(static_cast<pid_t>(p.pid))) {
+          r.still_listed.push_back(static_cast<pid_t>(p.pid));
+        } else {
+          ++outside;
+          r.outside_bytes += p.used_memory.value_or(0);
+        }
+      }
+      GpuView view;
+      view.reading = *it;
+      view.memory.reserved = it->memory.reserved;
+      view.memory.total = it->memory.total;
+      r.baseline_bytes = gpus[i].baseline_override.value_or(default_baseline_bytes(view, outside));
+      r.used_bytes = it->memory.used;
+      const std::uint64_t job_bytes =
+          r.used_bytes ? (*r.used_bytes > r.outside_bytes ? *r.used_bytes - r.outside_bytes : 0) : UINT64_MAX;
+      if (r.still_listed.empty() && job_bytes <= r.baseline_bytes) {
+        r.verified = true;
+        r.message.clear();
+        r.verify_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        --pending;
+      } else if (!r.still_listed.empty()) {
+        std::string pids;
+        for (pid_t pid : r.still_listed) pids += fmt::format("{}{}", pids.empty() ? "" : ", ", pid);
+        r.message = fmt::format("GPU {}: the driver still lists PID {} of the job", r.index, pids);
+      } else if (!r.used_bytes) {
+        r.message = fmt::format("GPU {}: the driver does not report its used memory: not verified", r.index);
+      } else {
+        r.message = fmt::format(
+            "GPU {}: {} in use beyond what processes outside the job hold ({}), above the baseline of {}: held by "
+            "no process of the job (a release still in progress, or leaked: run `gpureap doctor`)",
+            r.index, format_bytes(job_bytes), format_bytes(r.outside_bytes), format_bytes(r.baseline_bytes));
+      }
+    }
+    if (pending == 0 || Clock::now() >= deadline) break;
+    poll(nullptr, 0, static_cast<int>(options.interval.count()));
+  }
+  if (!read_once) {
+    for (auto& r : results) r.message = fmt::format("GPU {}: the driver could not be read: not verified", r.index);
+  }
+  return results;
+}
+
+std::vector<Survivor> find_survivors(const KillReport& report, const ReapSelection& selection,
+                                     const ReapCriteria& criteria, const std::string& proc_root) {
+  std::vector<Survivor> out;
+  std::set<pid_t> seen;
+  auto add = [&](pid_t pid, const std::string& why) {
+    if (!seen.insert(pid).second) return;
+    const auto stat = procfs::read_stat(proc_root, pid);
+    if (!stat || stat->state == 'Z' || stat->state == 'X') return;
+    Survivor s;
+    s.pid = pid;
+    s.state = stat->state;
+    s.command = stat->comm;
+    if (s.state == 'D') s.wchan = procfs::read_wchan(proc_root, pid);
+    s.why = why;
+    out.push_back(std::move(s));
+  };
+  for (const auto& o : report.targets) {
+    if (o.outcome == KillOutcome::StuckInD) add(o.pid, "stuck in D state: SIGKILL takes effect only when the kernel call returns");
+    if (o.outcome == KillOutcome::Survived) add(o.pid, "survived every signal");
+    if (o.outcome == KillOutcome::PermissionDenied) add(o.pid, "not permitted to signal it");
+    if (o.outcome == KillOutcome::Refused) add(o.pid, "refused: " + o.detail);
+  }
+  // With --gpus the cgroup's other processes are left alone on purpose.
+  if (criteria.cgroup_dir && !criteria.gpus) {
+    std::set<pid_t> spared;
+    for (const auto& s : selection.spared) spared.insert(s.pid);
+    std::set<pid_t> selected;
+    for (const auto& s : selection.selection.processes) selected.insert(s.pid);
+    for (pid_t pid : killtree::cgroup_subtree_pids(*criteria.cgroup_dir)) {
+      if (spared.count(pid)) continue;
+      if (criteria.uids) {
+        const auto status = procfs::read_status(proc_root, pid);
+        if (!status || !criteria.uids->count(status->real_uid)) continue;
+      }
+      add(pid, selected.count(pid) ? "still in the cgroup" : "joined the cgroup during the reap");
+    }
+  }
+  return out;
+}
+
+ReapVerdict reap_verdict(const ReapReport& report) {
+  if (report.kill.interrupted_by != 0) return ReapVerdict::Interrupted;
+  const bool remains = std::any_of(report.survivors.begin(), report.survivors.end(), [&](const Survivor& s) {
+    return std::none_of(report.kill.targets.begin(), report.kill.targets.end(), [&](const TargetOutcome& o) {
+      return o.pid == s.pid && (o.outcome == KillOutcome::PermissionDenied || o.outcome == KillOutcome::Refused);
+    });
+  });
+  const bool unverified = !report.driver_unreadable && std::any_of(report.gpus.begin(), report.gpus.end(),
+                                                                   [](const ReapGpuResult& g) { return !g.verified; });
+  if (remains || unverified) return ReapVerdict::Remains;
+  const auto any = [&](KillOutcome outcome) {
+    return std::any_of(report.kill.targets.begin(), report.kill.targets.end(),
+                       [&](const TargetOutcome& o) { return o.outcome == outcome; });
+  };
+  if (any(KillOutcome::PermissionDenied)) return ReapVerdict::PermissionDenied;
+  if (any(KillOutcome::Refused)) return ReapVerdict::Refused;
+  if (report.driver_unreadable) return ReapVerdict::DriverUnreadable;
+  return ReapVerdict::Ok;
+}
+
+}  // namespace gpureap
