@@ -310,6 +310,9 @@ class Guard {
 
   void end_what_is_left() {
     ending_ = true;
+    // A last look when something is left: the baseline the release is verified against, even
+    // for a job that ended before its first look.
+    if (!list_members(membership()).empty()) sample();
     EndingSettings ending;
     ending.kill_timeout = settings_.kill_timeout;
     ending.verify_timeout = settings_.verify_timeout;

@@ -173,6 +173,8 @@ void kill_survivors(State& state) {
 // Step 5: what is still alive, read through the pidfd-checked reads.
 void judge_survivors(State& state) {
   const EscalationOptions& options = state.options;
+  // SIGKILL was sent: as the escalation, or as the first signal (`run` kills in its own step).
+  const bool killed = options.escalate || options.first_signal == SIGKILL;
   for (Member& member : state.members) {
     if (!member.live) continue;
     TargetResult& result = state.results[member.result];
@@ -182,14 +184,14 @@ void judge_survivors(State& state) {
       result.outcome = KillOutcome::Survived;
       result.detail = "gpureap was interrupted by " + signal_name(state.interrupted_by) +
                       " before it could end this process: it was continued and left running";
-    } else if (options.escalate && stat && stat->state == 'D') {
+    } else if (killed && stat && stat->state == 'D') {
       result.outcome = KillOutcome::StuckInD;
       result.wchan = member.ref.read_wchan(options.proc_root).value_or("");
       result.detail = "uninterruptible sleep in " + (result.wchan.empty() ? std::string("?") : result.wchan) +
                       ": SIGKILL takes effect only when this kernel call returns (often NFS or a hung device)";
     } else {
       result.outcome = KillOutcome::Survived;
-      result.detail = options.escalate ? std::string("still alive after SIGKILL (state ") + result.final_state + ")"
+      result.detail = killed ? std::string("still alive after SIGKILL (state ") + result.final_state + ")"
                                        : "still alive after " + signal_name(options.first_signal) +
                                              " and the timeout; SIGKILL not sent (no escalation)";
     }

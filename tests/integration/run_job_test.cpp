@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cgroup_support.hpp"
 #include "run_support.hpp"
 
 namespace gpureap::test {
@@ -213,6 +214,39 @@ TEST(RunJob, ARankIgnoringSigtermIsKilledAfterTheKillTimeout) {
   EXPECT_EQ(report["evidence"][0]["pid"], pids[0]);
   expect_memory_verified(report);
   EXPECT_FALSE(running(pids[0]));
+}
+
+TEST(RunJob, AProcessThatCannotBeEndedIsDescribedAndTheStatusSaysSo) {
+  SimHost host;
+  BackgroundRun run(host, {"--kill-timeout", "500ms", "--verify-timeout", "1", "--poll-interval", "100ms"},
+                    {"/bin/sh", "-c", "\"$SIM\" --alloc 0:1GiB & exec sleep 1000"});
+  const auto pids = run.sim_ready();
+  ASSERT_FALSE(pids.empty());
+  FrozenInD frozen(pids[0]);
+  if (!frozen.why_not.empty()) {
+    kill(run.pid(), SIGTERM);
+    run.wait();
+    GTEST_SKIP() << frozen.why_not;
+  }
+  ASSERT_TRUE(eventually([&] { return process_state(pids[0]) == 'D'; }));
+  // Frozen while idle (the simulator's rank holds no lock of its state then). SIGTERM to gpureap
+  // reaches the job's group: the main command (sleep) ends, the frozen rank cannot act on it.
+  kill(run.pid(), SIGTERM);
+  EXPECT_EQ(run.wait(), 123) << "part of the job is still there: a distinct status";
+  // A person is told which process and why.
+  EXPECT_NE(run.stderr_text().find("PID " + std::to_string(pids[0]) + ": stuck-in-d"), std::string::npos)
+      << run.stderr_text();
+  const auto report = run.report();
+  const auto* e = ended_entry(report, pids[0]);
+  ASSERT_NE(e, nullptr) << report.dump(2);
+  EXPECT_EQ((*e)["outcome"], "stuck-in-d");
+  EXPECT_EQ((*e)["state"], "D");
+  bool described = false;
+  for (const auto& ev : report["evidence"]) described = described || (ev["pid"] == pids[0] && ev["state"] == "D");
+  EXPECT_TRUE(described) << report["evidence"].dump(2);
+  ASSERT_FALSE(report["gpus"].empty()) << report.dump(2);
+  EXPECT_FALSE(report["gpus"][0]["verified_free"].get<bool>());
+  EXPECT_FALSE(report["cgroup_removed"].get<bool>()) << "a cgroup still holding the process stays";
 }
 
 TEST(RunJob, AsPid1OfAPidNamespaceItReapsOrphansAndForwardsSignals) {

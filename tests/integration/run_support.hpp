@@ -31,7 +31,10 @@ class BackgroundRun {
  public:
   BackgroundRun(const SimHost& host, const std::vector<std::string>& run_args, const std::vector<std::string>& command,
                 bool same_session = false, const std::vector<std::string>& prefix = {}) {
-    report_ = host.state_dir() + "/run-report-" + std::to_string(counter()++) + ".json";
+    const int n = counter()++;
+    report_ = host.state_dir() + "/run-report-" + std::to_string(n) + ".json";
+    // Not the test's own stderr: a job left running by a failed test would keep ctest's pipe open.
+    stderr_ = host.state_dir() + "/run-stderr-" + std::to_string(n) + ".txt";
     std::vector<std::string> argv = prefix;
     argv.push_back(gpureap_binary());
     argv.push_back("run");
@@ -47,6 +50,8 @@ class BackgroundRun {
     if (pid_ == 0) {
       if (!same_session) setsid();
       dup2(out[1], STDOUT_FILENO);
+      const int err = open(stderr_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (err >= 0) dup2(err, STDERR_FILENO);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       setenv("SIM", GPUSIM_CUDA_BINARY, 1);
       setenv("RECORDER", SIGNAL_RECORDER_BINARY, 1);
@@ -139,12 +144,20 @@ class BackgroundRun {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  // What gpureap run wrote on stderr (its summary).
+  std::string stderr_text() const {
+    std::ifstream in(stderr_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
   nlohmann::json report() const {
     std::ifstream in(report_);
     std::stringstream text;
     text << in.rdbuf();
     if (text.str().empty()) {
-      ADD_FAILURE() << "no report in " << report_;
+      ADD_FAILURE() << "no report in " << report_ << "; stderr: " << stderr_text();
       return nlohmann::json::object();
     }
     return nlohmann::json::parse(text.str());
@@ -160,6 +173,7 @@ class BackgroundRun {
   bool reaped_ = false;
   std::string buffer_;
   std::string report_;
+  std::string stderr_;
   std::vector<pid_t> seen_;
 };
 
