@@ -55,6 +55,7 @@ std::optional<JobCgroup> JobCgroup::create(const std::string& proc_root, std::st
     rmdir(cgroup.path_.c_str());
     return fail("the cgroup v2 hierarchy has no cgroup.kill or cgroup.freeze (Linux 5.14 or later needed)");
   }
+  cgroup.dir_ = procfs::unique_fd(open(cgroup.path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   cgroup.procs_ = procfs::unique_fd(open((cgroup.path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   if (!cgroup.procs_) {
     const int error = errno;
@@ -65,7 +66,8 @@ std::optional<JobCgroup> JobCgroup::create(const std::string& proc_root, std::st
 }
 
 JobCgroup::JobCgroup(JobCgroup&& other) noexcept
-    : path_(std::move(other.path_)), procs_(std::move(other.procs_)), removed_(other.removed_) {
+    : path_(std::move(other.path_)), dir_(std::move(other.dir_)), procs_(std::move(other.procs_)),
+      removed_(other.removed_) {
   other.path_.clear();  // the moved-from object must not remove the directory
 }
 
@@ -78,6 +80,7 @@ std::vector<pid_t> JobCgroup::member_pids() const { return killtree::cgroup_subt
 bool JobCgroup::remove() {
   if (removed_ || path_.empty()) return true;
   procs_ = procfs::unique_fd();
+  dir_ = procfs::unique_fd();
   remove_tree(path_);
   removed_ = access(path_.c_str(), F_OK) != 0;
   return removed_;

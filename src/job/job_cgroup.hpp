@@ -26,7 +26,9 @@ class JobCgroup {
   ~JobCgroup();
 
   const std::string& path() const { return path_; }
-  // Opened before the fork: the child writes "0" to it to enter the cgroup before exec.
+  // Opened before the fork: the child is born in the directory (clone3), or on an older
+  // kernel writes "0" to cgroup.procs to enter it before exec.
+  int dir_fd() const { return dir_.get(); }
   int procs_fd() const { return procs_.get(); }
   // Every PID in the cgroup and the cgroups below it (the job may make its own).
   std::vector<pid_t> member_pids() const;
@@ -37,6 +39,7 @@ class JobCgroup {
  private:
   JobCgroup() = default;
   std::string path_;
+  procfs::unique_fd dir_;
   procfs::unique_fd procs_;
   bool removed_ = false;
 };

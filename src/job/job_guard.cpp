@@ -71,6 +71,7 @@ class Guard {
     take_terminal_ = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     SpawnSettings spawn;
     spawn.argv = settings_.argv;
+    spawn.cgroup_dir_fd = cgroup_ ? cgroup_->dir_fd() : -1;
     spawn.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
     spawn.terminal_fd = take_terminal_ ? STDIN_FILENO : -1;
     spawn.original_mask = original_mask_;

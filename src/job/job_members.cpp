@@ -43,38 +43,62 @@ void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, Me
   });
 }
 
-Members list_members(const MembershipSettings& settings) {
-  std::set<pid_t> pids;
-  // Descendants of gpureap: walk the parent links of every process once.
-  const auto stats = procfs::scan_stats(settings.proc_root);
-  std::map<pid_t, const StatFields*> by_pid;
-  for (const auto& s : stats) by_pid[s.pid] = &s;
-  for (const auto& s : stats) {
-    if (s.pid == settings.self) continue;
-    pid_t up = s.ppid;
-    for (int depth = 0; up > 0 && depth < 4096; ++depth) {
-      if (up == settings.self) {
-        pids.insert(s.pid);
-        break;
-      }
-      auto it = by_pid.find(up);
-      if (it == by_pid.end()) break;
-      up = it->second->ppid;
+namespace {
+
+// gpureap's descendants through /proc/<pid>/task/*/children: the cost follows the job's size,
+// not the host's. nullopt without CONFIG_PROC_CHILDREN: then every process's parent is read.
+std::optional<std::set<pid_t>> descendants_by_children(const std::string& proc_root, pid_t self) {
+  std::set<pid_t> found;
+  std::vector<pid_t> stack{self};
+  while (!stack.empty()) {
+    const pid_t pid = stack.back();
+    stack.pop_back();
+    const auto children = procfs::read_children(proc_root, pid);
+    if (!children) {
+      if (pid == self) return std::nullopt;
+      continue;  // it exited meanwhile
+    }
+    for (pid_t child : *children) {
+      if (found.insert(child).second) stack.push_back(child);
     }
   }
+  return found;
+}
+
+std::set<pid_t> descendants_by_parents(const std::string& proc_root, pid_t self) {
+  std::set<pid_t> found;
+  const auto stats = procfs::scan_stats(proc_root);
+  std::map<pid_t, pid_t> parent;
+  for (const auto& s : stats) parent[s.pid] = s.ppid;
+  for (const auto& s : stats) {
+    pid_t up = s.ppid;
+    for (int depth = 0; up > 0 && depth < 4096; ++depth) {
+      if (up == self) {
+        found.insert(s.pid);
+        break;
+      }
+      auto it = parent.find(up);
+      if (it == parent.end()) break;
+      up = it->second;
+    }
+  }
+  found.erase(self);
+  return found;
+}
+
+}  // namespace
+
+Members list_members(const MembershipSettings& settings) {
+  auto pids = descendants_by_children(settings.proc_root, settings.self);
+  if (!pids) pids = descendants_by_parents(settings.proc_root, settings.self);
   if (settings.cgroup != nullptr) {
     for (pid_t pid : settings.cgroup->member_pids()) {
-      if (pid != settings.self) pids.insert(pid);
+      if (pid != settings.self) pids->insert(pid);
     }
   }
   Members members;
-  for (pid_t pid : pids) {
-    std::optional<StatFields> stat;
-    if (auto it = by_pid.find(pid); it != by_pid.end()) {
-      stat = *it->second;
-    } else {
-      stat = procfs::read_stat(settings.proc_root, pid);  // joined the cgroup after the scan
-    }
+  for (pid_t pid : *pids) {
+    auto stat = procfs::read_stat(settings.proc_root, pid);
     if (!stat || stat->state == 'Z' || stat->state == 'X') continue;
     Member member;
     member.stat = std::move(*stat);

@@ -1,6 +1,8 @@
 #include "job/job_spawn.hpp"
 
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -22,6 +24,33 @@ struct ChildFailure {
   _exit(127);
 }
 
+// The kernel's struct clone_args up to `cgroup` (CLONE_ARGS_SIZE_VER2, Linux 5.7).
+struct CloneArgs {
+  std::uint64_t flags = 0;
+  std::uint64_t pidfd = 0;
+  std::uint64_t child_tid = 0;
+  std::uint64_t parent_tid = 0;
+  std::uint64_t exit_signal = 0;
+  std::uint64_t stack = 0;
+  std::uint64_t stack_size = 0;
+  std::uint64_t tls = 0;
+  std::uint64_t set_tid = 0;
+  std::uint64_t set_tid_size = 0;
+  std::uint64_t cgroup = 0;
+};
+static_assert(sizeof(CloneArgs) == 88);
+
+// Born in the job's cgroup (clone3 with CLONE_INTO_CGROUP): moving a running process into a
+// cgroup waits for an RCU grace period (~13 ms measured here), being born there does not.
+// -1 with errno when the kernel cannot (then fork() and a write to cgroup.procs instead).
+pid_t fork_into_cgroup(int cgroup_dir_fd) {
+  CloneArgs args;
+  args.flags = CLONE_INTO_CGROUP;
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<std::uint64_t>(cgroup_dir_fd);
+  return static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
+}
+
 }  // namespace
 
 SpawnResult spawn_job(const SpawnSettings& settings) {
@@ -38,7 +67,15 @@ SpawnResult spawn_job(const SpawnSettings& settings) {
     result.error = errno;
     return result;
   }
-  const pid_t pid = fork();
+  // The process is single-threaded here (nothing has loaded the driver yet), so a raw clone3
+  // leaves the child in the state fork() would.
+  bool in_cgroup = false;
+  pid_t pid = -1;
+  if (settings.cgroup_dir_fd >= 0) {
+    pid = fork_into_cgroup(settings.cgroup_dir_fd);
+    in_cgroup = pid >= 0;
+  }
+  if (pid < 0) pid = fork();
   if (pid < 0) {
     result.failed_at = SpawnStage::Fork;
     result.error = errno;
@@ -49,7 +86,7 @@ SpawnResult spawn_job(const SpawnSettings& settings) {
   if (pid == 0) {
     close(pipe_fds[0]);
     // Into the cgroup first: nothing the job runs may start outside it.
-    if (settings.cgroup_procs_fd >= 0 && write(settings.cgroup_procs_fd, "0", 1) != 1) {
+    if (!in_cgroup && settings.cgroup_procs_fd >= 0 && write(settings.cgroup_procs_fd, "0", 1) != 1) {
       fail_in_child(pipe_fds[1], SpawnStage::Cgroup, errno);
     }
     setpgid(0, 0);

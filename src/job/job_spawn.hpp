@@ -14,7 +14,8 @@ namespace gpureap::job {
 
 struct SpawnSettings {
   std::vector<std::string> argv;   // argv[0] is looked up in PATH like a shell does
-  int cgroup_procs_fd = -1;        // the job's cgroup.procs, or -1
+  int cgroup_dir_fd = -1;          // the job's cgroup directory (clone3 into it), or -1
+  int cgroup_procs_fd = -1;        // its cgroup.procs, for kernels without CLONE_INTO_CGROUP
   int terminal_fd = -1;            // hand the foreground of this terminal to the job, or -1
   sigset_t original_mask{};        // restored in the child before exec
 };
