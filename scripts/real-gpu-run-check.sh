@@ -5,7 +5,7 @@
 # `gpureap run --fail-fast`; one rank is SIGKILLed; the rest of the job must be ended and the
 # driver must show the memory free. Then a job whose workers outlive it is reaped with
 # `gpureap reap --cgroup` (a cgroup the script makes for it). It never resets or reconfigures the GPU; the only processes it signals
-# are the ones it started. Prints what it saw and exits non-zero on the first failed check.
+# are the ones it started. Prints what it saw; exits non-zero when a check failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gpureap=${GPUREAP:-$root/build/src/gpureap}

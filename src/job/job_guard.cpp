@@ -106,7 +106,12 @@ class Guard {
 
   void restore_signals() {
     signal(SIGTTOU, previous_ttou_);
-    // Signals that arrived while ending the job were forwarded or are moot now.
+    // A SIGTERM that arrived while the job was being ended is recorded and consumed here, so
+    // that unblocking it does not kill gpureap before it reports.
+    signalfd_siginfo info{};
+    while (read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      if (info.ssi_signo != SIGCHLD) report_.forwarded_signals.push_back(static_cast<int>(info.ssi_signo));
+    }
     sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
   }
 

@@ -216,6 +216,27 @@ TEST(RunJob, ARankIgnoringSigtermIsKilledAfterTheKillTimeout) {
   EXPECT_FALSE(running(pids[0]));
 }
 
+TEST(RunJob, SignalsWhileTheJobIsBeingEndedNeitherStopTheEndNorLoseTheReport) {
+  SimHost host;
+  BackgroundRun run(host, {"--kill-timeout", "2"},
+                    {"/bin/sh", "-c", "\"$SIM\" --alloc 0:1GiB --on-sigterm ignore & sleep 0.3; exit 0"});
+  const auto pids = run.sim_ready();
+  ASSERT_FALSE(pids.empty());
+  // At 0.8 s the main command (0.3 s) has exited and the rank, ignoring SIGTERM, has 2 s left
+  // of --kill-timeout: gpureap is inside the ladder.
+  poll(nullptr, 0, 800);
+  ASSERT_TRUE(running(pids[0]));
+  for (int i = 0; i < 3; ++i) kill(run.pid(), SIGTERM);
+  kill(run.pid(), SIGINT);
+  EXPECT_EQ(run.wait(), 0);
+  const auto report = run.report();
+  const auto* e = ended_entry(report, pids[0]);
+  ASSERT_NE(e, nullptr) << report.dump(2);
+  EXPECT_EQ((*e)["outcome"], "killed");
+  EXPECT_FALSE(running(pids[0]));
+  EXPECT_FALSE(report["forwarded_signals"].empty());
+}
+
 TEST(RunJob, AProcessThatCannotBeEndedIsDescribedAndTheStatusSaysSo) {
   SimHost host;
   BackgroundRun run(host, {"--kill-timeout", "500ms", "--verify-timeout", "1", "--poll-interval", "100ms"},
