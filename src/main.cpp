@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -23,34 +24,42 @@ int main(int argc, char** argv) {
   CLI::App app{"gpureap: who holds GPU memory, and how to get it back"};
   app.set_version_flag("--version", std::string("gpureap ") + GPUREAP_VERSION);
   app.require_subcommand(0, 1);
+  // Only the command asked for is built (each costs its options' setup: run's job pays for it
+  // at its start); all of them for the top-level help and for `gpureap [ps options]`.
+  const std::string_view first = argc > 1 ? argv[1] : "";
+  const bool named = first == "ps" || first == "kill" || first == "doctor" || first == "run" || first == "reap";
+  auto wanted = [&](std::string_view name) { return !named || first == name; };
   gpureap::PsOptions ps_options;
-  CLI::App* ps = gpureap::add_ps_command(app, ps_options);
+  CLI::App* ps = wanted("ps") ? gpureap::add_ps_command(app, ps_options) : nullptr;
   gpureap::KillOptions kill_options;
-  CLI::App* kill = gpureap::add_kill_command(app, kill_options);
+  CLI::App* kill = wanted("kill") ? gpureap::add_kill_command(app, kill_options) : nullptr;
   gpureap::DoctorCommandOptions doctor_options;
-  CLI::App* doctor = gpureap::add_doctor_command(app, doctor_options);
+  CLI::App* doctor = wanted("doctor") ? gpureap::add_doctor_command(app, doctor_options) : nullptr;
   gpureap::RunOptions run_options;
-  CLI::App* run = gpureap::add_run_command(app, run_options);
+  CLI::App* run = wanted("run") ? gpureap::add_run_command(app, run_options) : nullptr;
   gpureap::ReapOptions reap_options;
-  CLI::App* reap = gpureap::add_reap_command(app, reap_options);
+  CLI::App* reap = wanted("reap") ? gpureap::add_reap_command(app, reap_options) : nullptr;
+  auto got = [&app](CLI::App* command) { return command != nullptr && app.got_subcommand(command); };
+  auto parsed = [](CLI::App* command) { return command != nullptr && command->parsed(); };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     const int rc = app.exit(error);
     if (rc == 0) return gpureap::exit_code::kOk;
     // doctor's 1 and 2 mean warnings and critical findings: its usage errors need their own code.
-    if (run->parsed()) return gpureap::exit_code::kRunCannotRun;  // 2 may be the job's own status
-    return doctor->parsed() ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kUsage;
+    if (parsed(run)) return gpureap::exit_code::kRunCannotRun;  // 2 may be the job's own status
+    return parsed(doctor) ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kUsage;
   }
   try {
-    if (app.got_subcommand(doctor)) return gpureap::run_doctor(doctor_options);
-    if (app.got_subcommand(kill)) return gpureap::run_kill(kill_options);
-    if (app.got_subcommand(run)) return gpureap::run_run(run_options);
-    if (app.got_subcommand(reap)) return gpureap::run_reap(reap_options);
-    if (app.got_subcommand(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
+    if (got(doctor)) return gpureap::run_doctor(doctor_options);
+    if (got(kill)) return gpureap::run_kill(kill_options);
+    if (got(run)) return gpureap::run_run(run_options);
+    if (got(reap)) return gpureap::run_reap(reap_options);
+    if (got(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {
     std::cerr << "gpureap: internal error: " << gpureap::sanitize_for_terminal(error.what()) << "\n";
-    return doctor->parsed() ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kInternalError;
+    if (parsed(run)) return gpureap::exit_code::kRunCannotRun;
+    return parsed(doctor) ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kInternalError;
   }
   return gpureap::exit_code::kOk;
 }

@@ -134,7 +134,7 @@ int run_run(RunOptions options) {
     report = job::run_job(settings);
   } catch (const std::runtime_error& error) {
     std::cerr << "gpureap run: " << sanitize_for_terminal(error.what()) << "; stopped before sending further signals\n";
-    return exit_code::kInternalError;
+    return exit_code::kRunCannotRun;
   }
   const std::string summary = render_run_summary(report);
   if (!summary.empty()) std::cerr << summary;
