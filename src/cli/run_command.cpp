@@ -107,10 +107,7 @@ int run_run(RunOptions options) {
   std::string config_error;
   const auto config = load_kill_config(config_error);
   if (!config) return usage(sanitize_for_terminal(config_error));
-  if (options.audit_log.empty()) {
-    if (const char* env = std::getenv("GPUREAP_AUDIT_LOG"); env != nullptr) options.audit_log = env;
-  }
-  if (options.audit_log.empty()) options.audit_log = config->audit_log;
+  options.audit_log = audit_log_path(options.audit_log, *config);
   std::optional<AuditLog> audit;
   if (!options.audit_log.empty()) {
     std::string error;
