@@ -61,7 +61,8 @@ TEST(RunJob, NormalExitKeepsTheStatusAndLeavesNothing) {
 TEST(RunJob, WorkersLeftWhenTheMainCommandExitsAreEndedAndTheMemoryVerified) {
   SimHost host;
   // Ranks exit and leave their (surviving) workers holding the contexts: the DataLoader case.
-  BackgroundRun run(host, {"--poll-interval", "100ms", "--kill-timeout", "2"},
+  const std::string audit = host.state_dir() + "/audit.log";
+  BackgroundRun run(host, {"--poll-interval", "100ms", "--kill-timeout", "2", "--audit-log", audit},
                     rank_launcher(kRanks, "--workers 2 --exit-after 800"));
   std::vector<pid_t> workers;
   for (int i = 0; i < kRanks; ++i) {
@@ -79,6 +80,14 @@ TEST(RunJob, WorkersLeftWhenTheMainCommandExitsAreEndedAndTheMemoryVerified) {
   }
   expect_memory_verified(report);
   EXPECT_TRUE(report["cgroup_removed"].get<bool>());
+  // Every signal of the end is in the audit log, announced before it was sent.
+  std::map<pid_t, std::set<std::string>> stages;
+  std::ifstream log(audit);
+  for (std::string line; std::getline(log, line);) {
+    const auto entry = nlohmann::json::parse(line);
+    stages[entry["pid"].get<pid_t>()].insert(entry["stage"].get<std::string>());
+  }
+  for (pid_t w : workers) EXPECT_EQ(stages[w], (std::set<std::string>{"sending", "sent"})) << w;
 }
 
 TEST(RunJob, FailFastEndsEveryRankAndWorkerWhenOneRankIsKilled) {
