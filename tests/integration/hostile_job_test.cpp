@@ -42,5 +42,32 @@ TEST(HostileJob, AFifoAtTheReportOrAuditLogPathIsOneLineAndNeverAHang) {
   EXPECT_TRUE(running(job.pid));
 }
 
+// Dumps go only to a directory of gpureap's own user that nobody else may write to: in one
+// another user made (--report /tmp/x.json puts them in /tmp/x.json.evidence), a FIFO at a
+// dump's name hung gpureap for ever, blocked signals and all, with the job left running.
+TEST(HostileJob, DumpsAreNotWrittenIntoADirectoryOthersMayWriteTo) {
+  SimHost host;
+  const std::string dir = host.state_dir() + "/shared-evidence";
+  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  const pid_t next = [] {
+    std::ifstream in("/proc/sys/kernel/ns_last_pid");
+    pid_t last = 0;
+    in >> last;
+    return last;
+  }();
+  for (pid_t pid = next; pid < next + 2000; ++pid) {
+    mkfifo((dir + "/" + std::to_string(pid) + ".gdb.txt").c_str(), 0666);
+  }
+  BackgroundRun run(host, {"--kill-timeout", "500ms", "--poll-interval", "100ms", "--dump-on-hang", "--evidence-dir", dir},
+                    {"/bin/sh", "-c", "\"$SIM\" --alloc 0:1GiB --on-sigterm ignore & sleep 0.5; exit 0"});
+  const auto pids = run.sim_ready();
+  ASSERT_FALSE(pids.empty());
+  EXPECT_EQ(run.wait(20000), 0) << run.stderr_text();
+  EXPECT_FALSE(running(pids[0]));
+  const auto report = run.report();
+  EXPECT_NE(report["notes"].dump().find("others may write to it"), std::string::npos) << report.dump(2);
+}
+
 }  // namespace
 }  // namespace gpureap::test
