@@ -69,5 +69,26 @@ TEST(HostileJob, DumpsAreNotWrittenIntoADirectoryOthersMayWriteTo) {
   EXPECT_NE(report["notes"].dump().find("others may write to it"), std::string::npos) << report.dump(2);
 }
 
+TEST(HostileJob, AnEmptyValueIsAUsageErrorNotAWiderSelection) {
+  SimHost host;
+  auto on0 = host.start({"--alloc", "0:1GiB"});
+  auto on1 = host.start({"--alloc", "1:1GiB"});
+  const std::string me = std::to_string(getuid());
+  // `--gpus "$SLURM_JOB_GPUS"` with the variable unset took the user's processes on every GPU.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"reap", "--uid", me, "--gpus", ""},
+        std::vector<std::string>{"reap", "--uid", me, "--cgroup", ""},
+        std::vector<std::string>{"reap", "--user", "", "--gpus", "0"},
+        std::vector<std::string>{"reap", "--uid", me, "--gpus", "0", "--baseline-mib", ""}}) {
+    expect_one_line(host.gpureap(args), 2, "empty value");
+  }
+  EXPECT_TRUE(running(on0.pid) && running(on1.pid)) << "an empty value signalled";
+  const std::string marker = host.state_dir() + "/started";
+  for (const char* option : {"--hang-timeout", "--report", "--evidence-dir"}) {
+    expect_one_line(host.gpureap({"run", option, "", "--", "/usr/bin/touch", marker}), 125, "empty value");
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
 }  // namespace
 }  // namespace gpureap::test
