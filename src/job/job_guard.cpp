@@ -105,7 +105,13 @@ class Guard {
 
   void restore_signals() {
     signal(SIGTTOU, previous_ttou_);
-    // Signals that arrived while ending the job were forwarded or are moot now.
+    // Signals that arrived while ending the job were forwarded or are moot now. They are taken
+    // off the signalfd first: unblocked while pending, they would kill gpureap before it
+    // reports, leaving an empty --report and 128+signal instead of the job's status.
+    signalfd_siginfo info{};
+    while (read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      if (info.ssi_signo != SIGCHLD) report_.forwarded_signals.push_back(static_cast<int>(info.ssi_signo));
+    }
     sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
   }
 

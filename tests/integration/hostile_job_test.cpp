@@ -90,5 +90,28 @@ TEST(HostileJob, AnEmptyValueIsAUsageErrorNotAWiderSelection) {
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
+// SIGTERM and SIGINT to gpureap run while it ends what the job left (Ctrl-C pressed again): the
+// job is still ended whole, and gpureap reports and exits with the job's status instead of
+// dying of the pending signal with an empty --report.
+TEST(HostileJob, SignalsWhileTheJobIsEndedLeaveTheReportAndTheJobsStatus) {
+  SimHost host;
+  BackgroundRun run(host, {"--kill-timeout", "2", "--poll-interval", "100ms"},
+                    {"/bin/sh", "-c", "\"$SIM\" --alloc 0:1GiB --on-sigterm ignore & sleep 0.3; exit 3"});
+  const auto pids = run.sim_ready();
+  ASSERT_FALSE(pids.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the main command has exited
+  kill(run.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(run.pid(), SIGINT);
+  EXPECT_EQ(run.wait(), 3) << run.stderr_text();
+  const auto report = run.report();
+  EXPECT_EQ(report["end"], "exited");
+  EXPECT_FALSE(running(pids[0]));
+  const auto* e = ended_entry(report, pids[0]);
+  ASSERT_NE(e, nullptr) << report.dump(2);
+  EXPECT_EQ((*e)["outcome"], "killed");
+  EXPECT_TRUE((*e)["detail"].is_null()) << "killed, yet the detail says SIGKILL was not sent: " << e->dump();
+}
+
 }  // namespace
 }  // namespace gpureap::test
