@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -111,6 +112,28 @@ TEST(HostileJob, SignalsWhileTheJobIsEndedLeaveTheReportAndTheJobsStatus) {
   ASSERT_NE(e, nullptr) << report.dump(2);
   EXPECT_EQ((*e)["outcome"], "killed");
   EXPECT_TRUE((*e)["detail"].is_null()) << "killed, yet the detail says SIGKILL was not sent: " << e->dump();
+}
+
+// The Slurm scripts refuse a hostile SLURM_* value, and say so on one line of slurmd's log: a
+// newline in it must not forge a second line, nor an escape sequence reach a terminal raw.
+TEST(HostileJob, SlurmScriptsQuoteAHostileValueInTheirOneLine) {
+  SimHost host;
+  const std::string deploy = std::string(GPUREAP_DEPLOY_DIR) + "/slurm/";
+  const std::string hostile = "1\n\x1b]0;pwned\x07";
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> cases = {
+      {"epilog.sh", {{"SLURM_JOB_ID", hostile}, {"SLURM_JOB_UID", "0"}}},
+      {"epilog.sh", {{"SLURM_JOB_ID", "5"}, {"SLURM_JOB_UID", "0"}, {"SLURM_JOB_GPUS", hostile}}},
+      {"prolog.sh", {{"SLURM_JOB_ID", hostile}, {"SLURM_JOB_GPUS", hostile}}},
+  };
+  for (const auto& [script, env] : cases) {
+    SpawnOptions options;
+    options.env = env;
+    options.env["GPUREAP"] = gpureap_binary();
+    const auto r = run_command({"/bin/bash", deploy + script}, options);
+    EXPECT_EQ(r.exit_code, 2) << script << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << script << ": " << r.err;
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << script << ": " << r.err;
+  }
 }
 
 }  // namespace
