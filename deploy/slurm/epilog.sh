@@ -34,11 +34,13 @@ gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
 say() { printf 'gpureap epilog (job %s): %s\n' "$job" "$*" >&2; }
 
 if [[ ! $job =~ ^[0-9]+$ || ! $uid =~ ^[0-9]+$ ]]; then
-  say "SLURM_JOB_ID and SLURM_JOB_UID must be numbers (got '${job}' and '${uid}'): is this running as Slurm's Epilog?"
+  # Quoted (${x@Q}): a newline or an escape sequence in them must not forge or garble a log line.
+  job=${job@Q}
+  say "SLURM_JOB_ID and SLURM_JOB_UID must be numbers (got ${job} and ${uid@Q}): is this running as Slurm's Epilog?"
   exit 2
 fi
 if [[ ! $gpus =~ ^[A-Za-z0-9,:-]*$ ]]; then
-  say "unexpected characters in the job's GPU list; not reaping"
+  say "unexpected characters in the job's GPU list ${gpus@Q}; not reaping"
   exit 2
 fi
 

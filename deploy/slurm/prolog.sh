@@ -12,11 +12,13 @@ gpureap=${GPUREAP:-/usr/bin/gpureap}
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
 busy_mib=${GPUREAP_BUSY_MIB:-512}
 
-say() { printf 'gpureap prolog (job %s): %s\n' "${SLURM_JOB_ID:-?}" "$*" >&2; }
+job=${SLURM_JOB_ID:-?}
+[[ $job =~ ^[0-9]+$|^\?$ ]] || job=${job@Q}  # quoted: a newline or escape must not forge a log line
+say() { printf 'gpureap prolog (job %s): %s\n' "$job" "$*" >&2; }
 
 [[ -z $gpus ]] && exit 0
 if [[ ! $gpus =~ ^[0-9,]+$ || ! $busy_mib =~ ^[0-9]+$ ]]; then
-  say "SLURM_JOB_GPUS must be GPU indices (got '$gpus') and GPUREAP_BUSY_MIB a number"
+  say "SLURM_JOB_GPUS must be GPU indices (got ${gpus@Q}) and GPUREAP_BUSY_MIB a number"
   exit 2
 fi
 

@@ -37,6 +37,10 @@ namespace {
 constexpr const char* kCommand = "gpureap reap";
 
 std::string usage_check(ReapOptions& options) {
+  if (!options.empty_option.empty()) {
+    return fmt::format("gpureap reap: {} was given an empty value (an unset variable?); nothing was signalled",
+                       options.empty_option);
+  }
   const bool owner = !options.cgroup.empty() || !options.users.empty() || !options.uids.empty();
   if (!owner && !options.gpus.empty()) {
     return "gpureap reap: --gpus alone does not prove whose process it is: add --cgroup (the job's cgroup) or "
@@ -107,16 +111,21 @@ CLI::App* add_reap_command(CLI::App& app, ReapOptions& options) {
       "128+signal interrupted while signalling.\n\n"
       "Configuration: as kill ([kill] protect, audit_log). Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG,\n"
       "GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR, NO_COLOR.");
-  reap->add_option("--cgroup", options.cgroup,
-                   "The job's cgroup v2 directory (absolute, or relative to the cgroup v2 mount); its subtree counts");
-  reap->add_option("--user", options.users, "The job's owner (name or uid): that user's GPU processes")->delimiter(',');
-  reap->add_option("--uid", options.uids, "The job's owner by numeric uid (as --user)")->delimiter(',');
-  reap->add_option("--gpus", options.gpus,
-                   "Only processes using these GPUs, and the GPUs to verify: indices, ranges and UUIDs (0,2-3,GPU-...)");
+  std::string& empty = options.empty_option;
+  refuse_empty(reap->add_option("--cgroup", options.cgroup,
+                                "The job's cgroup v2 directory (absolute, or relative to the cgroup v2 mount); its subtree counts"),
+               empty);
+  refuse_empty(reap->add_option("--user", options.users, "The job's owner (name or uid): that user's GPU processes"), empty)
+      ->delimiter(',');
+  refuse_empty(reap->add_option("--uid", options.uids, "The job's owner by numeric uid (as --user)"), empty)->delimiter(',');
+  refuse_empty(reap->add_option("--gpus", options.gpus,
+                                "Only processes using these GPUs, and the GPUs to verify: indices, ranges and UUIDs (0,2-3,GPU-...)"),
+               empty);
   reap->add_option("--except", options.except, "Never end processes whose comm or executable basename is NAME")
       ->expected(1, -1);
-  reap->add_option("--baseline-mib", options.baseline_mib,
-                   "Memory a GPU may still show used when the job is gone, in MiB (default: see below)");
+  refuse_empty(reap->add_option("--baseline-mib", options.baseline_mib,
+                                "Memory a GPU may still show used when the job is gone, in MiB (default: see below)"),
+               empty);
   reap->add_option("--kill-timeout", options.kill_timeout,
                    "Seconds from SIGTERM to SIGKILL, 0 to 3600 (default 10; also 500ms, 2m)");
   reap->add_option("--verify-timeout", options.verify_timeout,

@@ -27,6 +27,7 @@ struct ReapOptions {
   std::string audit_log;
   std::string color = "auto";
   bool wide = false;
+  std::string empty_option;  // the first option given an empty value
 };
 
 CLI::App* add_reap_command(CLI::App& app, ReapOptions& options);

@@ -1,9 +1,12 @@
 #include "cli/run_command.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -12,6 +15,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/option_limits.hpp"
 #include "cli/run_render.hpp"
+#include "cli/selection_checks.hpp"
 #include "cli/terminal_io.hpp"
 #include "job/job_guard.hpp"
 #include "kill/audit_log.hpp"
@@ -55,16 +59,19 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "Seconds to wait for the driver to release the job's memory, 0 to 3600 (default 30)");
   run->add_flag("--fail-fast", options.fail_fast,
                 "End the whole job as soon as a process of it that uses a GPU dies abnormally (a crashed rank)");
-  run->add_option("--hang-timeout", options.hang_timeout,
-                  "End the job when none of its processes used CPU or GPU for this long (e.g. 30m; at most 7d)");
+  refuse_empty(run->add_option("--hang-timeout", options.hang_timeout,
+                               "End the job when none of its processes used CPU or GPU for this long (e.g. 30m; at most 7d)"),
+               options.empty_option);
   run->add_flag("--dump-on-hang", options.dump_on_hang,
                 "Before killing a hung or stubborn process, save `py-spy dump` (Python) or gdb backtraces of it");
-  run->add_option("--evidence-dir", options.evidence_dir,
-                  "Where dumps are saved (default: a new private directory under $TMPDIR or /tmp)");
+  refuse_empty(run->add_option("--evidence-dir", options.evidence_dir,
+                               "Where dumps are saved (default: a new private directory under $TMPDIR or /tmp)"),
+               options.empty_option);
   run->add_option("--poll-interval", options.poll_interval,
                   "How often the job is looked at (GPU use, activity), 50ms to 60s (default 500ms)");
   run->add_flag("--json", options.json, "Print the final report as JSON on stdout (schema gpureap.run/1, docs/run-json.md)");
-  run->add_option("--report", options.report_file, "Also write the JSON report to this file (mode 0600)");
+  refuse_empty(run->add_option("--report", options.report_file, "Also write the JSON report to this file (mode 0600)"),
+               options.empty_option);
   run->add_flag("--no-cgroup", options.no_cgroup, "Do not create a cgroup: the job is gpureap's descendants only");
   run->add_option("--audit-log", options.audit_log, "Append one JSON line per signal gpureap sends to this file");
   return run;
@@ -75,6 +82,7 @@ int run_run(RunOptions options) {
     std::cerr << "gpureap run: " << why << "\n";
     return exit_code::kRunCannotRun;
   };
+  if (!options.empty_option.empty()) return usage(options.empty_option + " was given an empty value (an unset variable?)");
   if (options.command.empty()) return usage("give the command to run: gpureap run [options] -- COMMAND [ARGS...]");
   job::RunSettings settings;
   settings.argv = options.command;
@@ -118,9 +126,17 @@ int run_run(RunOptions options) {
   // The report file is opened before the job starts: a typo is found now, not after hours.
   procfs::unique_fd report_fd;
   if (!options.report_file.empty()) {
+    // O_NONBLOCK and no O_TRUNC yet: a FIFO planted at the path must neither hang gpureap nor be
+    // written, and only a regular file is emptied.
     report_fd = procfs::unique_fd(
-        open(options.report_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!report_fd) {
+        open(options.report_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+    struct stat st{};
+    const bool regular = report_fd ? fstat(report_fd.get(), &st) == 0 && S_ISREG(st.st_mode) : errno != ENXIO;
+    if (!regular) {
+      return usage(fmt::format("--report {}: not a regular file; the job was not started",
+                               sanitize_for_terminal(options.report_file)));
+    }
+    if (!report_fd || ftruncate(report_fd.get(), 0) != 0) {
       return usage(fmt::format("--report {}: {}; the job was not started", sanitize_for_terminal(options.report_file),
                                std::strerror(errno)));
     }

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string report_file;
   bool no_cgroup = false;
   std::string audit_log;
+  std::string empty_option;  // the first option given an empty value
 };
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

@@ -47,6 +47,12 @@ std::string shown(const std::string& text) {
 
 }  // namespace
 
+CLI::Option* refuse_empty(CLI::Option* option, std::string& empty_option) {
+  return option->each([option, &empty_option](const std::string& value) {
+    if (value.empty() && empty_option.empty()) empty_option = option->get_name();
+  });
+}
+
 std::string check_containers(ProcessTable& table, const std::vector<std::string>& prefixes, const std::string& command) {
   bool all_loaded = false;
   for (const auto& prefix : prefixes) {

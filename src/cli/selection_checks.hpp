@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "proc/process_table.hpp"
 
 namespace gpureap {
@@ -22,5 +24,10 @@ std::optional<uid_t> resolve_user(const std::string& user);
 // here runs in; else one line naming the first unknown one. Reads the cgroup of processes whose
 // details were not loaded only when the loaded ones do not settle it.
 std::string check_containers(ProcessTable& table, const std::vector<std::string>& prefixes, const std::string& command);
+
+// An option given an empty value (`--gpus "$UNSET"`) is not an option left out: it would widen
+// a selection to every GPU, or drop the cgroup that proves whose processes they are. Records
+// the first such option's name in `empty_option`, for the command's usage check to refuse.
+CLI::Option* refuse_empty(CLI::Option* option, std::string& empty_option);
 
 }  // namespace gpureap

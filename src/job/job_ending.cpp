@@ -68,6 +68,13 @@ bool ensure_evidence_dir(std::string& dir, std::vector<std::string>& notes) {
     notes.push_back(fmt::format("no dumps: {} is not a directory", dir));
     return false;
   }
+  // A directory someone else made (or may write to) could hold a FIFO at a dump's name, which
+  // would hang gpureap while the job is left running, or let them read the dumps.
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    notes.push_back(fmt::format("no dumps: {} belongs to uid {} or others may write to it: give a directory of your own",
+                                dir, st.st_uid));
+    return false;
+  }
   return true;
 }
 
@@ -85,7 +92,8 @@ void merge(std::vector<TargetOutcome>& ended, const std::vector<TargetResult>& r
     if (r.final_state != '?') it->final_state = r.final_state;
     it->wchan = r.wchan;
     it->discovered = it->discovered || r.discovered;
-    if (!r.detail.empty()) it->detail = r.detail;
+    // After SIGKILL, what the first step said ("still alive after SIGTERM") is no longer true.
+    if (after_kill || !r.detail.empty()) it->detail = r.detail;
     if (!r.cgroup_killed.empty()) it->cgroup_killed = r.cgroup_killed;
   }
 }

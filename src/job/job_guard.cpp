@@ -106,8 +106,9 @@ class Guard {
 
   void restore_signals() {
     signal(SIGTTOU, previous_ttou_);
-    // A SIGTERM that arrived while the job was being ended is recorded and consumed here, so
-    // that unblocking it does not kill gpureap before it reports.
+    // Signals that arrived while ending the job were forwarded or are moot now. They are taken
+    // off the signalfd first: unblocked while pending, they would kill gpureap before it
+    // reports, leaving an empty --report and 128+signal instead of the job's status.
     signalfd_siginfo info{};
     while (read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       if (info.ssi_signo != SIGCHLD) report_.forwarded_signals.push_back(static_cast<int>(info.ssi_signo));

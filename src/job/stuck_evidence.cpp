@@ -28,7 +28,7 @@ std::string run_tool(const std::vector<std::string>& argv, const std::string& ou
                      std::chrono::seconds timeout) {
   const std::string program = find_in_path(argv.front());
   if (program.empty()) return argv.front() + " is not installed";
-  procfs::unique_fd out(open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  procfs::unique_fd out(open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
   if (!out) return fmt::format("cannot write {}: {}", output_path, std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
