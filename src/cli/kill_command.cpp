@@ -55,6 +55,10 @@ bool needs_confirmation(const KillPlan& plan, const KillOptions& options) {
 // Bounds of the time options (docs/exit-codes.md: a value outside is a usage error, exit 2).
 
 std::string usage_check(KillOptions& options) {
+  if (!options.empty_option.empty()) {
+    return fmt::format("gpureap kill: {} was given an empty value (an unset variable?); nothing was signalled",
+                       options.empty_option);
+  }
   if (options.criteria.pids.empty() && !options.criteria.has_filters()) {
     return "gpureap kill: name what to end: PIDs, or --gpu, --user, --name, --container, --holders or --all";
   }
@@ -98,11 +102,19 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
       "Environment: GPUREAP_AUDIT_LOG (audit log path), GPUREAP_CONFIG, GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR,\n"
       "NO_COLOR.");
   kill->add_option("pids", options.criteria.pids, "PIDs to end");
-  kill->add_option("--gpu", options.criteria.gpus, "Every GPU process on these GPU indices (comma-separated)")
+  // An empty value (`--gpu "$UNSET"`) would widen the selection: refused, never taken as absent.
+  refuse_empty(kill->add_option("--gpu", options.criteria.gpus, "Every GPU process on these GPU indices (comma-separated)"),
+               options.empty_option)
       ->delimiter(',');
-  kill->add_option("--user", options.criteria.users, "GPU processes of this user (name or uid)")->delimiter(',');
-  kill->add_option("--name", options.criteria.name_regex, "GPU processes whose command line matches this regular expression (RE2 syntax, at most 1024 bytes)");
-  kill->add_option("--container", options.criteria.containers, "GPU processes in this container (id or pod UID prefix)")
+  refuse_empty(kill->add_option("--user", options.criteria.users, "GPU processes of this user (name or uid)"),
+               options.empty_option)
+      ->delimiter(',');
+  refuse_empty(kill->add_option("--name", options.criteria.name_regex,
+                                "GPU processes whose command line matches this regular expression (RE2 syntax, at most 1024 bytes)"),
+               options.empty_option);
+  refuse_empty(kill->add_option("--container", options.criteria.containers,
+                                "GPU processes in this container (id or pod UID prefix)"),
+               options.empty_option)
       ->delimiter(',');
   kill->add_flag("--holders", options.criteria.holders,
                  "Also holders of the GPUs' device files whose job has ended (a killed job's workers)");

@@ -14,6 +14,7 @@ namespace gpureap {
 struct KillOptions {
   SelectionCriteria criteria;
   bool no_tree = false;
+  std::string empty_option;  // the first selection option given an empty value (refused)
   std::string signal = "TERM";
   std::string timeout = "10";  // as typed; the duration parser sets timeout_s
   double timeout_s = 10;

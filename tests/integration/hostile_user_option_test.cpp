@@ -29,6 +29,22 @@ TEST(HostileUserOption, AnUnknownUserIsAUsageErrorForPsAndKill) {
   EXPECT_TRUE(running(job.pid));
 }
 
+// `--gpu "$UNSET"` must not read as "no GPU filter": with --user it would take every GPU.
+TEST(HostileUserOption, AnEmptySelectionValueIsRefusedAndNothingIsSignalled) {
+  SimHost host;
+  auto on_gpu0 = host.start({"--alloc", "0:1GiB"});
+  auto on_gpu1 = host.start({"--alloc", "1:1GiB"});
+  for (const std::string& option : {"--gpu", "--user", "--name", "--container"}) {
+    std::vector<std::string> args = {"kill", "--user", "root", option, "", "--yes"};
+    const auto result = host.gpureap(args);
+    EXPECT_EQ(result.exit_code, 2) << option << ": " << result.err;
+    EXPECT_NE(result.err.find(option + " was given an empty value"), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
+  EXPECT_TRUE(running(on_gpu0.pid));
+  EXPECT_TRUE(running(on_gpu1.pid));
+}
+
 TEST(HostileUserOption, AKnownNameOrANumericUidStillSelects) {
   SimHost host;
   auto job = host.start({"--alloc", "0:1GiB"});
