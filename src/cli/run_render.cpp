@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -96,7 +97,18 @@ std::string render_run_summary(const job::RunReport& report) {
     line(fmt::format("{} process{} of the job {} left when it ended ({}):", report.ended.size(),
                      report.ended.size() == 1 ? "" : "es", report.ended.size() == 1 ? "was" : "were",
                      report.ownership == job::Ownership::Cgroup ? "its cgroup" : "gpureap's descendants"));
+    // Each process on a line of its own, up to a screenful; beyond that (a fork bomb, a pool
+    // of thousands) the ones that ended cleanly are counted and only the others listed.
+    constexpr std::size_t kListedAtMost = 20;
+    const bool many = report.ended.size() > kListedAtMost;
+    std::map<std::string, std::size_t> clean;
     for (const auto& t : report.ended) {
+      const bool ended_cleanly = t.outcome == KillOutcome::ExitedAfterSignal || t.outcome == KillOutcome::Killed ||
+                                 t.outcome == KillOutcome::AlreadyGone;
+      if (many && ended_cleanly) {
+        ++clean[kill_outcome_name(t.outcome)];
+        continue;
+      }
       std::string signals;
       for (const auto& s : t.signals) signals += (signals.empty() ? "" : " ") + s;
       line(fmt::format("  PID {}: {}{}{}{}", t.pid, kill_outcome_name(t.outcome),
@@ -104,6 +116,7 @@ std::string render_run_summary(const job::RunReport& report) {
                        signals.empty() ? "" : " (" + signals + ")",
                        t.detail.empty() ? "" : ": " + sanitize_for_terminal(t.detail)));
     }
+    for (const auto& [outcome, count] : clean) line(fmt::format("  {} {} (--json lists each)", count, outcome));
   }
   for (const auto& v : report.verification) {
     if (v.verified) {
