@@ -121,7 +121,7 @@ CLI::App* add_reap_command(CLI::App& app, ReapOptions& options) {
   refuse_empty(reap->add_option("--gpus", options.gpus,
                                 "Only processes using these GPUs, and the GPUs to verify: indices, ranges and UUIDs (0,2-3,GPU-...)"),
                empty);
-  reap->add_option("--except", options.except, "Never end processes whose comm or executable basename is NAME")
+  reap->add_option("--except", options.except, "Never end processes whose executable's basename is NAME (not comm: a process names itself); what they hold still counts")
       ->expected(1, -1);
   refuse_empty(reap->add_option("--baseline-mib", options.baseline_mib,
                                 "Memory a GPU may still show used when the job is gone, in MiB (default: see below)"),

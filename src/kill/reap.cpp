@@ -130,14 +130,19 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
     }
     const std::string exe_name = basename_of(p->exe);
     std::string spared_why;
+    // By the executable's name, never by comm: a process names itself, so a comm that equals
+    // an --except name would let any job escape its cleanup.
     for (const auto& name : criteria.except) {
-      if (name == p->comm || (!exe_name.empty() && name == exe_name)) spared_why = "--except " + name;
+      if (!exe_name.empty() && name == exe_name) spared_why = "--except " + name;
     }
     if (std::find(policy.self_ancestry.begin(), policy.self_ancestry.end(), pid) != policy.self_ancestry.end()) {
       spared_why = "an ancestor of gpureap (the shell or job running it)";
     }
     if (!spared_why.empty()) {
       out.spared.push_back({pid, p->command(), spared_why});
+      // Spared, but its GPU memory is still the job's: the GPU is not called empty while it
+      // holds some (the report names it).
+      if (listed_by_driver(snapshot, pid)) out.listed_pids.insert(pid);
       continue;
     }
     SelectedProcess s;

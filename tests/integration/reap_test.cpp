@@ -224,7 +224,24 @@ TEST(Reap, DryRunSignalsNothingAndExceptSparesByName) {
   ASSERT_EQ(report["spared"].size(), 1u) << report.dump(2);
   EXPECT_EQ(report["spared"][0]["pid"], keeper.pid);
   EXPECT_EQ(report["spared"][0]["reason"], "--except keeper");
-  EXPECT_EQ(rc, 0) << "what --except spares is outside the job: its memory is not the job's" << report.dump(2);
+  // Spared, but the 1 GiB it holds is the job's: the GPU is not called empty.
+  EXPECT_EQ(rc, 6) << report.dump(2);
+  ASSERT_EQ(report["gpus"].size(), 1u);
+  EXPECT_FALSE(report["gpus"][0]["verified"].get<bool>());
+  EXPECT_EQ(report["gpus"][0]["still_listed"], nlohmann::json::array({keeper.pid}));
+}
+
+// A process chooses its own comm: naming itself like an --except name must not let it escape.
+TEST(Reap, ExceptMatchesTheExecutableNeverTheProcessName) {
+  SimHost host;
+  auto impostor = host.start({"--alloc", "0:1GiB", "--name", "keeper"});
+  ASSERT_EQ(process_state(impostor.pid) != 0, true);
+  int rc = -1;
+  const auto report =
+      reap_json(host, {"--uid", std::to_string(getuid()), "--gpus", "0", "--except", "keeper"}, &rc);
+  EXPECT_TRUE(report["spared"].empty()) << report.dump(2);
+  EXPECT_TRUE(eventually([&] { return !running(impostor.pid); })) << "a comm of 'keeper' escaped the reap";
+  EXPECT_EQ(rc, 0) << report.dump(2);
 }
 
 // deploy/slurm/epilog.sh as slurmd runs it (root, the job's environment), against a job cgroup
