@@ -328,6 +328,12 @@ void ProcessTableBuilder::load_trees(int root_fd, std::span<const pid_t> roots) 
   std::vector<pid_t> wanted;
   for (const pid_t root : roots) collect_tree(root_fd, root, wanted);
   build_children();
+  // The scan has read the holders' details already (ps: every driver-listed PID and worker
+  // holds a device file): read each process once.
+  std::erase_if(wanted, [this](pid_t pid) {
+    const auto it = table_.processes_.find(pid);
+    return it != table_.processes_.end() && it->second.details_loaded;
+  });
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   load_details(root_fd, wanted);
