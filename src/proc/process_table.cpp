@@ -171,6 +171,7 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
       procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
       std::optional<procfs::DeviceFdProbe> probe;
       if (holders_only) probe.emplace(table_.options_.dev_dir, is_procfs_);
+      std::vector<DeviceFileHandle> held;
       std::vector<ProcessInfo>& out = results[slot];
       out.reserve(pids.size() / threads + kChunk);
       for (;;) {
@@ -179,10 +180,10 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
         const std::size_t end = std::min(pids.size(), begin + kChunk);
         for (std::size_t i = begin; i < end; ++i) {
           if (probe) {
-            const procfs::FdProbe seen = probe->probe(root_fd, pids[i]);
+            const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
             if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
           }
-          if (std::optional<ProcessInfo> info = reader.read(root_fd, pids[i])) {
+          if (std::optional<ProcessInfo> info = reader.read(root_fd, pids[i], probe ? &held : nullptr)) {
             out.push_back(std::move(*info));
           }
         }
