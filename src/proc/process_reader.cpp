@@ -38,12 +38,8 @@ std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
   const PidName name(pid);
   const Fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
   if (!dir) return std::nullopt;  // exited since the listing
-  const auto text = buffer_.read_proc_file_at(dir.get(), "stat");
-  if (!text) return std::nullopt;
-  std::optional<StatFields> stat = parse_stat(*text);
-  if (!stat || stat->pid != pid) return std::nullopt;
-  std::optional<ProcessInfo> info(std::in_place);
-  fill_from_stat(*info, *stat);
+  std::optional<ProcessInfo> info = read_stat(dir.get(), "stat", pid);
+  if (!info) return std::nullopt;
   if (probed != nullptr && !probed->empty() && started_before_scan(*info) && !info->kernel_thread &&
       info->state != 'Z' && info->state != 'X') {
     info->device_files = std::move(*probed);
@@ -51,6 +47,26 @@ std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
   } else {
     read_device_files(dir.get(), *info);
   }
+  return info;
+}
+
+std::optional<ProcessInfo> ProcessReader::read_without_files(int root_fd, pid_t pid) {
+  char path[32];
+  const auto end = std::to_chars(path, path + 16, pid).ptr;
+  std::string_view("/stat").copy(end, 5);
+  end[5] = '\0';
+  std::optional<ProcessInfo> info = read_stat(root_fd, path, pid);
+  if (info && (info->state == 'Z' || info->state == 'X')) return read(root_fd, pid);
+  return info;
+}
+
+std::optional<ProcessInfo> ProcessReader::read_stat(int dirfd, const char* path, pid_t pid) {
+  const auto text = buffer_.read_proc_file_at(dirfd, path);
+  if (!text) return std::nullopt;
+  std::optional<StatFields> stat = parse_stat(*text);
+  if (!stat || stat->pid != pid) return std::nullopt;
+  std::optional<ProcessInfo> info(std::in_place);
+  fill_from_stat(*info, *stat);
   return info;
 }
 

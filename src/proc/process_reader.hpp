@@ -35,11 +35,17 @@ class ProcessReader {
   std::optional<ProcessInfo> read(int root_fd, pid_t pid,
                                   std::vector<DeviceFileHandle>* probed = nullptr);
 
+  // Phase 1 for a process whose fd/ a DeviceFdProbe has just found empty (a kernel thread, a
+  // process with no descriptor open): its stat alone, read as "<pid>/stat". A zombie is read
+  // with read(): its other threads may still hold files.
+  std::optional<ProcessInfo> read_without_files(int root_fd, pid_t pid);
+
   // Phase 2 for a process read in phase 1. False, with `info` untouched, when the process
   // has gone or its PID now names another process (a different start time).
   bool read_details(int root_fd, ProcessInfo& info, UserNames& users);
 
  private:
+  std::optional<ProcessInfo> read_stat(int dirfd, const char* path, pid_t pid);
   void fill_from_stat(ProcessInfo& info, StatFields& stat) const;
   bool started_before_scan(const ProcessInfo& info) const;
   void read_device_files(int pid_fd, ProcessInfo& info);

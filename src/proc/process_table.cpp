@@ -179,11 +179,16 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
         if (begin >= pids.size()) break;
         const std::size_t end = std::min(pids.size(), begin + kChunk);
         for (std::size_t i = begin; i < end; ++i) {
+          std::optional<ProcessInfo> info;
           if (probe) {
             const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
             if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
+            info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
+                                                    : reader.read(root_fd, pids[i], &held);
+          } else {
+            info = reader.read(root_fd, pids[i]);
           }
-          if (std::optional<ProcessInfo> info = reader.read(root_fd, pids[i], probe ? &held : nullptr)) {
+          if (info) {
             out.push_back(std::move(*info));
           }
         }
