@@ -281,8 +281,12 @@ void ProcessTableBuilder::collect_tree(int root_fd, pid_t root, std::vector<pid_
 
 std::vector<pid_t> ProcessTableBuilder::children_for_tree(int root_fd, pid_t pid) {
   if (!table_.complete_) {
+    if (const auto it = table_.children_read_.find(pid); it != table_.children_read_.end()) return it->second;
     std::vector<pid_t> children;
-    if (read_children_files(root_fd, pid, children)) return children;
+    if (read_children_files(root_fd, pid, children)) {
+      table_.children_read_.emplace(pid, children);
+      return children;
+    }
     read_everything(root_fd);  // a kernel without /proc/<pid>/task/<tid>/children
   }
   return table_.children_of(pid);
