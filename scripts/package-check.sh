@@ -37,8 +37,11 @@ for field in Package:gpureap Section:admin Architecture:"$arch"; do
   [ "$(dpkg-deb -f "$deb" "${field%%:*}")" = "${field#*:}" ] || die "$deb: ${field%%:*} is not ${field#*:}"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
-[[ $depends == *libc6* && $depends == *libstdc++6* ]] ||
-  die "$deb: Depends ($depends) does not name the C and C++ runtimes: dpkg-shlibdeps did not run?"
+# The C++ runtime, fmt, toml++ and RE2 are linked in statically: only the C library is left.
+[[ $depends == *libc6* ]] ||
+  die "$deb: Depends ($depends) does not name the C library: dpkg-shlibdeps did not run?"
+[[ $depends != *libstdc++* && $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* ]] ||
+  die "$deb: Depends ($depends) names a library gpureap links statically (CMakeLists.txt)"
 [ -n "$(dpkg-deb -f "$deb" Maintainer)" ] && [ -n "$(dpkg-deb -f "$deb" Description)" ] ||
   die "$deb: no Maintainer or Description"
 

@@ -72,20 +72,37 @@ static std::optional<AllocView> observe(const Layout& layout, const Config& conf
   return v;
 }
 
+// The record in allocs/<entry>, from `cache` when the same file was parsed before.
+static std::optional<AllocRecord> load_record(const Layout& layout, const DirEntry& entry,
+                                              const RecordCache* cache) {
+  if (cache != nullptr) {
+    if (auto it = cache->find(entry.name); it != cache->end() && it->second.ino == entry.ino) {
+      return it->second.rec;
+    }
+  }
+  ReadResult r = read_file(layout.allocs_dir() + "/" + entry.name);
+  if (!r.ok()) return std::nullopt;
+  auto rec = parse_alloc_record(r.data);
+  if (!rec.ok()) return std::nullopt;
+  return std::move(*rec);
+}
+
 Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Config& config,
-                                                std::int64_t now_ns) {
-  auto names = list_dir(layout.allocs_dir());
-  if (!names.ok()) return Error{names.error().message};
+                                                std::int64_t now_ns, RecordCache* cache) {
+  auto entries = list_dir_entries(layout.allocs_dir());
+  if (!entries.ok()) return Error{entries.error().message};
   std::vector<AllocView> views;
-  for (const std::string& name : *names) {
+  RecordCache listed;
+  for (const DirEntry& entry : *entries) {
+    const std::string& name = entry.name;
     if (name.empty() || name[0] == '.') continue;  // temp files and the allocation lock
     if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
-    ReadResult r = read_file(layout.allocs_dir() + "/" + name);
-    if (!r.ok()) continue;
-    auto rec = parse_alloc_record(r.data);
-    if (!rec.ok()) continue;
+    auto rec = load_record(layout, entry, cache);
+    if (!rec) continue;
+    if (cache != nullptr) listed[name] = CachedRecord{entry.ino, *rec};
     if (auto v = observe(layout, config, std::move(*rec), now_ns)) views.push_back(std::move(*v));
   }
+  if (cache != nullptr) *cache = std::move(listed);
   std::sort(views.begin(), views.end(), [](const AllocView& a, const AllocView& b) {
     if (a.rec.created_ns != b.rec.created_ns) return a.rec.created_ns < b.rec.created_ns;
     return a.rec.id < b.rec.id;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,10 +42,22 @@ struct AllocView {
   bool owner_running() const { return state == AllocState::Active; }
 };
 
+// Parsed records of earlier scans, by file name. A record is published once (written to a
+// temporary file and renamed into place) and never rewritten, so a name still listed with the
+// same inode still holds the same record: a long-lived reader (the driver library, which
+// scans on every NVML call) reads and parses each record once. Liveness is never cached.
+struct CachedRecord {
+  unsigned long long ino = 0;
+  AllocRecord rec;
+};
+using RecordCache = std::map<std::string, CachedRecord>;
+
 // Reads allocs/, probes every context and deletes those whose release is complete. Records
-// that vanish or are unreadable mid-scan are skipped. Sorted by creation time.
+// that vanish or are unreadable mid-scan are skipped. Sorted by creation time. With `cache`,
+// records are taken from it where their file is unchanged, and it is left holding exactly
+// the records this scan listed.
 Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Config& config,
-                                                std::int64_t now_ns);
+                                                std::int64_t now_ns, RecordCache* cache = nullptr);
 
 // Bytes held by live (not yet released) allocations on a GPU, or on one of its MIG instances.
 std::uint64_t allocated_bytes(const std::vector<AllocView>& views, unsigned gpu);

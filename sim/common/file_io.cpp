@@ -116,18 +116,27 @@ Status remove_tree(const std::string& path) {
   return ok_status();
 }
 
-Result<std::vector<std::string>> list_dir(const std::string& path) {
-  std::vector<std::string> names;
+Result<std::vector<DirEntry>> list_dir_entries(const std::string& path) {
+  std::vector<DirEntry> entries;
   DIR* d = ::opendir(path.c_str());
   if (d == nullptr) {
-    if (errno == ENOENT) return names;
+    if (errno == ENOENT) return entries;
     return Error{path + ": " + errno_text(errno)};
   }
   while (struct dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    names.emplace_back(e->d_name);
+    entries.push_back({e->d_name, static_cast<unsigned long long>(e->d_ino)});
   }
   ::closedir(d);
+  return entries;
+}
+
+Result<std::vector<std::string>> list_dir(const std::string& path) {
+  auto entries = list_dir_entries(path);
+  if (!entries.ok()) return Error{entries.error().message};
+  std::vector<std::string> names;
+  names.reserve(entries->size());
+  for (DirEntry& e : *entries) names.push_back(std::move(e.name));
   return names;
 }
 

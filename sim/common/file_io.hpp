@@ -40,6 +40,13 @@ Status remove_tree(const std::string& path);
 // Names in a directory, without "." and "..". A missing directory is an empty list.
 Result<std::vector<std::string>> list_dir(const std::string& path);
 
+// The same with each name's inode number (from the directory itself, no stat).
+struct DirEntry {
+  std::string name;
+  unsigned long long ino = 0;
+};
+Result<std::vector<DirEntry>> list_dir_entries(const std::string& path);
+
 // errno as text, for messages.
 std::string errno_text(int err);
 

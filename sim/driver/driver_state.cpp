@@ -40,6 +40,7 @@ struct DriverState {
   std::optional<FileId> config_id;
   nvmlDevice_st slots[kMaxGpus][1 + kMaxMigSlots] = {};
   DeviceFiles files;  // held from the first init to the last shutdown
+  RecordCache records;  // allocation records parsed by earlier calls of this init session
 };
 
 DriverState& state() {
@@ -130,7 +131,7 @@ nvmlDevice_t Call::mig_handle(unsigned gpu, unsigned slot) const {
 }
 
 std::optional<std::vector<AllocView>> Call::scan() const {
-  auto views = scan_allocations(layout(), config(), realtime_ns());
+  auto views = scan_allocations(layout(), config(), realtime_ns(), &state().records);
   if (!views.ok()) return std::nullopt;
   return std::move(*views);
 }
@@ -174,6 +175,7 @@ nvmlReturn_t driver_shutdown() {
     s.files.close_all();
     s.layout.reset();
     s.config_id.reset();
+    s.records.clear();
   }
   return NVML_SUCCESS;
 }

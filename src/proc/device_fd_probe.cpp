@@ -9,7 +9,8 @@ namespace gpureap::procfs {
 DeviceFdProbe::DeviceFdProbe(std::string_view dev_dir, bool is_procfs)
     : dev_dir_(dev_dir), is_procfs_(is_procfs), buffer_(512) {}
 
-FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid) {
+FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid, std::vector<DeviceFileHandle>& held) {
+  held.clear();
   char path[24];
   const auto end = std::to_chars(path, path + 16, pid).ptr;
   std::string_view("/fd").copy(end, 3);
@@ -17,23 +18,33 @@ FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid) {
   const Fd fd_dir = open_dir_at(root_fd, path, /*no_follow=*/false);
   if (!fd_dir) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
   FdProbe result = FdProbe::NoFiles;
+  bool complete = true;  // every link of a holder read
   const bool listed = lister_.for_each(
       fd_dir.get(),
       [&](const char* name, unsigned char) {
         const auto target = buffer_.read_link_at(fd_dir.get(), name);
         if (!target) {
           if (!errno_means_denied()) return true;  // closed since the listing
-          result = FdProbe::Denied;
+          if (result == FdProbe::DeviceFile) {
+            complete = false;
+          } else {
+            result = FdProbe::Denied;
+          }
           return false;
         }
-        if (classify_device_path(*target, dev_dir_)) {
+        if (auto handle = classify_fd_link(name, *target, dev_dir_)) {
+          held.push_back(std::move(*handle));
           result = FdProbe::DeviceFile;
-          return false;
+        } else if (result != FdProbe::DeviceFile) {
+          result = FdProbe::OtherFiles;
         }
-        result = FdProbe::OtherFiles;
         return true;
       },
       is_procfs_);
+  if (result == FdProbe::DeviceFile) {
+    if (!listed || !complete) held.clear();  // the reader lists them itself
+    return result;
+  }
   if (!listed) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
   return result;
 }

@@ -1,9 +1,11 @@
 // The cheap first look at one process for `ps`: does /proc/<pid>/fd hold a GPU device file?
-// One openat of "<pid>/fd", its listing and one readlink per descriptor, stopping at the
-// first device file; no stat, no /proc/<pid> directory. Internal to src/proc.
+// One openat of "<pid>/fd", its listing and one readlink per descriptor; no stat, no
+// /proc/<pid> directory. A holder's descriptors are all read, so that the reader need not list
+// them again. Internal to src/proc.
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -23,7 +25,9 @@ class DeviceFdProbe {
  public:
   // is_procfs: the directory listings may stop at the first short batch (see DirLister).
   DeviceFdProbe(std::string_view dev_dir, bool is_procfs);
-  FdProbe probe(int root_fd, pid_t pid);
+  // With DeviceFile, `held` has every GPU device file of the listing (in descriptor order),
+  // or is empty when a later link could not be read; otherwise it is empty.
+  FdProbe probe(int root_fd, pid_t pid, std::vector<DeviceFileHandle>& held);
 
  private:
   std::string_view dev_dir_;

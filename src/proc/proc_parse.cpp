@@ -196,4 +196,11 @@ std::optional<DeviceFileHandle> classify_device_path(std::string_view link_targe
   return handle;
 }
 
+std::optional<DeviceFileHandle> classify_fd_link(std::string_view fd_name, std::string_view link_target,
+                                                 std::string_view dev_dir) {
+  std::optional<DeviceFileHandle> handle = classify_device_path(link_target, dev_dir);
+  if (handle && !procfs::parse_whole_unsigned(fd_name, handle->fd)) return std::nullopt;
+  return handle;
+}
+
 }  // namespace gpureap

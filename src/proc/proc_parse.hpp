@@ -30,4 +30,8 @@ std::optional<ContainerRef> parse_cgroup(std::string_view text);
 std::optional<DeviceFileHandle> classify_device_path(std::string_view link_target,
                                                      std::string_view dev_dir);
 
+// The same for the entry `fd_name` of a /proc/<pid>/fd listing: also its descriptor number.
+std::optional<DeviceFileHandle> classify_fd_link(std::string_view fd_name, std::string_view link_target,
+                                                 std::string_view dev_dir);
+
 }  // namespace gpureap

@@ -15,6 +15,11 @@
 namespace gpureap::procfs {
 namespace {
 
+void sort_by_descriptor(std::vector<DeviceFileHandle>& files) {
+  std::sort(files.begin(), files.end(),
+            [](const DeviceFileHandle& a, const DeviceFileHandle& b) { return a.fd < b.fd; });
+}
+
 struct PidName {
   char text[16];
   explicit PidName(pid_t pid) {
@@ -28,18 +33,47 @@ struct PidName {
 ProcessReader::ProcessReader(const ScanClock& clock, std::string_view dev_dir, bool is_procfs)
     : clock_(clock), dev_dir_(dev_dir), is_procfs_(is_procfs) {}
 
-std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid) {
+std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
+                                               std::vector<DeviceFileHandle>* probed) {
   const PidName name(pid);
   const Fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
   if (!dir) return std::nullopt;  // exited since the listing
-  const auto text = buffer_.read_proc_file_at(dir.get(), "stat");
+  std::optional<ProcessInfo> info = read_stat(dir.get(), "stat", pid);
+  if (!info) return std::nullopt;
+  if (probed != nullptr && !probed->empty() && started_before_scan(*info) && !info->kernel_thread &&
+      info->state != 'Z' && info->state != 'X') {
+    info->device_files = std::move(*probed);
+    sort_by_descriptor(info->device_files);
+  } else {
+    read_device_files(dir.get(), *info);
+  }
+  return info;
+}
+
+std::optional<ProcessInfo> ProcessReader::read_without_files(int root_fd, pid_t pid) {
+  char path[32];
+  const auto end = std::to_chars(path, path + 16, pid).ptr;
+  std::string_view("/stat").copy(end, 5);
+  end[5] = '\0';
+  std::optional<ProcessInfo> info = read_stat(root_fd, path, pid);
+  if (info && (info->state == 'Z' || info->state == 'X')) return read(root_fd, pid);
+  return info;
+}
+
+std::optional<ProcessInfo> ProcessReader::read_stat(int dirfd, const char* path, pid_t pid) {
+  const auto text = buffer_.read_proc_file_at(dirfd, path);
   if (!text) return std::nullopt;
   std::optional<StatFields> stat = parse_stat(*text);
   if (!stat || stat->pid != pid) return std::nullopt;
   std::optional<ProcessInfo> info(std::in_place);
   fill_from_stat(*info, *stat);
-  read_device_files(dir.get(), *info);
   return info;
+}
+
+// Two clock ticks of margin: start times are whole ticks, rounded down.
+bool ProcessReader::started_before_scan(const ProcessInfo& info) const {
+  const double scan_start_ticks = (clock_.now_unix - clock_.boot_time_unix) * clock_.ticks_per_second;
+  return static_cast<double>(info.start_time_ticks) + 2 < scan_start_ticks;
 }
 
 void ProcessReader::fill_from_stat(ProcessInfo& info, StatFields& stat) const {
@@ -102,8 +136,7 @@ bool ProcessReader::list_device_files(int fd_dir, ProcessInfo& info) {
           info.fd_access = FdAccess::Denied;        // e.g. a process with more privileges
           return false;
         }
-        std::optional<DeviceFileHandle> handle = classify_device_path(*target, dev_dir_);
-        if (handle && parse_whole_unsigned(std::string_view(name), handle->fd)) {
+        if (auto handle = classify_fd_link(name, *target, dev_dir_)) {
           info.device_files.push_back(std::move(*handle));
         }
         return true;
@@ -112,8 +145,7 @@ bool ProcessReader::list_device_files(int fd_dir, ProcessInfo& info) {
   if (!listed && info.fd_access == FdAccess::Ok) {
     info.fd_access = errno_means_denied() ? FdAccess::Denied : FdAccess::Gone;
   }
-  std::sort(info.device_files.begin(), info.device_files.end(),
-            [](const DeviceFileHandle& a, const DeviceFileHandle& b) { return a.fd < b.fd; });
+  sort_by_descriptor(info.device_files);
   return listed;
 }
 
@@ -153,7 +185,7 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
 
   // cmdline and maps take the mmap lock, which a thread in D may hold: never read then
   // (the command falls back to comm).
-  const bool may_block = address_space_may_block(pid_fd, info.state, buffer_, lister_);
+  const bool may_block = address_space_may_block(pid_fd, info.pid, info.state, buffer_, lister_);
   info.cmdline.clear();
   if (!may_block) {
     if (const auto text = buffer_.read_file_at(pid_fd, "cmdline")) info.cmdline = parse_cmdline(*text);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "proc/proc_io.hpp"
 #include "proc/process_info.hpp"
@@ -16,7 +17,7 @@ namespace gpureap::procfs {
 // What turns clock ticks and pages into seconds and bytes, fixed for one scan.
 struct ScanClock {
   double boot_time_unix = 0;
-  double now_unix = 0;
+  double now_unix = 0;  // when the scan started
   double ticks_per_second = 100;
   std::uint64_t page_size = 4096;
 };
@@ -28,14 +29,25 @@ class ProcessReader {
 
   // Phase 1: stat and GPU device descriptors of /proc/<pid>. nullopt when the process is
   // gone (or its stat unreadable); a denied fd/ is reported in fd_access, not as failure.
-  std::optional<ProcessInfo> read(int root_fd, pid_t pid);
+  // `probed`: the device files a DeviceFdProbe has just found in "<pid>/fd", taken instead of
+  // listing fd/ again when the process read is certainly the one probed (started before the
+  // scan, so the PID was not reused in between).
+  std::optional<ProcessInfo> read(int root_fd, pid_t pid,
+                                  std::vector<DeviceFileHandle>* probed = nullptr);
+
+  // Phase 1 for a process whose fd/ a DeviceFdProbe has just found empty (a kernel thread, a
+  // process with no descriptor open): its stat alone, read as "<pid>/stat". A zombie is read
+  // with read(): its other threads may still hold files.
+  std::optional<ProcessInfo> read_without_files(int root_fd, pid_t pid);
 
   // Phase 2 for a process read in phase 1. False, with `info` untouched, when the process
   // has gone or its PID now names another process (a different start time).
   bool read_details(int root_fd, ProcessInfo& info, UserNames& users);
 
  private:
+  std::optional<ProcessInfo> read_stat(int dirfd, const char* path, pid_t pid);
   void fill_from_stat(ProcessInfo& info, StatFields& stat) const;
+  bool started_before_scan(const ProcessInfo& info) const;
   void read_device_files(int pid_fd, ProcessInfo& info);
   bool list_device_files(int fd_dir, ProcessInfo& info);
   void read_detail_files(int pid_fd, ProcessInfo& info, UserNames& users);

@@ -171,6 +171,7 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
       procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
       std::optional<procfs::DeviceFdProbe> probe;
       if (holders_only) probe.emplace(table_.options_.dev_dir, is_procfs_);
+      std::vector<DeviceFileHandle> held;
       std::vector<ProcessInfo>& out = results[slot];
       out.reserve(pids.size() / threads + kChunk);
       for (;;) {
@@ -178,11 +179,16 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
         if (begin >= pids.size()) break;
         const std::size_t end = std::min(pids.size(), begin + kChunk);
         for (std::size_t i = begin; i < end; ++i) {
+          std::optional<ProcessInfo> info;
           if (probe) {
-            const procfs::FdProbe seen = probe->probe(root_fd, pids[i]);
+            const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
             if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
+            info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
+                                                    : reader.read(root_fd, pids[i], &held);
+          } else {
+            info = reader.read(root_fd, pids[i]);
           }
-          if (std::optional<ProcessInfo> info = reader.read(root_fd, pids[i])) {
+          if (info) {
             out.push_back(std::move(*info));
           }
         }
@@ -275,8 +281,12 @@ void ProcessTableBuilder::collect_tree(int root_fd, pid_t root, std::vector<pid_
 
 std::vector<pid_t> ProcessTableBuilder::children_for_tree(int root_fd, pid_t pid) {
   if (!table_.complete_) {
+    if (const auto it = table_.children_read_.find(pid); it != table_.children_read_.end()) return it->second;
     std::vector<pid_t> children;
-    if (read_children_files(root_fd, pid, children)) return children;
+    if (read_children_files(root_fd, pid, children)) {
+      table_.children_read_.emplace(pid, children);
+      return children;
+    }
     read_everything(root_fd);  // a kernel without /proc/<pid>/task/<tid>/children
   }
   return table_.children_of(pid);
@@ -328,6 +338,12 @@ void ProcessTableBuilder::load_trees(int root_fd, std::span<const pid_t> roots) 
   std::vector<pid_t> wanted;
   for (const pid_t root : roots) collect_tree(root_fd, root, wanted);
   build_children();
+  // The scan has read the holders' details already (ps: every driver-listed PID and worker
+  // holds a device file): read each process once.
+  std::erase_if(wanted, [this](pid_t pid) {
+    const auto it = table_.processes_.find(pid);
+    return it != table_.processes_.end() && it->second.details_loaded;
+  });
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   load_details(root_fd, wanted);

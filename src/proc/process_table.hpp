@@ -63,6 +63,9 @@ class ProcessTable {
   ProcScanOptions options_;
   std::unordered_map<pid_t, ProcessInfo> processes_;
   std::unordered_map<pid_t, std::vector<pid_t>> children_;
+  // Holders scope: the children files read so far. ps's load_trees walks the trees of the
+  // driver-listed PIDs, mostly the holders' trees the scan has walked already.
+  std::unordered_map<pid_t, std::vector<pid_t>> children_read_;
   bool complete_ = true;  // every process is in the table (scope Everything, or fallen back to it)
   bool in_child_pid_namespace_ = false;
   double boot_time_unix_ = 0;

@@ -7,14 +7,15 @@
 
 namespace gpureap::procfs {
 
-bool address_space_may_block(int pid_dir, char main_state, ReadBuffer& buffer, DirLister& lister) {
+bool address_space_may_block(int pid_dir, pid_t pid, char main_state, ReadBuffer& buffer,
+                             DirLister& lister) {
   if (main_state == 'D') return true;
   const Fd tasks = open_dir_at(pid_dir, "task", false);
   if (!tasks) return !errno_means_gone();  // gone: nothing to read anyway
   bool blocked = false;
   const bool listed = lister.for_each(tasks.get(), [&](const char* name, unsigned char) {
     int tid = 0;
-    if (!parse_pid_name(name, tid)) return true;
+    if (!parse_pid_name(name, tid) || tid == pid) return true;
     const Fd task = open_dir_at(tasks.get(), name, true);
     if (!task) return true;  // exited since the listing
     const auto text = buffer.read_proc_file_at(task.get(), "stat");

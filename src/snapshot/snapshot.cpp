@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <exception>
 #include <set>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -292,43 +295,70 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
   link_exited_owners(snapshot);
 }
 
-SnapshotSource::SnapshotSource(SnapshotOptions options)
-    : options_(std::move(options)), load_(NvmlLibrary::load()) {}
+SnapshotSource::SnapshotSource(SnapshotOptions options) : options_(std::move(options)) {}
 
 SnapshotSource::~SnapshotSource() = default;
 
+const NvmlLoadResult& SnapshotSource::loaded() const {
+  if (!load_) load_ = NvmlLibrary::load();
+  return *load_;
+}
+
 std::optional<DriverReading> SnapshotSource::read_driver_only() const {
-  if (!load_.library) return std::nullopt;
-  return read_driver(*load_.library);
+  if (!loaded().library) return std::nullopt;
+  return read_driver(*load_->library);
 }
 
 std::unique_ptr<Snapshot> SnapshotSource::take() {
   auto snapshot = std::make_unique<Snapshot>();
   snapshot->taken_at = std::chrono::system_clock::now();
-  DriverReading reading;
+  // The driver (loaded on the first take) is read on a second thread while this one scans
+  // /proc: both spend their time in the kernel (NVML's ioctls, procfs), and nvmlInit alone can
+  // take seconds on a GPU without persistence mode. A driver-listed PID the scan missed is read
+  // by load_trees below, as one that started after the scan always was.
+  std::optional<DriverReading> reading;
+  std::exception_ptr driver_error;
+  const auto read = [&]() noexcept {
+    try {
+      reading = read_driver_only();
+    } catch (...) {
+      driver_error = std::current_exception();
+    }
+  };
+  {
+    std::jthread driver_thread;
+    try {
+      driver_thread = std::jthread(read);
+    } catch (const std::system_error&) {
+      read();  // no thread to be had (RLIMIT_NPROC): one after the other
+    }
+    snapshot->table = ProcessTable::scan(options_.proc);
+  }  // joins the driver thread, also when the scan throws
+  if (driver_error) std::rethrow_exception(driver_error);
+
   DriverStatus& driver = snapshot->driver;
-  driver.failure = load_.failure;
-  driver.nvml_code = load_.nvml_code;
-  driver.message = load_.message;
-  if (load_.library) {
-    reading = read_driver(*load_.library);
+  driver.failure = load_->failure;
+  driver.nvml_code = load_->nvml_code;
+  driver.message = load_->message;
+  if (reading) {
     driver.loaded = true;
-    driver.library_path = reading.library_path;
-    driver.driver_version = reading.driver_version;
-    driver.nvml_version = reading.nvml_version;
-    driver.cuda_driver_version = reading.cuda_driver_version;
-    driver.count_error = reading.error;
+    driver.library_path = reading->library_path;
+    driver.driver_version = reading->driver_version;
+    driver.nvml_version = reading->nvml_version;
+    driver.cuda_driver_version = reading->cuda_driver_version;
+    driver.count_error = reading->error;
+  } else {
+    reading.emplace();
   }
-  snapshot->table = ProcessTable::scan(options_.proc);
   snapshot->in_child_pid_namespace = snapshot->table.in_child_pid_namespace();
 
   // Details for every driver-listed PID present here and the descendants of each (for --tree).
   std::vector<pid_t> listed;
-  for (const auto& gpu : reading.gpus) {
+  for (const auto& gpu : reading->gpus) {
     for (const auto& process : gpu.processes) listed.push_back(static_cast<pid_t>(process.pid));
   }
   snapshot->table.load_trees(listed);
-  join_snapshot(*snapshot, reading);
+  join_snapshot(*snapshot, *reading);
   return snapshot;
 }
 

@@ -143,8 +143,11 @@ class SnapshotSource {
   std::optional<DriverReading> read_driver_only() const;
 
  private:
+  const NvmlLoadResult& loaded() const;
+
   SnapshotOptions options_;
-  NvmlLoadResult load_;
+  // Loaded on first use, on take()'s driver thread: nvmlInit overlaps the /proc scan.
+  mutable std::optional<NvmlLoadResult> load_;
 };
 
 // Unattributed memory up to this is the driver's own per-context overhead, not something to

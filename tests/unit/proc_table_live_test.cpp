@@ -296,6 +296,41 @@ TEST(ProcTableLive, ZombieLeaderWithLiveThreadsStillHolds) {
   }
 }
 
+// ps's first look at each process lists a holder's descriptors to the end and hands them to
+// the reader (for a process older than the scan), which does not list them again: the
+// table must show every device file, in descriptor order, as a full scan does.
+TEST(ProcTableLive, HoldersScopeHasEveryDeviceFileOfAnOlderHolder) {
+  const FakeDevDir dev;
+  const Pipe ready;
+  Child child([&] {
+    open_or_die(dev.file("nvidiactl"));
+    open_or_die("/dev/null");  // not a device file, between two that are
+    open_or_die(dev.file("nvidia0"));
+    ready.send(getpid());
+    pause();
+  });
+  ASSERT_EQ(ready.receive(), child.pid());
+  std::this_thread::sleep_for(100ms);  // older than the scan by more than a clock tick or two
+
+  const ProcessTable everything = scan_until_state(dev.path(), {child.pid()}, 'S');
+  const ProcessTable holders = scan_until_state(dev.path(), {child.pid()}, 'S', ProcScanScope::Holders);
+  const ProcessInfo* full = everything.find(child.pid());
+  const ProcessInfo* seen = holders.find(child.pid());
+  ASSERT_NE(full, nullptr);
+  ASSERT_NE(seen, nullptr);
+  ASSERT_EQ(seen->device_files.size(), 2u);
+  EXPECT_EQ(seen->device_files[0].kind, DeviceFileKind::Control);
+  EXPECT_EQ(seen->device_files[1].kind, DeviceFileKind::Gpu);
+  EXPECT_EQ(seen->device_files[1].path, dev.file("nvidia0"));
+  ASSERT_EQ(full->device_files.size(), seen->device_files.size());
+  for (std::size_t i = 0; i < full->device_files.size(); ++i) {
+    EXPECT_EQ(seen->device_files[i].fd, full->device_files[i].fd);
+    EXPECT_EQ(seen->device_files[i].path, full->device_files[i].path);
+  }
+  EXPECT_LT(seen->device_files[0].fd, seen->device_files[1].fd);
+  EXPECT_TRUE(seen->details_loaded);
+}
+
 // ps reads in full only the holders and what is shown around them: their ancestors, their
 // process-group leader and their descendants. A bystander costs one look at its fd/ and is
 // left out; an Everything scan (kill, doctor) still has it.
