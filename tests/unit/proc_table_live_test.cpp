@@ -133,7 +133,9 @@ ProcessTable scan_live(const std::string& dev_dir, ProcScanScope scope = ProcSca
   return ProcessTable::scan(options);
 }
 
-// Scans until every pid shows state `state` (children take a moment to reach pause()).
+// Scans until every pid shows state `state` (children take a moment to reach pause()), then
+// once more: a scan reads every process's descriptors before their states, so the scan that
+// first sees a child in pause() may hold descriptors it had not yet closed (seen under load).
 ProcessTable scan_until_state(const std::string& dev_dir, std::initializer_list<pid_t> pids,
                               char state, ProcScanScope scope = ProcScanScope::Everything) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -143,7 +145,8 @@ ProcessTable scan_until_state(const std::string& dev_dir, std::initializer_list<
       const ProcessInfo* info = table.find(pid);
       return info != nullptr && info->state == state;
     });
-    if (all || std::chrono::steady_clock::now() > deadline) return table;
+    if (all) return scan_live(dev_dir, scope);
+    if (std::chrono::steady_clock::now() > deadline) return table;
     std::this_thread::sleep_for(5ms);
   }
 }
