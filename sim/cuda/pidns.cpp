@@ -53,6 +53,13 @@ Status enter_pid_namespace() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  // Blocked until the launcher knows the inner PID: on a loaded host the child can be ready
+  // (and signalled through us) before the parent runs again, and a forwarder that does not
+  // know whom to forward to would drop the signal.
+  sigset_t forwarded, previous;
+  sigemptyset(&forwarded);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&forwarded, sig);
+  ::sigprocmask(SIG_BLOCK, &forwarded, &previous);
   std::fflush(nullptr);
   pid_t pid = ::fork();
   if (pid < 0) return Error{std::string("fork into the new PID namespace: ") + std::strerror(errno)};
@@ -61,9 +68,11 @@ Status enter_pid_namespace() {
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     return ok_status();
   }
   g_inner_pid = pid;
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // a signal that came meanwhile is forwarded now
   wait_and_mirror(pid);
 }
 
