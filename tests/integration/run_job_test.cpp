@@ -331,6 +331,38 @@ TEST(RunJob, HangTimeoutEndsAnIdleJobAndLeavesABusyOneAlone) {
   }
 }
 
+TEST(RunJob, DumpOnHangSavesABacktraceBesideTheReportOrSaysWhyNot) {
+  SimHost host;
+  BackgroundRun run(host,
+                    {"--hang-timeout", "1", "--dump-on-hang", "--poll-interval", "100ms", "--kill-timeout", "1"},
+                    {"/bin/sh", "-c", "exec \"$SIM\" --alloc 0:1GiB"});
+  const auto pids = run.sim_ready();
+  ASSERT_FALSE(pids.empty());
+  EXPECT_EQ(run.wait(60000), 124);
+  const auto report = run.report();
+  ASSERT_FALSE(report["evidence"].empty()) << report.dump(2);
+  const auto& evidence = report["evidence"][0];
+  EXPECT_EQ(evidence["pid"], pids[0]);
+  const bool have_gdb = std::filesystem::exists("/usr/bin/gdb");
+  if (have_gdb) {
+    // gdb's backtrace of the simulated (native) process, in a private directory beside the report.
+    EXPECT_EQ(report["evidence_dir"], run.report_path() + ".evidence");
+    ASSERT_EQ(evidence["dump_files"].size(), 1u) << evidence.dump(2);
+    const std::string file = evidence["dump_files"][0];
+    EXPECT_EQ(file, run.report_path() + ".evidence/" + std::to_string(pids[0]) + ".gdb.txt");
+    std::ifstream in(file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("#0"), std::string::npos) << text.substr(0, 2000);
+    struct stat dir {};
+    ASSERT_EQ(stat(report["evidence_dir"].get<std::string>().c_str(), &dir), 0);
+    EXPECT_EQ(dir.st_mode & 0777, 0700u);
+  } else {
+    bool said = false;
+    for (const auto& note : evidence["notes"]) said = said || note.get<std::string>().find("gdb is not installed") != std::string::npos;
+    EXPECT_TRUE(said) << evidence.dump(2);
+  }
+}
+
 TEST(RunJob, BadOptionsStartNothing) {
   SimHost host;
   const std::string marker = host.state_dir() + "/started";

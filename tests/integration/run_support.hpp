@@ -83,6 +83,7 @@ class BackgroundRun {
   }
 
   pid_t pid() const { return pid_; }
+  const std::string& report_path() const { return report_; }
 
   // The next line of the job's output starting with `prefix` (words after it), or fails.
   std::vector<std::string> line_starting(const std::string& prefix, int timeout_ms = 15000) {
