@@ -14,6 +14,10 @@ typedef int nvmlReturn_t;
 typedef int nvmlEnableState_t;
 typedef int nvmlComputeMode_t;
 typedef int nvmlTemperatureSensors_t;
+typedef int nvmlPstates_t;
+typedef int nvmlMemoryErrorType_t;
+typedef int nvmlEccCounterType_t;
+typedef int nvmlDriverModel_t;
 
 // Opaque handles. The simulated library defines nvmlDevice_st; callers only pass it around.
 struct nvmlDevice_st;
@@ -60,6 +64,20 @@ inline constexpr int NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1;
 inline constexpr int NVML_COMPUTEMODE_PROHIBITED = 2;
 inline constexpr int NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3;
 inline constexpr int NVML_TEMPERATURE_GPU = 0;
+// nvmlPstates_t: P0 (maximum performance) .. P15 (minimum), 32 unknown.
+inline constexpr int NVML_PSTATE_0 = 0;
+inline constexpr int NVML_PSTATE_8 = 8;
+inline constexpr int NVML_PSTATE_15 = 15;
+inline constexpr int NVML_PSTATE_UNKNOWN = 32;
+inline constexpr int NVML_MEMORY_ERROR_TYPE_CORRECTED = 0;
+inline constexpr int NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1;
+inline constexpr int NVML_MEMORY_ERROR_TYPE_COUNT = 2;
+inline constexpr int NVML_VOLATILE_ECC = 0;
+inline constexpr int NVML_AGGREGATE_ECC = 1;
+inline constexpr int NVML_ECC_COUNTER_TYPE_COUNT = 2;
+inline constexpr int NVML_DRIVER_WDDM = 0;
+inline constexpr int NVML_DRIVER_WDM = 1;
+inline constexpr int NVML_DRIVER_MCDM = 2;
 inline constexpr unsigned NVML_DEVICE_MIG_DISABLE = 0;
 inline constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 inline constexpr unsigned NVML_INIT_FLAG_NO_GPUS = 1;

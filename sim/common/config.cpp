@@ -42,6 +42,16 @@ json gpu_knobs_json(const Gpu& g) {
               {"util_mem", g.util_mem},
               {"persistence", g.persistence},
               {"compute_mode", g.compute_mode},
+              {"fan_speed", g.fan_speed},
+              {"pstate", g.pstate},
+              {"power_limit_mw", g.power_limit_mw},
+              {"enforced_power_limit_mw", g.enforced_power_limit_mw},
+              {"ecc", g.ecc},
+              {"ecc_corrected", g.ecc_corrected},
+              {"ecc_uncorrected", g.ecc_uncorrected},
+              {"util_enc", g.util_enc},
+              {"util_dec", g.util_dec},
+              {"display_active", g.display_active},
               {"release_delay_ms", g.release_delay_ms},
               {"mig_enabled", g.mig_enabled}};
 }
@@ -108,6 +118,16 @@ static Gpu gpu_from_json(const json& j) {
   opt(j, "util_mem", g.util_mem);
   opt(j, "persistence", g.persistence);
   opt(j, "compute_mode", g.compute_mode);
+  opt(j, "fan_speed", g.fan_speed);
+  opt(j, "pstate", g.pstate);
+  opt(j, "power_limit_mw", g.power_limit_mw);
+  opt(j, "enforced_power_limit_mw", g.enforced_power_limit_mw);
+  opt(j, "ecc", g.ecc);
+  opt(j, "ecc_corrected", g.ecc_corrected);
+  opt(j, "ecc_uncorrected", g.ecc_uncorrected);
+  opt(j, "util_enc", g.util_enc);
+  opt(j, "util_dec", g.util_dec);
+  opt(j, "display_active", g.display_active);
   opt(j, "release_delay_ms", g.release_delay_ms);
   opt(j, "mig_enabled", g.mig_enabled);
   if (auto it = j.find("mig"); it != j.end()) {

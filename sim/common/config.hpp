@@ -46,6 +46,17 @@ struct Gpu {
   unsigned util_mem = 0;
   bool persistence = true;
   int compute_mode = 0;
+  // Board telemetry that monitoring tools show (nvitop, gpustat). Defaults: an H100 SXM.
+  int fan_speed = -1;                  // percent of maximum; -1: no fan (passively cooled SXM)
+  int pstate = -1;                     // 0..15; -1: P0 while a context exists or util_gpu > 0, else P8
+  unsigned power_limit_mw = 700000;    // the management limit (H100 SXM: 700 W board power)
+  unsigned enforced_power_limit_mw = 0;  // another limiter; 0 = none, the enforced limit is the power limit
+  bool ecc = true;                     // ECC mode (on for data-centre GPUs)
+  std::uint64_t ecc_corrected = 0;     // volatile and aggregate counts alike
+  std::uint64_t ecc_uncorrected = 0;
+  unsigned util_enc = 0;               // video encoder / decoder utilization, percent
+  unsigned util_dec = 0;
+  bool display_active = false;
   std::uint64_t release_delay_ms = 0;  // default teardown time after the last descriptor closes
   bool mig_enabled = false;
   std::vector<MigInstance> mig;        // slot order = MIG device index

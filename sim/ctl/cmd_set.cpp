@@ -45,6 +45,29 @@ Setter number(unsigned Gpu::*field, unsigned long long max) {
   };
 }
 
+Setter counter(std::uint64_t Gpu::*field) {
+  return [field](Gpu& g, const std::string& v) -> Status {
+    auto n = parse_unsigned(v);
+    if (!n) return Error{"expected a count"};
+    g.*field = *n;
+    return ok_status();
+  };
+}
+
+// A number 0..max, or `word` for "none" (stored as -1).
+Setter or_none(int Gpu::*field, const char* word, unsigned long long max) {
+  return [field, word, max](Gpu& g, const std::string& v) -> Status {
+    if (v == word) {
+      g.*field = -1;
+      return ok_status();
+    }
+    auto n = parse_uint(v, max);
+    if (!n.ok()) return Error{fmt::format("expected {} or an integer 0..{}", word, max)};
+    g.*field = static_cast<int>(*n);
+    return ok_status();
+  };
+}
+
 const std::map<std::string, Setter>& setters() {
   static const std::map<std::string, Setter> table = {
       {"lost", flag(&Gpu::lost)},
@@ -55,6 +78,17 @@ const std::map<std::string, Setter>& setters() {
       {"power_mw", number(&Gpu::power_mw, 10000000)},
       {"util_gpu", number(&Gpu::util_gpu, 100)},
       {"util_mem", number(&Gpu::util_mem, 100)},
+      {"util_enc", number(&Gpu::util_enc, 100)},
+      {"util_dec", number(&Gpu::util_dec, 100)},
+      {"power_limit_mw", number(&Gpu::power_limit_mw, 10000000)},
+      {"enforced_power_limit_mw", number(&Gpu::enforced_power_limit_mw, 10000000)},
+      {"ecc", flag(&Gpu::ecc)},
+      {"ecc_corrected", counter(&Gpu::ecc_corrected)},
+      {"ecc_uncorrected", counter(&Gpu::ecc_uncorrected)},
+      {"display_active", flag(&Gpu::display_active)},
+      // The header allows a fan speed above 100 % ("This value may exceed 100% in certain cases").
+      {"fan_speed", or_none(&Gpu::fan_speed, "none", 200)},
+      {"pstate", or_none(&Gpu::pstate, "auto", 15)},
       {"release_delay_ms",
        [](Gpu& g, const std::string& v) -> Status {
          auto n = parse_unsigned(v);

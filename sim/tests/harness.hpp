@@ -154,6 +154,11 @@ using ParentHandleFn = nvmlReturn_t(nvmlDevice_t, nvmlDevice_t*);
 using ErrorStringFn = const char*(nvmlReturn_t);
 using ProcessNameFn = nvmlReturn_t(unsigned, char*, unsigned);
 using ConfComputeFn = nvmlReturn_t(nvmlDevice_t, nvmlConfComputeMemSizeInfo_t*);
+using PstateFn = nvmlReturn_t(nvmlDevice_t, nvmlPstates_t*);
+using EnablePairFn = nvmlReturn_t(nvmlDevice_t, nvmlEnableState_t*, nvmlEnableState_t*);
+using EccCountFn = nvmlReturn_t(nvmlDevice_t, nvmlMemoryErrorType_t, nvmlEccCounterType_t, unsigned long long*);
+using VideoUtilFn = nvmlReturn_t(nvmlDevice_t, unsigned*, unsigned*);
+using DriverModelFn = nvmlReturn_t(nvmlDevice_t, nvmlDriverModel_t*, nvmlDriverModel_t*);
 
 inline constexpr std::uint64_t GiB = 1ULL << 30;
 inline constexpr std::uint64_t MiB = 1ULL << 20;
