@@ -73,6 +73,7 @@ class ProcessTableBuilder {
   void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only);
   void complete_holders(int root_fd);
   bool read_one(int root_fd, pid_t pid);
+  void add(ProcessInfo&& info);
   void collect_tree(int root_fd, pid_t root, std::vector<pid_t>& out);
   std::vector<pid_t> children_for_tree(int root_fd, pid_t pid);
   bool read_children_files(int root_fd, pid_t pid, std::vector<pid_t>& children);
@@ -112,12 +113,21 @@ void ProcessTableBuilder::scan(int root_fd) {
   if (holders_only) complete_holders(root_fd);
   build_children();
 
+  // Holders have their details from phase 1 (ProcessReader::read); any left are read now.
   std::vector<pid_t> holders;
   for (const auto& [pid, info] : table_.processes_) {
-    if (info.holds_any_device_file()) holders.push_back(pid);
+    if (info.holds_any_device_file() && !info.details_loaded) holders.push_back(pid);
   }
   std::sort(holders.begin(), holders.end());
   load_details(root_fd, holders);
+}
+
+// Phase 1 reads a holder's details on the scan's threads; the user names, cached per table,
+// are looked up here on one.
+void ProcessTableBuilder::add(ProcessInfo&& info) {
+  if (info.details_loaded) info.user = table_.user_names_.name(info.uid);
+  const pid_t pid = info.pid;
+  table_.processes_.emplace(pid, std::move(info));
 }
 
 void ProcessTableBuilder::read_clock(int root_fd) {
@@ -215,10 +225,7 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
   auto& processes = table_.processes_;
   processes.reserve(pids.size());
   for (std::vector<ProcessInfo>& part : results) {
-    for (ProcessInfo& info : part) {
-      const pid_t pid = info.pid;
-      processes.emplace(pid, std::move(info));
-    }
+    for (ProcessInfo& info : part) add(std::move(info));
   }
 }
 
@@ -236,7 +243,7 @@ bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
   if (table_.complete_ || pid <= 0) return false;
   std::optional<ProcessInfo> info = reader().read(root_fd, pid);
   if (!info) return false;
-  table_.processes_.emplace(pid, std::move(*info));
+  add(std::move(*info));
   return true;
 }
 
