@@ -302,22 +302,30 @@ std::vector<pid_t> ProcessTableBuilder::children_for_tree(int root_fd, pid_t pid
 // The children of every thread of pid (CONFIG_PROC_CHILDREN). False when this kernel has no
 // such files; a process that has gone has no children.
 bool ProcessTableBuilder::read_children_files(int root_fd, pid_t pid, std::vector<pid_t>& children) {
-  char path[32];
+  char path[48];
   const auto end = std::to_chars(path, path + 16, pid).ptr;
   std::string_view("/task").copy(end, 5);
   end[5] = '\0';
-  const Fd tasks = procfs::open_dir_at(root_fd, path, /*no_follow=*/false);
-  if (!tasks) return true;
   std::vector<std::string> tids;
-  lister_.for_each(
-      tasks.get(),
-      [&tids](const char* name, unsigned char) {
-        tids.emplace_back(std::string(name) + "/children");
-        return true;
-      },
-      is_procfs_);
+  Fd tasks;
+  const ProcessInfo* info = table_.find(pid);
+  if (info != nullptr && info->threads == 1) {
+    // One thread when its stat was read: its children file, without listing task/.
+    const std::string_view name(path, static_cast<std::size_t>(end - path));
+    tids.emplace_back(std::string(name) + "/task/" + std::string(name) + "/children");
+  } else {
+    tasks = procfs::open_dir_at(root_fd, path, /*no_follow=*/false);
+    if (!tasks) return true;
+    lister_.for_each(
+        tasks.get(),
+        [&tids](const char* name, unsigned char) {
+          tids.emplace_back(std::string(name) + "/children");
+          return true;
+        },
+        is_procfs_);
+  }
   for (const std::string& file : tids) {
-    const auto text = buffer_.read_file_at(tasks.get(), file.c_str());
+    const auto text = buffer_.read_file_at(tasks ? tasks.get() : root_fd, file.c_str());
     if (!text) {
       if (errno == ENOENT && faccessat(root_fd, "thread-self/children", F_OK, 0) != 0) return false;
       continue;  // that thread has exited
