@@ -93,7 +93,7 @@ class OpenFileFinder {
     if (!stat_text) return procfs::errno_means_denied() ? Look::Denied : Look::Gone;
     const auto stat = parse_stat(*stat_text);
     if (!stat) return Look::Denied;  // not understood: cannot call it harmless
-    if (procfs::address_space_may_block(pid_dir, stat->pid, stat->state, buffer_, lister_)) return Look::Blocked;
+    if (procfs::address_space_may_block(pid_dir, stat->pid, stat->state, stat->num_threads, buffer_, lister_)) return Look::Blocked;
     bool saw_any = false;
     const Look look = inspect_task(pid_dir, saw_any);
     if (look != Look::Inspected || saw_any) return look;

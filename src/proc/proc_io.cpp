@@ -66,12 +66,20 @@ std::optional<std::string_view> ReadBuffer::read_file_at(int dirfd, const char* 
   return read_at(dirfd, name, max_size, false);
 }
 
-std::optional<std::string_view> ReadBuffer::read_proc_file_at(int dirfd, const char* name) {
-  return read_at(dirfd, name, 1u << 20, true);
+std::optional<std::string_view> ReadBuffer::read_proc_file_at(int dirfd, const char* name,
+                                                              std::size_t max_size) {
+  return read_at(dirfd, name, max_size, true);
+}
+
+std::optional<std::string_view> ReadBuffer::read_file_until_at(int dirfd, const char* name,
+                                                               std::string_view needle,
+                                                               std::size_t max_size) {
+  return read_at(dirfd, name, max_size, false, needle);
 }
 
 std::optional<std::string_view> ReadBuffer::read_at(int dirfd, const char* name,
-                                                    std::size_t max_size, bool short_read_is_end) {
+                                                    std::size_t max_size, bool short_read_is_end,
+                                                    std::string_view needle) {
   int fd;
   do {
     fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -91,8 +99,14 @@ std::optional<std::string_view> ReadBuffer::read_at(int dirfd, const char* name,
       return std::nullopt;
     }
     if (got == 0) break;
+    const std::size_t before = size;
     size += static_cast<std::size_t>(got);
     if (size >= max_size) break;
+    if (!needle.empty()) {
+      // Also where the needle straddles two reads.
+      const std::size_t from = before >= needle.size() ? before - needle.size() + 1 : 0;
+      if (std::string_view(data_.get() + from, size - from).find(needle) != std::string_view::npos) break;
+    }
     if (short_read_is_end && static_cast<std::size_t>(got) < want) break;
   }
   return std::string_view(data_.get(), size);

@@ -64,14 +64,20 @@ class ReadBuffer {
                                                std::size_t max_size = 16u << 20);
   // For procfs files generated in one piece (stat, status): a read that does not fill the
   // buffer returned the whole file, so the read that would return 0 is skipped.
-  std::optional<std::string_view> read_proc_file_at(int dirfd, const char* name);
+  std::optional<std::string_view> read_proc_file_at(int dirfd, const char* name,
+                                                    std::size_t max_size = 1u << 20);
+  // The beginning of `name`, read up to the first `needle` (the rest is left unread), or the
+  // whole file when it has none; cut at max_size.
+  std::optional<std::string_view> read_file_until_at(int dirfd, const char* name,
+                                                     std::string_view needle,
+                                                     std::size_t max_size = 16u << 20);
   // The target of the symbolic link `name` relative to dirfd; nullopt on error.
   std::optional<std::string_view> read_link_at(int dirfd, const char* name);
 
  private:
   void grow(std::size_t at_least);
   std::optional<std::string_view> read_at(int dirfd, const char* name, std::size_t max_size,
-                                          bool short_read_is_end);
+                                          bool short_read_is_end, std::string_view needle = {});
 
   std::unique_ptr<char[]> data_;
   std::size_t capacity_;

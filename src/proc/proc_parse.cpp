@@ -75,7 +75,7 @@ std::optional<StatFields> parse_stat(std::string_view text) {
 
   // Fields 4.. of proc(5), counted from ppid: the ones kept, by position.
   enum : int { kPpid = 0, kPgrp = 1, kSession = 2, kFlags = 5, kUtime = 10, kStime = 11,
-               kStartTime = 18, kRss = 20 };
+               kNumThreads = 16, kStartTime = 18, kRss = 20 };
   for (int index = 0; index <= kRss; ++index) {
     std::string_view token = take_token(rest);
     if (token.empty()) return std::nullopt;  // truncated
@@ -87,6 +87,7 @@ std::optional<StatFields> parse_stat(std::string_view text) {
       case kFlags: ok = procfs::parse_whole_unsigned(token, fields.flags); break;
       case kUtime: ok = procfs::parse_whole_unsigned(token, fields.utime_ticks); break;
       case kStime: ok = procfs::parse_whole_unsigned(token, fields.stime_ticks); break;
+      case kNumThreads: ok = take_signed(token, fields.num_threads) && token.empty(); break;
       case kStartTime: ok = procfs::parse_whole_unsigned(token, fields.start_time_ticks); break;
       case kRss: {
         std::int64_t pages = 0;

@@ -44,6 +44,7 @@ struct StatFields {
   std::uint64_t start_time_ticks = 0;  // since boot, in clock ticks
   std::uint64_t rss_pages = 0;
   unsigned flags = 0;  // kPfKthread marks kernel threads
+  std::int64_t num_threads = 0;
 };
 
 // Fields of /proc/<pid>/status that stat lacks.
@@ -78,15 +79,15 @@ struct ProcessInfo {
   double cpu_percent = 0;       // cpu_seconds / elapsed_seconds * 100 (lifetime average)
   std::uint64_t rss_bytes = 0;
   bool kernel_thread = false;
+  std::int64_t threads = 0;     // when stat was read (0: unknown)
   std::vector<pid_t> ns_pids;   // NSpid chain; ns_pids.back() is the PID inside its container
   std::optional<ContainerRef> container;
   FdAccess fd_access = FdAccess::Ok;
   std::vector<DeviceFileHandle> device_files;  // open descriptors on GPU device files
-  // Which GPU libraries it has mapped, read with the details of device-file holders only
-  // (nullopt when unknown). A CUDA process and every fork of it map libcuda; a pure NVML
+  // Whether it maps libnvidia-ml without libcuda, read with the details of device-file holders
+  // only (nullopt when unknown). A CUDA process and every fork of it map libcuda; a pure NVML
   // client (nvidia-smi, an exporter, DCGM) maps libnvidia-ml alone, yet holds the device files.
-  std::optional<bool> maps_cuda;
-  std::optional<bool> maps_nvml;
+  std::optional<bool> maps_nvml_only;
   bool details_loaded = false;  // status, cmdline, exe, cgroup (and wchan) have been read
 
   // The command line joined by spaces, or "[comm]" when there is none.

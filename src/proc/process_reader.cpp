@@ -20,6 +20,9 @@ void sort_by_descriptor(std::vector<DeviceFileHandle>& files) {
             [](const DeviceFileHandle& a, const DeviceFileHandle& b) { return a.fd < b.fd; });
 }
 
+// The kernel's own limit on the arguments' size is a quarter of the stack limit.
+constexpr std::size_t kMaxCmdline = 16u << 20;
+
 struct PidName {
   char text[16];
   explicit PidName(pid_t pid) {
@@ -47,6 +50,9 @@ std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
   } else {
     read_device_files(dir.get(), *info);
   }
+  // A holder's details are read now, through the directory fd that is bound to the process
+  // read: no second open and no second stat to prove the PID still names it.
+  if (info->holds_any_device_file()) read_detail_files(dir.get(), *info);
   return info;
 }
 
@@ -85,6 +91,7 @@ void ProcessReader::fill_from_stat(ProcessInfo& info, StatFields& stat) const {
   info.state = stat.state;
   info.comm = std::move(stat.comm);
   info.start_time_ticks = stat.start_time_ticks;
+  info.threads = stat.num_threads;
   info.kernel_thread = (stat.flags & kPfKthread) != 0;
   info.cpu_seconds = static_cast<double>(stat.utime_ticks + stat.stime_ticks) / hz;
   info.start_time_unix = clock_.boot_time_unix + static_cast<double>(stat.start_time_ticks) / hz;
@@ -162,11 +169,13 @@ bool ProcessReader::read_details(int root_fd, ProcessInfo& info, UserNames& user
     return false;
   }
   info.state = stat->state;  // wchan below must match the state shown
-  read_detail_files(dir.get(), info, users);
+  info.threads = stat->num_threads;
+  read_detail_files(dir.get(), info);
+  info.user = users.name(info.uid);
   return true;
 }
 
-void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& users) {
+void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info) {
   info.details_loaded = true;
   std::optional<StatusFields> status;
   if (const auto text = buffer_.read_proc_file_at(pid_fd, "status")) status = parse_status(*text);
@@ -180,28 +189,30 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
     info.uid = st.st_uid;  // /proc/<pid> is owned by the effective uid of a dumpable process
     info.real_uid = info.saved_uid = info.uid;
   }
-  info.user = users.name(info.uid);
   if (info.ns_pids.empty()) info.ns_pids = {info.pid};  // kernels before 4.1 have no NSpid
 
   // cmdline and maps take the mmap lock, which a thread in D may hold: never read then
   // (the command falls back to comm).
-  const bool may_block = address_space_may_block(pid_fd, info.pid, info.state, buffer_, lister_);
+  const bool may_block =
+      address_space_may_block(pid_fd, info.pid, info.state, info.threads, buffer_, lister_);
   info.cmdline.clear();
   if (!may_block) {
-    if (const auto text = buffer_.read_file_at(pid_fd, "cmdline")) info.cmdline = parse_cmdline(*text);
+    // A read of cmdline returns less than asked only at the end of the arguments.
+    if (const auto text = buffer_.read_proc_file_at(pid_fd, "cmdline", kMaxCmdline)) {
+      info.cmdline = parse_cmdline(*text);
+    }
   }
   if (const auto target = buffer_.read_link_at(pid_fd, "exe")) {
     info.exe.assign(*target);
   } else {
     info.exe.clear();  // denied, a kernel thread, or gone
   }
-  if (const auto text = buffer_.read_file_at(pid_fd, "cgroup")) {
+  if (const auto text = buffer_.read_proc_file_at(pid_fd, "cgroup")) {
     info.container = parse_cgroup(*text);
   } else {
     info.container.reset();
   }
-  info.maps_cuda.reset();
-  info.maps_nvml.reset();
+  info.maps_nvml_only.reset();
   if (!may_block && info.state != 'Z' && info.state != 'X') read_gpu_library_maps(pid_fd, info);  // zombies: no address space
   info.wchan.clear();
   if (info.state == 'D') {
@@ -216,10 +227,12 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info, UserNames& 
 // Only for a process whose address space cannot block us (see read_detail_files).
 void ProcessReader::read_gpu_library_maps(int pid_fd, ProcessInfo& info) {
   if (!info.holds_any_device_file()) return;
-  const auto text = buffer_.read_file_at(pid_fd, "maps");
+  // The first libcuda mapping answers: a PyTorch process's maps run to hundreds of KB.
+  constexpr std::string_view kCuda = "/libcuda.so";
+  const auto text = buffer_.read_file_until_at(pid_fd, "maps", kCuda);
   if (!text) return;
-  info.maps_cuda = text->find("/libcuda.so") != std::string_view::npos;
-  info.maps_nvml = text->find("/libnvidia-ml.so") != std::string_view::npos;
+  info.maps_nvml_only = text->find(kCuda) == std::string_view::npos &&
+                        text->find("/libnvidia-ml.so") != std::string_view::npos;
 }
 
 }  // namespace gpureap::procfs

@@ -27,8 +27,10 @@ class ProcessReader {
   // is_procfs: proc_root is a procfs mount (allows procfs-only shortcuts), not a fixture tree.
   ProcessReader(const ScanClock& clock, std::string_view dev_dir, bool is_procfs);
 
-  // Phase 1: stat and GPU device descriptors of /proc/<pid>. nullopt when the process is
-  // gone (or its stat unreadable); a denied fd/ is reported in fd_access, not as failure.
+  // Phase 1: stat and GPU device descriptors of /proc/<pid>, and for a holder of a device file
+  // its details too (phase 2, all but the user name: see read_details). nullopt when the
+  // process is gone (or its stat unreadable); a denied fd/ is reported in fd_access, not as
+  // failure.
   // `probed`: the device files a DeviceFdProbe has just found in "<pid>/fd", taken instead of
   // listing fd/ again when the process read is certainly the one probed (started before the
   // scan, so the PID was not reused in between).
@@ -50,7 +52,7 @@ class ProcessReader {
   bool started_before_scan(const ProcessInfo& info) const;
   void read_device_files(int pid_fd, ProcessInfo& info);
   bool list_device_files(int fd_dir, ProcessInfo& info);
-  void read_detail_files(int pid_fd, ProcessInfo& info, UserNames& users);
+  void read_detail_files(int pid_fd, ProcessInfo& info);
   void read_gpu_library_maps(int pid_fd, ProcessInfo& info);
 
   ScanClock clock_;

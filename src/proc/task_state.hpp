@@ -4,6 +4,8 @@
 // the classic "ps hangs". So those files are never read while any thread is in D.
 #pragma once
 
+#include <cstdint>
+
 #include <sys/types.h>
 
 namespace gpureap::procfs {
@@ -13,9 +15,9 @@ class DirLister;
 
 // True when the process whose /proc/<pid> (or task/<tid>) directory is pid_dir has a thread
 // in state D, read just now; also when its threads cannot be listed (unknown: assume the
-// worst). `main_state` is the state of thread `pid` already read from its stat ('D' answers
-// at once); that thread's stat is not read again.
-bool address_space_may_block(int pid_dir, pid_t pid, char main_state, ReadBuffer& buffer,
-                             DirLister& lister);
+// worst). `main_state` and `threads` come from the stat of thread `pid` read just before ('D'
+// answers at once; one thread needs no look at the others); that stat is not read again.
+bool address_space_may_block(int pid_dir, pid_t pid, char main_state, std::int64_t threads,
+                             ReadBuffer& buffer, DirLister& lister);
 
 }  // namespace gpureap::procfs

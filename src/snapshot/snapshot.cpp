@@ -277,7 +277,7 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
     }
     if (holder.listed_by_driver) {
       holder.role = HolderRole::GpuProcess;
-    } else if (!holds_any_gpu_file(process) || (process.maps_nvml == true && process.maps_cuda == false)) {
+    } else if (!holds_any_gpu_file(process) || process.maps_nvml_only == true) {
       // Control/UVM files only, or the NVML library mapped without CUDA: a monitor,
       // exporter or nvidia-smi. It holds no GPU memory but does block a GPU reset.
       holder.role = HolderRole::Client;
