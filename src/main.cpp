@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -44,8 +45,17 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    const int rc = app.exit(error);
-    if (rc == 0) return gpureap::exit_code::kOk;
+    // --help and --version: CLI11 prints them. An error is ours to print: its text repeats the
+    // argument as typed, which may hold escape sequences, so it goes through the sanitiser, on
+    // one line.
+    if (error.get_exit_code() == 0) {
+      app.exit(error);
+      return gpureap::exit_code::kOk;
+    }
+    std::string command = "gpureap";
+    for (CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+    std::cerr << command << ": " << gpureap::sanitize_for_terminal(error.what()) << " (see " << command
+              << " --help)\n";
     // doctor's 1 and 2 mean warnings and critical findings: its usage errors need their own code.
     if (parsed(run)) return gpureap::exit_code::kRunCannotRun;  // 2 may be the job's own status
     return parsed(doctor) ? gpureap::exit_code::kDoctorCouldNotRun : gpureap::exit_code::kUsage;

@@ -45,6 +45,20 @@ TEST(HostileUserOption, AnEmptySelectionValueIsRefusedAndNothingIsSignalled) {
   EXPECT_TRUE(running(on_gpu1.pid));
 }
 
+// The option parser's own errors repeat the argument: escaped like every other text, one line.
+TEST(HostileUserOption, AnUnknownOptionIsShownEscapedOnOneLine) {
+  SimHost host;
+  const std::string hostile = "--x\x1b]0;pwned\x07\x1b[2J";
+  for (const auto& [command, code] : std::vector<std::pair<std::string, int>>{
+           {"ps", 2}, {"kill", 2}, {"doctor", 11}, {"run", 125}, {"reap", 2}}) {
+    const auto result = host.gpureap({command, hostile});
+    EXPECT_EQ(result.exit_code, code) << command << ": " << result.err;
+    EXPECT_EQ(result.err.find('\x1b'), std::string::npos) << command << ": " << result.err;
+    EXPECT_NE(result.err.find("--x\\x1b]0;pwned\\x07"), std::string::npos) << command << ": " << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << command << ": " << result.err;
+  }
+}
+
 TEST(HostileUserOption, AKnownNameOrANumericUidStillSelects) {
   SimHost host;
   auto job = host.start({"--alloc", "0:1GiB"});
