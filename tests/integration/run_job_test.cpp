@@ -363,6 +363,21 @@ TEST(RunJob, DumpOnHangSavesABacktraceBesideTheReportOrSaysWhyNot) {
   }
 }
 
+// On a terminal the job gets the foreground: it reads what is typed (a background group would
+// be stopped by SIGTTIN and hang), and gpureap takes the terminal back afterwards.
+TEST(RunJob, OnATerminalTheJobIsInTheForegroundAndReadsInput) {
+  if (access("/usr/bin/script", X_OK) != 0) GTEST_SKIP() << "needs script(1) from util-linux for a pseudo-terminal";
+  SimHost host;
+  SpawnOptions options;
+  options.env = host.env();
+  const std::string job = "'" + gpureap_binary() + "' run -- /bin/sh -c 'read line; echo got:$line; exit 4'";
+  const auto result = run_command(
+      {"/bin/sh", "-c", "printf 'typed\\n' | /usr/bin/script -qec \"$0\" /dev/null; echo script-exit:$?", job}, options,
+      20000);
+  EXPECT_NE(result.out.find("got:typed"), std::string::npos) << result.out << result.err;
+  EXPECT_NE(result.out.find("script-exit:4"), std::string::npos) << result.out << result.err;
+}
+
 TEST(RunJob, BadOptionsStartNothing) {
   SimHost host;
   const std::string marker = host.state_dir() + "/started";
