@@ -126,19 +126,11 @@ int run_run(RunOptions options) {
   // The report file is opened before the job starts: a typo is found now, not after hours.
   procfs::unique_fd report_fd;
   if (!options.report_file.empty()) {
-    // O_NONBLOCK and no O_TRUNC yet: a FIFO planted at the path must neither hang gpureap nor be
-    // written, and only a regular file is emptied.
-    report_fd = procfs::unique_fd(
-        open(options.report_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
-    struct stat st{};
-    const bool regular = report_fd ? fstat(report_fd.get(), &st) == 0 && S_ISREG(st.st_mode) : errno != ENXIO;
-    if (!regular) {
-      return usage(fmt::format("--report {}: not a regular file; the job was not started",
-                               sanitize_for_terminal(options.report_file)));
-    }
-    if (!report_fd || ftruncate(report_fd.get(), 0) != 0) {
+    std::string why;
+    report_fd = procfs::open_output_file(options.report_file, procfs::OutputMode::Truncate, why);
+    if (!report_fd) {
       return usage(fmt::format("--report {}: {}; the job was not started", sanitize_for_terminal(options.report_file),
-                               std::strerror(errno)));
+                               sanitize_for_terminal(why)));
     }
   }
 

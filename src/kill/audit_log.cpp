@@ -92,21 +92,10 @@ std::string audit_line(const AuditRecord& record, const Requester& requester, do
 }
 
 std::optional<AuditLog> AuditLog::open(const std::string& path, Requester requester, std::string& error) {
-  // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader, for ever; it is
-  // refused below. On a regular file the flag changes nothing.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  if (fd < 0 && errno == ENXIO) {  // a FIFO without a reader, or a socket
-    error = fmt::format("the audit log {} is not a regular file", path);
-    return std::nullopt;
-  }
-  if (fd < 0) {
-    error = fmt::format("cannot open the audit log {}: {}", path, std::strerror(errno));
-    return std::nullopt;
-  }
-  procfs::unique_fd owned(fd);
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = fmt::format("the audit log {} is not a regular file", path);
+  std::string why;
+  procfs::unique_fd owned = procfs::open_output_file(path, procfs::OutputMode::Append, why);
+  if (!owned) {
+    error = fmt::format("cannot use {} as the audit log: {}", path, why);
     return std::nullopt;
   }
   AuditLog log;

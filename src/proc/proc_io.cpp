@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -19,6 +20,40 @@ unique_fd& unique_fd::operator=(unique_fd&& other) noexcept {
 
 unique_fd::~unique_fd() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+unique_fd open_output_file(const std::string& path, OutputMode mode, std::string& why) {
+  // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader, for ever.
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (mode == OutputMode::Append ? O_APPEND : 0);
+  unique_fd fd(::open(path.c_str(), flags, 0600));
+  if (!fd) {
+    why = errno == ENXIO ? std::string("not a regular file")
+          : errno == ELOOP ? std::string("a symbolic link (never followed)")
+                           : std::string(std::strerror(errno));
+    return unique_fd();
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    why = std::strerror(errno);
+    return unique_fd();
+  }
+  if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+    return unique_fd();
+  }
+  if (st.st_nlink != 1) {
+    why = "it has " + std::to_string(st.st_nlink) + " hard links (it could be another file under a second name)";
+    return unique_fd();
+  }
+  if (st.st_uid != ::geteuid()) {
+    why = "it belongs to uid " + std::to_string(st.st_uid) + ", not to the user gpureap runs as";
+    return unique_fd();
+  }
+  if (mode == OutputMode::Truncate && ::ftruncate(fd.get(), 0) != 0) {
+    why = std::strerror(errno);
+    return unique_fd();
+  }
+  return fd;
 }
 
 int write_all(int fd, std::string_view data) {

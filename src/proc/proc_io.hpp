@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <sys/types.h>
@@ -39,6 +40,15 @@ using Fd = unique_fd;
 // Writes all of data to fd, retrying short writes and EINTR. Returns 0 or the errno
 // (EIO for a write that made no progress).
 int write_all(int fd, std::string_view data);
+
+// A file gpureap writes at a path someone gave it (an audit log, a report), as root perhaps,
+// in a directory others may write to (/tmp). Refused, with the reason in `why`, unless it is a
+// regular file (a FIFO would hang the open, /dev/full eat the report) with one link (a hard
+// link planted to /etc/passwd would be written through) that belongs to us (another user's
+// file would receive what we write, readable by them). Created 0600 when missing; a symlink
+// is never followed. Truncate empties it only once those checks passed.
+enum class OutputMode { Append, Truncate };
+unique_fd open_output_file(const std::string& path, OutputMode mode, std::string& why);
 
 // openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_CLOEXEC), plus O_NOFOLLOW when asked.
 Fd open_dir_at(int dirfd, const char* name, bool no_follow);

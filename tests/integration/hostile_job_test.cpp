@@ -1,6 +1,7 @@
 // `gpureap run` and `gpureap reap` against what a hostile local user or a careless script can
 // do: a FIFO planted where gpureap (root) writes its report, audit log or dumps; an empty value
 // from an unset variable; signals sent to gpureap run while it ends the job.
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -39,6 +41,40 @@ TEST(HostileJob, AFifoAtTheReportOrAuditLogPathIsOneLineAndNeverAHang) {
   expect_one_line(host.gpureap({"run", "--report", "/dev/full", "--", "/usr/bin/touch", marker}), 125,
                   "not a regular file");
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_TRUE(running(job.pid));
+}
+
+// As root in /tmp, a path someone else prepared must not be written through: a hard link to a
+// file of ours (it could be /etc/passwd) or a file another user owns (it would receive the
+// report, readable by them) is refused, and neither changes.
+TEST(HostileJob, AHardLinkOrAnotherUsersFileIsNeverWrittenAsReportOrAuditLog) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root to own a file as another user";
+  const passwd* other = test_user();
+  ASSERT_NE(other, nullptr);
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  const std::string precious = host.state_dir() + "/precious";
+  const std::string link = host.state_dir() + "/innocent-name.json";
+  std::ofstream(precious) << "keep me\n";
+  ASSERT_EQ(::link(precious.c_str(), link.c_str()), 0);
+  const std::string theirs = host.state_dir() + "/theirs.json";
+  std::ofstream(theirs) << "their data\n";
+  ASSERT_EQ(chown(theirs.c_str(), other->pw_uid, other->pw_gid), 0);
+  const std::string marker = host.state_dir() + "/started";
+  for (const std::string& path : {link, theirs}) {
+    const std::string why = path == link ? "hard links" : "belongs to uid";
+    expect_one_line(host.gpureap({"run", "--report", path, "--", "/usr/bin/touch", marker}), 125, why);
+    expect_one_line(host.gpureap({"run", "--audit-log", path, "--", "/usr/bin/touch", marker}), 125, why);
+    expect_one_line(host.gpureap({"kill", std::to_string(job.pid), "--audit-log", path, "--yes"}), 2, why);
+    expect_one_line(host.gpureap({"reap", "--uid", std::to_string(getuid()), "--audit-log", path}), 2, why);
+  }
+  std::ifstream kept(precious);
+  std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep me\n");
+  std::ifstream theirs_in(theirs);
+  std::string their_text((std::istreambuf_iterator<char>(theirs_in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(their_text, "their data\n");
   EXPECT_FALSE(std::filesystem::exists(marker));
   EXPECT_TRUE(running(job.pid));
 }
