@@ -17,9 +17,11 @@ case "$variant" in
     extra=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DGPUREAP_BUILD_TESTS=OFF) ;;
   asan)
     dir="$root/build-asan"
-    # -O1: the sanitizers' recommended level; line tables only, enough for their stack traces.
-    debug_flags="-O1 -g1"
-    [[ ${CXX:-} == *clang* ]] && debug_flags="-O1 -gline-tables-only"
+    # -O0: the sanitizers find the same errors (nothing optimised away) and the build takes 105 s
+    # instead of 183 s on 2 cores (366 → 218 s of compile CPU), for 3-5 s more test time.
+    # Line tables only: enough for their stack traces.
+    debug_flags="-O0 -g1"
+    [[ ${CXX:-} == *clang* ]] && debug_flags="-O0 -gline-tables-only"
     extra=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$debug_flags" -DGPUREAP_SANITIZE=ON -DGPUREAP_BUILD_TESTS=ON)
     # With clang the same build carries the libFuzzer targets (fuzz/, scripts/fuzz.sh).
     [[ ${CXX:-} == *clang* ]] && extra+=(-DGPUREAP_FUZZ=ON) ;;
