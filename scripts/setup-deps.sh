@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   psmisc lsof procps util-linux passwd hyperfine
   help2man groff-base dpkg-dev zsh
+  jq   # deploy/slurm/prolog.sh reads gpureap ps --json with it (its test runs it)
 )
 
 missing=()

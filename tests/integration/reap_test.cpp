@@ -261,6 +261,32 @@ CommandResult run_epilog(const SimHost& host, const std::string& cgroup_root, co
   return run_command({"/bin/bash", std::string(GPUREAP_DEPLOY_DIR) + "/slurm/epilog.sh"}, options);
 }
 
+// deploy/slurm/prolog.sh before a job on the GPUs in SLURM_JOB_GPUS: exit 0 when they are free,
+// non-zero naming the GPU and the PID when a previous job's process still holds one.
+TEST(SlurmProlog, RefusesAGpuThatStillHoldsAProcessAndPassesAFreeOne) {
+  if (access("/usr/bin/jq", X_OK) != 0) GTEST_SKIP() << "the prolog needs jq (scripts/setup-deps.sh installs it)";
+  SimHost host;
+  auto leftover = host.start({"--alloc", "0:2GiB"});
+  auto run_prolog = [&](const std::string& gpus) {
+    SpawnOptions options;
+    options.env = host.env();
+    options.env["SLURM_JOB_ID"] = "44";
+    options.env["SLURM_JOB_GPUS"] = gpus;
+    options.env["GPUREAP"] = gpureap_binary();
+    return run_command({"/bin/bash", std::string(GPUREAP_DEPLOY_DIR) + "/slurm/prolog.sh"}, options);
+  };
+  const auto free_gpu = run_prolog("1");
+  EXPECT_EQ(free_gpu.exit_code, 0) << free_gpu.err;
+  const auto busy = run_prolog("0,1");
+  EXPECT_NE(busy.exit_code, 0) << busy.err;
+  EXPECT_NE(busy.err.find("GPU 0"), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find(std::to_string(leftover.pid)), std::string::npos) << busy.err;
+  EXPECT_EQ(busy.err.find("GPU 1"), std::string::npos) << busy.err;
+  EXPECT_TRUE(running(leftover.pid)) << "a prolog only looks";
+  const auto hostile = run_prolog("0;id");
+  EXPECT_EQ(hostile.exit_code, 2) << hostile.err;
+}
+
 TEST(SlurmEpilog, EndsTheJobsCgroupLeavesTheNextJobAndDrainsWhenSomethingSurvives) {
   OwnCgroup cgroup("slurm");
   if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
