@@ -147,8 +147,7 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
     f.remedies.push_back({fmt::format("cat /proc/{}/stack", pid), Risk::None, "see the kernel call it waits in (root)"});
     // The user-space side, as `gpureap run --dump-on-hang` saves it: py-spy reads a Python
     // process's stacks without stopping it; gdb can attach only once the kernel call returns.
-    const std::string& exe = h.linux_process->exe;
-    if (looks_like_python(exe.substr(exe.rfind('/') + 1))) {
+    if (looks_like_python(executable_basename(h.linux_process->exe))) {
       f.remedies.push_back({command_line(py_spy_command(pid, true)), Risk::None,
                             "see where the Python code waits, without stopping it"});
     } else {

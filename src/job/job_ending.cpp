@@ -41,10 +41,7 @@ std::string exe_basename(const std::string& proc_root, pid_t pid) {
   const std::string link = fmt::format("{}/{}/exe", proc_root, pid);
   const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
   if (n <= 0) return {};
-  std::string path(target, static_cast<std::size_t>(n));
-  if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) path.resize(path.size() - 10);
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+  return executable_basename(std::string(target, static_cast<std::size_t>(n)));
 }
 
 // A private directory for the dumps: 0700, made fresh (mkdtemp) unless the user named one.

@@ -1,17 +1,6 @@
 #include "kill/protected_processes.hpp"
 
 namespace gpureap {
-namespace {
-
-std::string exe_basename(const std::string& exe) {
-  std::string base = exe;
-  if (const auto slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
-  // readlink of a deleted binary ends in " (deleted)".
-  if (const auto deleted = base.find(" (deleted)"); deleted != std::string::npos) base.resize(deleted);
-  return base;
-}
-
-}  // namespace
 
 ProtectedProcesses ProtectedProcesses::builtin() {
   ProtectedProcesses list;
@@ -27,7 +16,7 @@ bool protected_name_matches(const std::string& pattern, const std::string& name)
 }
 
 std::optional<std::string> ProtectedProcesses::match(const ProcessInfo& process) const {
-  const std::string exe_base = exe_basename(process.exe);
+  const std::string exe_base = executable_basename(process.exe);
   // Only root can start a root-owned process from a file: the exe link and the owner together
   // cannot be forged by a user. Without the details (exe unread) nothing built-in matches.
   if (process.details_loaded && process.uid == 0) {

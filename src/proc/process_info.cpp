@@ -23,4 +23,12 @@ bool ProcessInfo::holds_gpu_minor(int minor) const {
   });
 }
 
+std::string executable_basename(const std::string& exe) {
+  std::string base = exe;
+  if (const auto slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
+  // readlink of a deleted binary ends in " (deleted)".
+  if (const auto deleted = base.find(" (deleted)"); deleted != std::string::npos) base.resize(deleted);
+  return base;
+}
+
 }  // namespace gpureap

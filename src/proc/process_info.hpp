@@ -96,4 +96,8 @@ struct ProcessInfo {
   bool holds_any_device_file() const { return !device_files.empty(); }
 };
 
+// The file name of an executable link as /proc/<pid>/exe reads it: "/usr/bin/python3.11" ->
+// "python3.11"; a deleted binary's " (deleted)" suffix is dropped.
+std::string executable_basename(const std::string& exe);
+
 }  // namespace gpureap
