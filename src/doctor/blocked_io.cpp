@@ -16,8 +16,8 @@
 #include <ctime>
 
 #include <fcntl.h>
-#include <sys/utsname.h>
 
+#include "proc/pid_files.hpp"
 #include "proc/mountinfo.hpp"
 #include "proc/parse_util.hpp"
 #include "proc/proc_io.hpp"
@@ -111,16 +111,6 @@ std::optional<std::uint64_t> block_start_ns(std::string_view sched_text) {
   const auto values = sched_values(sched_text, "block_start", "se.statistics.block_start");
   if (values.empty() || values.front() == 0) return std::nullopt;  // 0: not in D, or unset
   return values.front();
-}
-
-// Reading /proc/<pid>/stack takes the trace lock. Before Linux 5.7 that was cred_guard_mutex,
-// which execve holds while it reads the binary: a process exec'ing from a dead NFS server
-// would hang our read. Since 5.7 it is exec_update_lock, held only briefly.
-bool stack_read_cannot_block() {
-  struct utsname name {};
-  unsigned major = 0, minor = 0;
-  if (::uname(&name) != 0 || std::sscanf(name.release, "%u.%u", &major, &minor) != 2) return false;
-  return major > 5 || (major == 5 && minor >= 7);
 }
 
 std::optional<std::uint64_t> context_switches_from(std::string_view status) {
@@ -220,7 +210,7 @@ void Inspector::run() {
     fail("cannot read the mount table", ": its files are shown without their mounts");
   }
   read_files();
-  const auto stack = stack_read_cannot_block() ? buffer_.read_file_at(dir_, "stack", 64 * 1024)
+  const auto stack = procfs::kernel_stack_read_cannot_block() ? buffer_.read_file_at(dir_, "stack", 64 * 1024)
                                                 : std::nullopt;
   if (stack) details_.kernel_stack = first_lines(*stack, kMaxKernelStackLines);
 }

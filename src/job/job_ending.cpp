@@ -27,15 +27,6 @@ using Clock = std::chrono::steady_clock;
 // How long a SIGKILLed process may take to be gone before it counts as stuck.
 constexpr std::chrono::milliseconds kKillGrace{2000};
 
-std::string read_small_file(const std::string& path) {
-  procfs::unique_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return {};
-  std::string text(16384, '\0');
-  const ssize_t n = read(fd.get(), text.data(), text.size());
-  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  return text;
-}
-
 std::string exe_basename(const std::string& proc_root, pid_t pid) {
   char target[4096];
   const std::string link = fmt::format("{}/{}/exe", proc_root, pid);
@@ -174,9 +165,7 @@ ProcessEvidence describe_member(const EndingSettings& settings, const Member& me
   evidence.comm = member.stat.comm;
   evidence.state = member.stat.state;
   evidence.wchan = procfs::read_wchan(settings.proc_root, member.stat.pid);
-  if (geteuid() == 0) {
-    evidence.kernel_stack = read_small_file(fmt::format("{}/{}/stack", settings.proc_root, member.stat.pid));
-  }
+  evidence.kernel_stack = procfs::read_kernel_stack(settings.proc_root, member.stat.pid).value_or("");
   const long ticks = sysconf(_SC_CLK_TCK);
   evidence.cpu_seconds = static_cast<double>(member.stat.utime_ticks + member.stat.stime_ticks) /
                          static_cast<double>(ticks > 0 ? ticks : 100);

@@ -19,7 +19,7 @@ struct ProcessEvidence {
   std::string comm;              // raw: render through the sanitiser
   char state = '?';
   std::string wchan;
-  std::string kernel_stack;      // /proc/N/stack; empty when not root or not available
+  std::string kernel_stack;      // /proc/N/stack; empty when not root, unreadable, or a kernel before 5.7 could block the read
   double cpu_seconds = 0;
   std::vector<unsigned> gpus;    // GPU device files held (minor numbers)
   std::optional<unsigned> sm_util_percent;

@@ -1,5 +1,9 @@
 #include "proc/pid_files.hpp"
 
+#include <sys/utsname.h>
+
+#include <cstdio>
+
 #include <fcntl.h>
 
 #include <string_view>
@@ -56,6 +60,23 @@ std::string read_wchan(const std::string& proc_root, pid_t pid) {
   auto text = buffer.read_file_at(dir.get(), "wchan", 256);
   if (!text || *text == "0") return "";
   while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->remove_suffix(1);
+  return std::string(*text);
+}
+
+bool kernel_stack_read_cannot_block() {
+  struct utsname name {};
+  unsigned major = 0, minor = 0;
+  if (::uname(&name) != 0 || std::sscanf(name.release, "%u.%u", &major, &minor) != 2) return false;
+  return major > 5 || (major == 5 && minor >= 7);
+}
+
+std::optional<std::string> read_kernel_stack(const std::string& proc_root, pid_t pid) {
+  if (!kernel_stack_read_cannot_block()) return std::nullopt;
+  const unique_fd dir = open_pid_dir(proc_root, pid);
+  if (!dir) return std::nullopt;
+  ReadBuffer buffer;
+  const auto text = buffer.read_file_at(dir.get(), "stack", 64 * 1024);
+  if (!text) return std::nullopt;
   return std::string(*text);
 }
 

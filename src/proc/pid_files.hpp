@@ -24,6 +24,15 @@ std::optional<StatusFields> read_status(const std::string& proc_root, pid_t pid)
 // <proc_root>/<pid>/wchan ("" when unreadable or "0").
 std::string read_wchan(const std::string& proc_root, pid_t pid);
 
+// Reading /proc/<pid>/stack takes the trace lock. Before Linux 5.7 that was cred_guard_mutex,
+// which execve holds while it reads the binary: a process exec'ing from a dead NFS server
+// would hang our read. Since 5.7 it is exec_update_lock, held only briefly.
+bool kernel_stack_read_cannot_block();
+
+// <proc_root>/<pid>/stack (at most 64 KiB; root only); nullopt when unreadable, or when this
+// kernel could block the read (kernel_stack_read_cannot_block).
+std::optional<std::string> read_kernel_stack(const std::string& proc_root, pid_t pid);
+
 // The cgroup v2 path ("0::<path>" line) of <proc_root>/<pid>/cgroup; nullopt when none.
 std::optional<std::string> read_cgroup_v2_path(const std::string& proc_root, pid_t pid);
 
