@@ -36,10 +36,10 @@ bool abnormal(int wait_status) {
   return WIFSIGNALED(wait_status) || (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0);
 }
 
-// A process of the job seen using a GPU: its device file, or the driver lists it.
+// A process of the job seen using a GPU (its device file, or the driver lists it): its name,
+// for the report of a --fail-fast end.
 struct GpuUser {
   std::string comm;
-  std::uint64_t start_ticks = 0;
 };
 
 class Guard {
@@ -106,13 +106,12 @@ class Guard {
 
   void restore_signals() {
     signal(SIGTTOU, previous_ttou_);
-    // Signals that arrived while ending the job were forwarded or are moot now. They are taken
-    // off the signalfd first: unblocked while pending, they would kill gpureap before it
-    // reports, leaving an empty --report and 128+signal instead of the job's status.
-    signalfd_siginfo info{};
-    while (read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-      if (info.ssi_signo != SIGCHLD) report_.forwarded_signals.push_back(static_cast<int>(info.ssi_signo));
-    }
+    // Signals that arrived while ending the job are moot now (read_signals records them and,
+    // the job being over, forwards nothing). They are taken off the signalfd first: unblocked
+    // while pending, they would kill gpureap before it reports, leaving an empty --report and
+    // 128+signal instead of the job's status.
+    ending_ = true;
+    read_signals();
     sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
   }
 
@@ -240,7 +239,7 @@ class Guard {
         auto it = index_of_minor.find(minor);
         GpuUse& use = gpu_use(it != index_of_minor.end() ? it->second : minor);
         add_pid(use.job_pids, pid);
-        gpu_users_[pid] = GpuUser{m.stat.comm, m.stat.start_time_ticks};
+        gpu_users_[pid] = GpuUser{m.stat.comm};
       }
     }
     if (last_reading_) {
@@ -253,7 +252,7 @@ class Guard {
           if (member == members.end()) continue;
           job_on_it = true;
           job_bytes += p.used_memory.value_or(0);
-          gpu_users_[pid] = GpuUser{member->second.stat.comm, member->second.stat.start_time_ticks};
+          gpu_users_[pid] = GpuUser{member->second.stat.comm};
           if (p.sm_util_percent) {
             last_sm_util_[pid] = *p.sm_util_percent;
             if (*p.sm_util_percent > 0) active = true;
