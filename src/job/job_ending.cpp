@@ -87,12 +87,23 @@ void merge(std::vector<TargetOutcome>& ended, const std::vector<TargetResult>& r
 }
 
 // One step of the ladder over the members as they are now.
+// A member that cannot be pinned for want of descriptors (or of pidfd_open) goes into `ended`
+// as a survivor: it was not signalled, and must not vanish from the report.
 std::vector<TargetResult> signal_members(const EndingSettings& settings, const Members& members, int first_signal,
-                                         std::chrono::milliseconds timeout, const std::string& reason) {
+                                         std::chrono::milliseconds timeout, const std::string& reason,
+                                         std::vector<TargetOutcome>& ended) {
+  raise_open_file_limit();
   std::vector<EscalationTarget> targets;
   for (const auto& [pid, member] : members) {
     PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
-    if (pin.status != PinStatus::Ok) continue;  // gone meanwhile, or the PID is another process now
+    if (pin.status == PinStatus::Gone || pin.status == PinStatus::IdentityChanged) continue;  // ended meanwhile
+    if (pin.status != PinStatus::Ok) {
+      const pid_t failed = pid;  // a structured binding cannot be captured in C++20
+      auto it = std::find_if(ended.begin(), ended.end(), [failed](const TargetOutcome& t) { return t.pid == failed; });
+      if (it == ended.end()) it = ended.insert(ended.end(), TargetOutcome{.pid = pid});
+      describe_unpinned(pid, pin, *it);
+      continue;
+    }
     EscalationTarget target;
     target.ref = std::move(pin.ref);
     target.sweep_descendants = true;  // whatever it forks meanwhile belongs to the job too
@@ -196,14 +207,14 @@ void end_job(const EndingSettings& settings, RunReport& report) {
     const std::string reason = report.end == JobEnd::Hung      ? "the job hung (--hang-timeout)"
                                : report.end == JobEnd::FailFast ? "a process of the job failed (--fail-fast)"
                                                                 : "left running when the job's main command exited";
-    merge(report.ended, signal_members(settings, left, SIGTERM, settings.kill_timeout, reason), false);
+    merge(report.ended, signal_members(settings, left, SIGTERM, settings.kill_timeout, reason, report.ended), false);
     if (settings.reap) settings.reap();
     const Members stubborn = list_members(settings.membership);
     if (!stubborn.empty()) {
       if (!settings.collect_all_evidence) describe_all(stubborn);
       merge(report.ended,
             signal_members(settings, stubborn, SIGKILL, kKillGrace,
-                           "did not exit within --kill-timeout after SIGTERM"),
+                           "did not exit within --kill-timeout after SIGTERM", report.ended),
             true);
       if (settings.reap) settings.reap();
     }

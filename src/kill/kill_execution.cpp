@@ -79,6 +79,32 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
 
 }  // namespace
 
+void describe_unpinned(pid_t pid, const PinResult& pin, TargetOutcome& outcome) {
+  switch (pin.status) {
+    case PinStatus::Ok:
+      break;
+    case PinStatus::Gone:
+      outcome.outcome = KillOutcome::AlreadyGone;
+      outcome.detail = "it had exited before it could be pinned";
+      break;
+    case PinStatus::IdentityChanged:
+      outcome.outcome = KillOutcome::IdentityChanged;
+      outcome.detail = fmt::format("PID {} now names another process (it started at another time): not signalled", pid);
+      break;
+    case PinStatus::Unsupported:
+      outcome.outcome = KillOutcome::Survived;
+      outcome.detail = "this kernel has no pidfd_open (Linux < 5.3): gpureap refuses to signal by bare PID";
+      break;
+    case PinStatus::Error:
+      outcome.outcome = KillOutcome::Survived;
+      outcome.detail = fmt::format("cannot pin PID {}: {}: not signalled", pid, std::strerror(pin.error));
+      if (pin.error == EMFILE || pin.error == ENFILE) {
+        outcome.detail += "; raise the open-file limit (ulimit -n) and run gpureap again";
+      }
+      break;
+  }
+}
+
 // The step's lines are appended, then synced once before its signals go out.
 AuditHooks audit_hooks(const AuditLog* audit) {
   AuditHooks hooks;
@@ -125,23 +151,10 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
         break;
       }
       case PinStatus::Gone:
-        outcome.outcome = KillOutcome::AlreadyGone;
-        outcome.detail = "it had exited before it could be pinned";
-        break;
       case PinStatus::IdentityChanged:
-        outcome.outcome = KillOutcome::IdentityChanged;
-        outcome.detail = fmt::format("PID {} now names another process (it started at another time): not signalled", pid);
-        break;
       case PinStatus::Unsupported:
-        outcome.outcome = KillOutcome::Survived;
-        outcome.detail = "this kernel has no pidfd_open (Linux < 5.3): gpureap refuses to signal by bare PID";
-        break;
       case PinStatus::Error:
-        outcome.outcome = KillOutcome::Survived;
-        outcome.detail = fmt::format("cannot pin PID {}: {}: not signalled", pid, std::strerror(pin.error));
-        if (pin.error == EMFILE || pin.error == ENFILE) {
-          outcome.detail += "; raise the open-file limit (ulimit -n) and run gpureap again";
-        }
+        describe_unpinned(pid, pin, outcome);
         break;
     }
   }

@@ -22,6 +22,10 @@ struct ExecutionOptions {
   bool reap_zombies = false;
 };
 
+// What became of a target that could not be pinned (status other than Ok): gone, reused, or a
+// failure (no pidfd_open, EMFILE...) that is reported as a survivor, never left out.
+void describe_unpinned(pid_t pid, const PinResult& pin, TargetOutcome& outcome);
+
 // The audit of a ladder into `audit` (none when null): each step's lines appended, then one sync.
 AuditHooks audit_hooks(const AuditLog* audit);
 
