@@ -11,6 +11,8 @@ packages=(
   psmisc lsof procps util-linux passwd hyperfine
   help2man groff-base dpkg-dev zsh
   jq   # deploy/slurm/prolog.sh reads gpureap ps --json with it (its test runs it)
+  libcpp-httplib-dev libssl-dev libcrypt-dev libyaml-cpp-dev  # export: HTTP(S), bcrypt, web-config
+  prometheus   # promtool checks the metrics and rules; the fleet test runs a real server
 )
 
 missing=()
