@@ -88,7 +88,8 @@ static std::optional<AllocRecord> load_record(const Layout& layout, const DirEnt
 }
 
 Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Config& config,
-                                                std::int64_t now_ns, RecordCache* cache) {
+                                                std::int64_t now_ns, RecordCache* cache,
+                                                std::optional<unsigned> only_gpu) {
   auto entries = list_dir_entries(layout.allocs_dir());
   if (!entries.ok()) return Error{entries.error().message};
   std::vector<AllocView> views;
@@ -100,6 +101,7 @@ Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Conf
     auto rec = load_record(layout, entry, cache);
     if (!rec) continue;
     if (cache != nullptr) listed[name] = CachedRecord{entry.ino, *rec};
+    if (only_gpu && rec->gpu != *only_gpu) continue;
     if (auto v = observe(layout, config, std::move(*rec), now_ns)) views.push_back(std::move(*v));
   }
   if (cache != nullptr) *cache = std::move(listed);

@@ -130,8 +130,8 @@ nvmlDevice_t Call::mig_handle(unsigned gpu, unsigned slot) const {
   return &state().slots[gpu][1 + slot];
 }
 
-std::optional<std::vector<AllocView>> Call::scan() const {
-  auto views = scan_allocations(layout(), config(), realtime_ns(), &state().records);
+std::optional<std::vector<AllocView>> Call::scan(unsigned gpu) const {
+  auto views = scan_allocations(layout(), config(), realtime_ns(), &state().records, gpu);
   if (!views.ok()) return std::nullopt;
   return std::move(*views);
 }

@@ -66,9 +66,10 @@ class Call {
   nvmlDevice_t physical_handle(unsigned gpu) const;
   nvmlDevice_t mig_handle(unsigned gpu, unsigned slot) const;
 
-  // Current allocations (applies the release rules as a side effect, like the driver's
-  // teardown would have). An unreadable allocs/ directory is OPERATING_SYSTEM-ish: UNKNOWN.
-  std::optional<std::vector<AllocView>> scan() const;
+  // Current allocations on `gpu` (applies the release rules to them as a side effect, like the
+  // driver's teardown would have). An unreadable allocs/ directory is OPERATING_SYSTEM-ish:
+  // UNKNOWN.
+  std::optional<std::vector<AllocView>> scan(unsigned gpu) const;
 
  private:
   std::unique_lock<std::mutex> lock_;

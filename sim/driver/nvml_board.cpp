@@ -33,7 +33,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nv
       *pState = t.gpu->pstate;
       return NVML_SUCCESS;
     }
-    auto views = call.scan();
+    auto views = call.scan(t.gpu_index);
     if (!views) return NVML_ERROR_UNKNOWN;
     bool busy = t.gpu->util_gpu > 0 || std::any_of(views->begin(), views->end(), [&](const AllocView& v) {
                   return v.rec.gpu == t.gpu_index && v.listed();

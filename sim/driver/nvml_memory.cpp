@@ -17,7 +17,7 @@ struct MemoryFigures {
 };
 
 std::optional<MemoryFigures> figures(const Call& call, const Target& t) {
-  auto views = call.scan();
+  auto views = call.scan(t.gpu_index);
   if (!views) return std::nullopt;
   MemoryFigures f;
   if (t.is_mig()) {

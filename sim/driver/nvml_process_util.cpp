@@ -20,7 +20,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
   return on_device("nvmlDeviceGetProcessUtilization", device, [&](Call& call, const Target& t) {
     if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig() || t.gpu->mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
-    auto views = call.scan();
+    auto views = call.scan(t.gpu_index);
     if (!views) return NVML_ERROR_UNKNOWN;
     auto now_us = static_cast<unsigned long long>(realtime_ns() / 1000);
     unsigned long long period_start = now_us - now_us % kSamplePeriodUs;

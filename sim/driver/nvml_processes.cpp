@@ -77,7 +77,7 @@ nvmlReturn_t list_processes(const char* symbol, nvmlDevice_t device, unsigned* i
   return on_device(symbol, device, [&](Call& call, const Target& t) {
     if (infoCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (stride == 0) return NVML_ERROR_FUNCTION_NOT_FOUND;  // not in this generation
-    auto views = call.scan();
+    auto views = call.scan(t.gpu_index);
     if (!views) return NVML_ERROR_UNKNOWN;
     std::vector<ProcEntry> entries = collect(t, type, *views);
     auto n = static_cast<unsigned>(entries.size());
@@ -146,7 +146,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t de
       case NVML_PROCESS_MODE_MPS: type = ProcType::Mps; break;
       default: return NVML_ERROR_INVALID_ARGUMENT;
     }
-    auto views = call.scan();
+    auto views = call.scan(t.gpu_index);
     if (!views) return NVML_ERROR_UNKNOWN;
     std::vector<ProcEntry> entries = collect(t, type, *views);
     auto n = static_cast<unsigned>(entries.size());

@@ -14,7 +14,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
   return on_device("nvmlDeviceGetUtilizationRates", device, [&](Call& call, const Target& t) {
     if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (t.is_mig() || t.gpu->mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
-    auto views = call.scan();
+    auto views = call.scan(t.gpu_index);
     if (!views) return NVML_ERROR_UNKNOWN;
     unsigned gpu = t.gpu->util_gpu, mem = t.gpu->util_mem;
     std::vector<unsigned> seen;  // one contribution per process, not per allocation
