@@ -12,6 +12,8 @@ packages=(
   help2man groff-base dpkg-dev zsh
   jq   # deploy/slurm/prolog.sh reads gpureap ps --json with it (its test runs it)
   libcpp-httplib-dev libssl-dev libcrypt-dev libyaml-cpp-dev  # export: HTTP(S), bcrypt, web-config
+  libncurses-dev   # top: the full-screen view
+  tmux   # top: its end-to-end tests drive the real binary in a terminal
   prometheus   # promtool checks the metrics and rules; the fleet test runs a real server
 )
 
