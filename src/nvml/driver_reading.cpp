@@ -88,6 +88,16 @@ class GpuReader {
       }
     }
     gpu_.power_mw = read_uint(s_.device_get_power_usage, device, "nvmlDeviceGetPowerUsage");
+    gpu_.power_limit_mw = read_uint(s_.device_get_power_limit, device, "nvmlDeviceGetEnforcedPowerLimit");
+    gpu_.fan_percent = read_uint(s_.device_get_fan_speed, device, "nvmlDeviceGetFanSpeed");
+    if (s_.device_get_performance_state) {
+      int pstate = 0;
+      // 32 is NVML_PSTATE_UNKNOWN: left unknown, like a call that failed.
+      if (check(s_.device_get_performance_state(device, &pstate), "nvmlDeviceGetPerformanceState") && pstate >= 0 &&
+          pstate <= 15) {
+        gpu_.performance_state = static_cast<unsigned>(pstate);
+      }
+    }
     if (s_.device_get_persistence_mode) {
       int mode = 0;
       if (check(s_.device_get_persistence_mode(device, &mode), "nvmlDeviceGetPersistenceMode")) {

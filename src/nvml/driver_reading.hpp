@@ -56,6 +56,9 @@ struct GpuReading {
   std::optional<unsigned> minor_number;  // N of /dev/nvidia<N>
   std::optional<unsigned> temperature_c;
   std::optional<unsigned> power_mw;
+  std::optional<unsigned> power_limit_mw;  // enforced (after every limiter)
+  std::optional<unsigned> fan_percent;     // may exceed 100; unknown on boards without a fan
+  std::optional<unsigned> performance_state;  // N of PN: 0 fastest, 15 slowest
   std::optional<unsigned> util_gpu_percent;
   std::optional<unsigned> util_memory_percent;
   std::optional<bool> persistence_mode;

@@ -110,6 +110,9 @@ NvmlLoadResult NvmlLibrary::load_from(const std::string& path_or_soname) {
   s.device_get_temperature = resolve<DeviceGetTemperatureFn>(handle, "nvmlDeviceGetTemperature");
   s.device_get_power_usage = resolve<DeviceGetUintFn>(handle, "nvmlDeviceGetPowerUsage");
   s.device_get_persistence_mode = resolve<DeviceGetIntEnumFn>(handle, "nvmlDeviceGetPersistenceMode");
+  s.device_get_fan_speed = resolve<DeviceGetUintFn>(handle, "nvmlDeviceGetFanSpeed");
+  s.device_get_performance_state = resolve<DeviceGetIntEnumFn>(handle, "nvmlDeviceGetPerformanceState");
+  s.device_get_power_limit = resolve<DeviceGetUintFn>(handle, "nvmlDeviceGetEnforcedPowerLimit");
   s.device_get_process_utilization =
       resolve<DeviceGetProcessUtilizationFn>(handle, "nvmlDeviceGetProcessUtilization");
   s.device_get_mig_mode = resolve<DeviceGetMigModeFn>(handle, "nvmlDeviceGetMigMode");

@@ -31,6 +31,10 @@ struct NvmlSymbols {
   nvml_abi::DeviceGetTemperatureFn device_get_temperature = nullptr;
   nvml_abi::DeviceGetUintFn device_get_power_usage = nullptr;
   nvml_abi::DeviceGetIntEnumFn device_get_persistence_mode = nullptr;
+  // Board telemetry `top` shows: NOT_SUPPORTED is the usual answer on chassis-cooled boards.
+  nvml_abi::DeviceGetUintFn device_get_fan_speed = nullptr;
+  nvml_abi::DeviceGetIntEnumFn device_get_performance_state = nullptr;
+  nvml_abi::DeviceGetUintFn device_get_power_limit = nullptr;  // the enforced limit
   nvml_abi::DeviceGetProcessUtilizationFn device_get_process_utilization = nullptr;
   nvml_abi::DeviceGetMigModeFn device_get_mig_mode = nullptr;
   nvml_abi::DeviceGetUintFn device_get_max_mig_device_count = nullptr;
