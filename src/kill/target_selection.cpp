@@ -68,8 +68,8 @@ class Selector {
     SelectedProcess selected;
     selected.pid = pid;
     selected.present = process != nullptr;
-    selected.reason = listed.empty() ? "named on the command line"
-                                     : "named on the command line; the driver lists it on " + listed;
+    selected.reason = listed.empty() ? criteria_.named_reason
+                                     : criteria_.named_reason + "; the driver lists it on " + listed;
     add(std::move(selected));
   }
 

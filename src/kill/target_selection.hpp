@@ -24,6 +24,7 @@ struct SelectionCriteria {
   bool all = false;                       // every GPU process
   bool tree = true;                       // add descendants holding GPU files or in the same group
   bool group = false;                     // add every member of each target's process group
+  std::string named_reason = "named on the command line";  // how a named PID came to be chosen (top: "chosen in the view")
 
   bool has_filters() const {
     return !gpus.empty() || !users.empty() || !name_regex.empty() || !containers.empty() || holders || all;

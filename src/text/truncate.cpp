@@ -1,5 +1,7 @@
 #include "text/truncate.hpp"
 
+#include <algorithm>
+
 #include "text/utf8.hpp"
 
 namespace gpureap {
@@ -68,6 +70,46 @@ std::string pad_to_width(std::string_view text, std::size_t width) {
   std::string out(text);
   if (have < width) out.append(width - have, ' ');
   return out;
+}
+
+std::vector<std::string> wrap_to_width(std::string_view text, std::size_t width) {
+  width = std::max<std::size_t>(width, 1);
+  std::vector<std::string> lines(1);
+  std::size_t used = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == ' ') {  // a space starts no line and ends none; the next word decides
+      ++at;
+      continue;
+    }
+    const std::size_t end = std::min(text.find(' ', at), text.size());
+    const std::string_view word = text.substr(at, end - at);
+    const std::size_t word_width = display_width(word);
+    const std::size_t gap = used == 0 ? 0 : 1;
+    if (used + gap + word_width <= width) {
+      if (gap) lines.back() += ' ';
+      lines.back() += word;
+      used += gap + word_width;
+    } else if (word_width <= width) {
+      lines.emplace_back(word);
+      used = word_width;
+    } else {
+      // Wider than a line: cut at character boundaries, starting on a line of its own.
+      if (used > 0) lines.emplace_back();
+      used = 0;
+      for (std::size_t i = 0, size = 0; i < word.size(); i += size) {
+        const auto w = static_cast<std::size_t>(width_at(word, i, size));
+        if (used + w > width) {
+          lines.emplace_back();
+          used = 0;
+        }
+        lines.back() += word.substr(i, size);
+        used += w;
+      }
+    }
+    at = end;
+  }
+  return lines;
 }
 
 }  // namespace gpureap

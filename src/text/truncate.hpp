@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpureap {
 
@@ -20,5 +21,9 @@ std::string truncate_to_width(std::string_view text, std::size_t width);
 
 // The text followed by spaces up to `width` columns (unchanged when already as wide).
 std::string pad_to_width(std::string_view text, std::size_t width);
+
+// The text in lines of at most `width` columns (width >= 1), broken at spaces where it can be
+// and inside a word only when the word alone is wider. Never empty: "" gives one empty line.
+std::vector<std::string> wrap_to_width(std::string_view text, std::size_t width);
 
 }  // namespace gpureap
