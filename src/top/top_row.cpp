@@ -1,0 +1,130 @@
+#include "top/top_row.hpp"
+
+#include <fmt/format.h>
+
+#include "text/sanitize.hpp"
+
+namespace gpureap {
+namespace {
+
+std::string container_text(const ProcessInfo& process) {
+  if (!process.container) return {};
+  const auto& c = *process.container;
+  const std::string id = c.id.empty() ? "pod " + c.pod_uid.substr(0, 8) : c.id.substr(0, 12);
+  return sanitize_for_terminal(c.runtime + ":" + id);
+}
+
+// The Linux side of a row: the columns every kind of row shares.
+void fill_from_process(TopRow& row, const ProcessInfo& process, CpuSampler& cpu, const RowContext& context) {
+  row.key = {process.pid, process.start_time_ticks};
+  if (process.ns_pids.size() > 1 && process.ns_pids.back() != process.pid) row.local_pid = process.ns_pids.back();
+  row.user = sanitize_for_terminal(process.user);
+  row.container = container_text(process);
+  row.cpu_percent = cpu.sample(process, context.now);
+  row.host_memory = process.rss_bytes;
+  row.state = process.state;
+  row.age_seconds = process.elapsed_seconds;
+  row.command = sanitize_for_terminal(process.command());
+  if (context.policy == nullptr) return;
+  if (!may_signal(process, *context.policy)) {
+    row.can_act = false;
+    row.cannot_act = fmt::format("{}'s process: ending it needs root", row.user.empty() ? "another user" : row.user);
+  } else if (auto pattern = context.policy->protect.match(process); pattern && !context.policy->force) {
+    row.can_act = false;
+    row.cannot_act = "protected (" + sanitize_for_terminal(*pattern) + ")";
+  }
+}
+
+std::string pid_list(const std::vector<pid_t>& pids) {
+  std::string text;
+  for (pid_t pid : pids) text += fmt::format("{}{}", text.empty() ? "" : ",", pid);
+  return text;
+}
+
+TopRow listed_row(const GpuProcessView& view, CpuSampler& cpu, const RowContext& context) {
+  TopRow row;
+  row.gpu = view.gpu_index;
+  row.key.pid = static_cast<pid_t>(view.driver.pid);
+  row.type = view.driver.types.label();
+  row.gpu_memory = view.driver.used_memory;
+  row.sm_percent = view.driver.sm_util_percent;
+  const ProcessInfo* process = view.linux_process;
+  if (process == nullptr) {
+    if (!view.held_by.empty()) {
+      row.kind = RowKind::Gone;
+      row.role = "gone: its memory is kept by PID " + pid_list(view.held_by);
+      row.command = "(exited)";
+    } else {
+      row.kind = RowKind::Foreign;
+      row.role = "foreign: no such PID here";
+      row.command = "(another PID namespace, or exited)";
+      row.can_act = false;
+      row.cannot_act = "foreign: not a process in this PID namespace";
+    }
+    return row;
+  }
+  if (view.identity == Identity::Mismatch) {
+    // The process here is a stranger that got the number: its columns would mislead.
+    row.kind = RowKind::Mismatch;
+    row.key.start_time_ticks = process->start_time_ticks;
+    row.role = "mismatch: this PID here is another process";
+    row.command = "(not the GPU process: " + sanitize_for_terminal(process->command()) + ")";
+    row.can_act = false;
+    row.cannot_act = "mismatch: the PID here is not the GPU process";
+    return row;
+  }
+  fill_from_process(row, *process, cpu, context);
+  if (view.identity == Identity::Unverified) row.role = "unverified";
+  return row;
+}
+
+TopRow holder_row(const HolderView& holder, std::optional<unsigned> gpu, CpuSampler& cpu, const RowContext& context) {
+  TopRow row;
+  row.gpu = gpu;
+  fill_from_process(row, *holder.linux_process, cpu, context);
+  switch (holder.role) {
+    case HolderRole::GpuProcess:  // listed: shown by its driver row
+    case HolderRole::Worker:
+      row.kind = RowKind::Worker;
+      row.parent = holder.listed_ancestor;
+      row.role = holder.listed_ancestor ? fmt::format("worker of {}", *holder.listed_ancestor) : "worker";
+      break;
+    case HolderRole::Orphan:
+      row.kind = RowKind::Orphan;
+      if (holder.context_of) {
+        row.parent = holder.context_of;
+      } else if (!holder.evidence_pids.empty()) {
+        row.parent = holder.evidence_pids.front();
+      }
+      row.role = row.parent ? fmt::format("orphan of PID {} (gone)", *row.parent) : "orphan: its job is over";
+      break;
+    case HolderRole::Client:
+      row.kind = RowKind::Client;
+      row.role = "client: NVML, no memory";
+      break;
+    case HolderRole::Unlisted:
+      row.kind = RowKind::Unlisted;
+      row.role = "unlisted holder";
+      break;
+  }
+  return row;
+}
+
+}  // namespace
+
+std::vector<TopRow> build_rows(const Snapshot& snapshot, CpuSampler& cpu, const RowContext& context) {
+  std::vector<TopRow> rows;
+  for (const auto& view : snapshot.processes) rows.push_back(listed_row(view, cpu, context));
+  for (const auto& holder : snapshot.holders) {
+    if (holder.listed_by_driver) continue;
+    if (holder.gpus.empty()) {
+      rows.push_back(holder_row(holder, std::nullopt, cpu, context));
+      continue;
+    }
+    for (unsigned gpu : holder.gpus) rows.push_back(holder_row(holder, gpu, cpu, context));
+  }
+  cpu.end_round();
+  return rows;
+}
+
+}  // namespace gpureap

@@ -1,0 +1,20 @@
+// A descriptor that becomes readable when another thread has something for the screen's loop,
+// which polls it beside the terminal: no thread ever waits on a sleep.
+#pragma once
+
+#include "proc/proc_io.hpp"
+
+namespace gpureap {
+
+class WakeSignal {
+ public:
+  WakeSignal();  // an eventfd; throws std::system_error when none can be had
+  void notify() const;
+  void drain() const;  // readable no more until the next notify()
+  int fd() const { return fd_.get(); }
+
+ private:
+  procfs::unique_fd fd_;
+};
+
+}  // namespace gpureap
