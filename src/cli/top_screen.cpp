@@ -118,7 +118,7 @@ std::optional<Key> TopScreen::read_key() {
       case KEY_ENTER: key.kind = Key::Kind::Enter; return key;
       case KEY_BACKSPACE: key.kind = Key::Kind::Backspace; return key;
       case KEY_DC: key.kind = Key::Kind::Delete; return key;
-      case KEY_RESIZE: follow_resize(); key.kind = Key::Kind::Char; key.ch = 0; return key;
+      case KEY_RESIZE: return Key{Key::Kind::Char, 0, std::nullopt};  // already followed: resizeterm queues it
       case KEY_MOUSE: {
         MEVENT event{};
         if (getmouse(&event) != OK) return Key{Key::Kind::Char, 0, std::nullopt};

@@ -243,8 +243,19 @@ constexpr std::array<Column, 13> kColumns{{
     {Col::Age, "AGE", 6, true, 8},
 }};
 
-std::vector<Column> columns_for(std::size_t width) {
-  std::vector<Column> kept(kColumns.begin(), kColumns.end());
+// The columns that fit beside a command of kMinCommand, dropped in rank order; the container
+// and its PID are left out altogether while no row shown has one.
+std::vector<Column> columns_for(const TopState& state, std::size_t width) {
+  bool containers = false, local_pids = false;
+  for (const auto& d : state.shown) {
+    containers = containers || !d.row.container.empty();
+    local_pids = local_pids || d.row.local_pid.has_value();
+  }
+  std::vector<Column> kept;
+  for (const auto& c : kColumns) {
+    if ((c.col == Col::Container && !containers) || (c.col == Col::LocalPid && !local_pids)) continue;
+    kept.push_back(c);
+  }
   auto used = [&] {
     std::size_t total = 0;
     for (const auto& c : kept) total += c.width + 1;
@@ -485,7 +496,7 @@ Frame layout_frame(const TopState& state, const LayoutOptions& options) {
     if (overlay.size() > area) overlay.resize(area);
     for (auto& l : overlay) frame.lines.push_back(std::move(l));
   } else {
-    const auto columns = columns_for(w);
+    const auto columns = columns_for(state, w);
     frame.lines.push_back(table_heading(columns, w));
     if (state.shown.empty() && state.snapshot) {
       frame.lines.push_back(one_span(w,

@@ -52,11 +52,11 @@ TopRow listed_row(const GpuProcessView& view, CpuSampler& cpu, const RowContext&
   if (process == nullptr) {
     if (!view.held_by.empty()) {
       row.kind = RowKind::Gone;
-      row.role = "gone: its memory is kept by PID " + pid_list(view.held_by);
+      row.role = "gone, kept by " + pid_list(view.held_by);
       row.command = "(exited)";
     } else {
       row.kind = RowKind::Foreign;
-      row.role = "foreign: no such PID here";
+      row.role = "foreign";
       row.command = "(another PID namespace, or exited)";
       row.can_act = false;
       row.cannot_act = "foreign: not a process in this PID namespace";
@@ -67,8 +67,8 @@ TopRow listed_row(const GpuProcessView& view, CpuSampler& cpu, const RowContext&
     // The process here is a stranger that got the number: its columns would mislead.
     row.kind = RowKind::Mismatch;
     row.key.start_time_ticks = process->start_time_ticks;
-    row.role = "mismatch: this PID here is another process";
-    row.command = "(not the GPU process: " + sanitize_for_terminal(process->command()) + ")";
+    row.role = "mismatch";
+    row.command = "(this PID here is another process: " + sanitize_for_terminal(process->command()) + ")";
     row.can_act = false;
     row.cannot_act = "mismatch: the PID here is not the GPU process";
     return row;
@@ -96,15 +96,15 @@ TopRow holder_row(const HolderView& holder, std::optional<unsigned> gpu, CpuSamp
       } else if (!holder.evidence_pids.empty()) {
         row.parent = holder.evidence_pids.front();
       }
-      row.role = row.parent ? fmt::format("orphan of PID {} (gone)", *row.parent) : "orphan: its job is over";
+      row.role = row.parent ? fmt::format("orphan of PID {}", *row.parent) : "orphan: its job is over";
       break;
     case HolderRole::Client:
       row.kind = RowKind::Client;
-      row.role = "client: NVML, no memory";
+      row.role = "client";
       break;
     case HolderRole::Unlisted:
       row.kind = RowKind::Unlisted;
-      row.role = "unlisted holder";
+      row.role = "unlisted";
       break;
   }
   return row;

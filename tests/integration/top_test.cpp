@@ -1,0 +1,340 @@
+// `gpureap top` as a person uses it: the real binary on a terminal (tmux), simulated GPUs held
+// by real processes. What is on the screen after each key, and what happened to the processes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "bystanders.hpp"
+#include "kill_support.hpp"
+#include "sim_harness.hpp"
+#include "text/truncate.hpp"
+#include "tmux_screen.hpp"
+
+namespace gpureap::test {
+namespace {
+
+std::map<std::string, std::string> top_env(const SimHost& host, std::map<std::string, std::string> extra = {}) {
+  auto env = host.env();
+  env["LANG"] = "C.UTF-8";
+  // An empty configuration, whatever this host's /etc/gpureap says.
+  const std::string config = host.state_dir() + "/top-config.toml";
+  std::ofstream{config};
+  env["GPUREAP_CONFIG"] = config;
+  for (auto& [name, value] : extra) env[name] = value;
+  return env;
+}
+
+// gpureap top ARGS in a 120x40 terminal (or as given), on `host`.
+std::unique_ptr<TmuxScreen> start_top(const SimHost& host, std::vector<std::string> args = {},
+                                      std::map<std::string, std::string> env = {}, int columns = 120, int rows = 40,
+                                      std::vector<std::string> prefix = {}) {
+  std::vector<std::string> argv = prefix;
+  argv.push_back(gpureap_binary());
+  argv.push_back("top");
+  argv.insert(argv.end(), args.begin(), args.end());
+  return std::make_unique<TmuxScreen>(argv, top_env(host, std::move(env)), columns, rows, host.state_dir());
+}
+
+// The screen line of this PID's row: the PID as a column of its own, after the GPU.
+std::string row_of(const std::string& screen, pid_t pid) {
+  std::istringstream in(screen);
+  const std::string word = " " + std::to_string(pid) + " ";
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(word) != std::string::npos && line.find("gpureap top") == std::string::npos) return line;
+  }
+  return {};
+}
+
+// Index of the line holding this PID's row, or -1.
+int row_index(const std::vector<std::string>& lines, pid_t pid) {
+  const std::string word = " " + std::to_string(pid) + " ";
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find(word) != std::string::npos) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool shows_row(const std::string& screen, pid_t pid) { return !row_of(screen, pid).empty(); }
+
+// The cursor on `pid`'s row: the filter narrows the view to it.
+void select_pid(const TmuxScreen& screen, pid_t pid) {
+  screen.keys({"/"});
+  screen.type(std::to_string(pid));
+  screen.keys({"Enter"});
+}
+
+void quit(const TmuxScreen& screen) {
+  screen.keys({"q"});
+  EXPECT_EQ(screen.wait_exit(), 0) << screen.text();
+}
+
+class TopScreen : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!TmuxScreen::available()) GTEST_SKIP() << "tmux is not installed (scripts/setup-deps.sh installs it)";
+  }
+};
+
+TEST_F(TopScreen, ShowsEachGpuProcessItsWorkersAndAnOrphanUnderItsDeadOwner) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:4GiB", "--workers", "2"});
+  auto other = host.start({"--alloc", "1:1GiB"});
+  auto orphaned = orphaned_job(host, "0:2GiB");
+  auto top = start_top(host);
+  ASSERT_TRUE(top->wait_until([&](const std::string& s) {
+    return shows_row(s, job.pid) && shows_row(s, orphaned.workers[1]);
+  })) << top->text();
+  std::string screen = top->text();
+  EXPECT_NE(row_of(screen, job.pid).find("4.0 GiB"), std::string::npos) << screen;
+  EXPECT_NE(row_of(screen, other.pid).find("1.0 GiB"), std::string::npos) << screen;
+  for (pid_t w : job.workers) {
+    EXPECT_NE(row_of(screen, w).find("[worker of " + std::to_string(job.pid) + "]"), std::string::npos) << screen;
+  }
+  const std::string owner = row_of(screen, orphaned.pid);
+  EXPECT_NE(owner.find("2.0 GiB"), std::string::npos) << screen;
+  EXPECT_NE(owner.find("gone, kept by"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("GPU 0 NVIDIA"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("6.0 GiB/80.0 GiB"), std::string::npos) << screen;
+
+  // The tree: each worker right under its process, the orphans under their dead owner.
+  top->keys({"t"});
+  ASSERT_TRUE(top->wait_for("└─ [orphan of PID " + std::to_string(orphaned.pid) + "]")) << top->text();
+  const auto lines = top->lines();
+  const int parent = row_index(lines, job.pid);
+  ASSERT_GE(parent, 0);
+  for (int i = 1; i <= 2; ++i) {
+    const std::string& child = lines[static_cast<std::size_t>(parent + i)];
+    EXPECT_NE(child.find(i == 1 ? "├─ [worker of" : "└─ [worker of"), std::string::npos) << top->text();
+  }
+  const int dead = row_index(lines, orphaned.pid);
+  ASSERT_GE(dead, 0);
+  for (int i = 1; i <= 2; ++i) {
+    const std::string& child = lines[static_cast<std::size_t>(dead + i)];
+    EXPECT_NE(child.find("[orphan of PID " + std::to_string(orphaned.pid) + "]"), std::string::npos) << top->text();
+  }
+  quit(*top);
+}
+
+TEST_F(TopScreen, FilterAndSortChooseAndOrderTheRows) {
+  SimHost host;
+  auto alpha = host.start({"--alloc", "0:3GiB", "--name", "alpha-train"});
+  auto beta = host.start({"--alloc", "0:1GiB", "--name", "beta-eval"});
+  auto gamma = host.start({"--alloc", "1:2GiB", "--name", "gamma-serve"});
+  auto top = start_top(host);
+  ASSERT_TRUE(top->wait_until([&](const std::string& s) { return shows_row(s, alpha.pid) && shows_row(s, gamma.pid); }))
+      << top->text();
+  // By memory, largest first.
+  auto lines = top->lines();
+  EXPECT_LT(row_index(lines, alpha.pid), row_index(lines, gamma.pid)) << top->text();
+  EXPECT_LT(row_index(lines, gamma.pid), row_index(lines, beta.pid)) << top->text();
+  // By PID.
+  top->keys({"P"});
+  ASSERT_TRUE(top->wait_for("sort: pid")) << top->text();
+  lines = top->lines();
+  EXPECT_LT(row_index(lines, alpha.pid), row_index(lines, beta.pid)) << top->text();
+  EXPECT_LT(row_index(lines, beta.pid), row_index(lines, gamma.pid)) << top->text();
+  // The filter is plain text, case folded: regular expression characters mean themselves.
+  top->keys({"/"});
+  top->type("BETA");
+  top->keys({"Enter"});
+  ASSERT_TRUE(top->wait_for("filter \"BETA\"")) << top->text();
+  std::string screen = top->text();
+  EXPECT_TRUE(shows_row(screen, beta.pid)) << screen;
+  EXPECT_FALSE(shows_row(screen, alpha.pid)) << screen;
+  EXPECT_FALSE(shows_row(screen, gamma.pid)) << screen;
+  // `/` edits the filter in place; Esc while typing gives back the one before.
+  top->keys({"/", "BSpace", "BSpace", "BSpace", "BSpace"});
+  top->type("a.*");
+  ASSERT_TRUE(top->wait_for("filter: a.*_")) << top->text();
+  ASSERT_TRUE(top->wait_for("no row matches")) << top->text();
+  top->keys({"Escape"});
+  ASSERT_TRUE(top->wait_for("filter \"BETA\"")) << top->text();
+  EXPECT_TRUE(shows_row(top->text(), beta.pid)) << top->text();
+  // An empty filter shows every row again.
+  top->keys({"/", "BSpace", "BSpace", "BSpace", "BSpace", "Enter"});
+  ASSERT_TRUE(top->wait_until([&](const std::string& s) { return shows_row(s, alpha.pid) && shows_row(s, gamma.pid); }))
+      << top->text();
+  quit(*top);
+}
+
+TEST_F(TopScreen, EndingATaggedJobFreesItsMemoryAndSparesEveryBystander) {
+  SimHost host;
+  const Service service(host);  // PPID 1, holds GPU 0's device file
+  auto job = host.start({"--alloc", "0:4GiB", "--workers", "2"});
+  auto running_job = host.start({"--alloc", "0:1GiB", "--workers", "1"});
+  auto innocent = host.start({});
+  const std::string audit = host.state_dir() + "/audit.log";
+  auto top = start_top(host, {}, {{"GPUREAP_AUDIT_LOG", audit}});
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(job.pid) + " ")) << top->text();
+  select_pid(*top, job.pid);
+  top->keys({"Space"});
+  ASSERT_TRUE(top->wait_for("1 tagged")) << top->text();
+  top->keys({"K"});
+  ASSERT_TRUE(top->wait_for("Will be signalled (3):")) << top->text();
+  std::string screen = top->text();
+  EXPECT_NE(screen.find("chosen in the view; the driver lists it on GPU 0 (4.0 GiB)"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("GPU 0: 4.0 GiB expected back"), std::string::npos) << screen;
+  for (pid_t p : {service.pid, running_job.pid, running_job.workers[0], innocent.pid}) {
+    EXPECT_EQ(screen.find(" " + std::to_string(p) + "  "), std::string::npos) << p << " is in the plan:\n" << screen;
+  }
+  EXPECT_TRUE(running(job.pid)) << "signalled before the confirmation";
+  top->keys({"Enter"});
+  ASSERT_TRUE(top->wait_for("GPU 0: 4.0 GiB verified free", 20000)) << top->text();
+  EXPECT_NE(top->text().find("exited after SIGTERM"), std::string::npos) << top->text();
+  for (pid_t p : {job.pid, job.workers[0], job.workers[1]}) {
+    EXPECT_TRUE(eventually([&] { return !running(p); })) << "PID " << p << " survived";
+  }
+  for (pid_t p : {service.pid, running_job.pid, running_job.workers[0], innocent.pid}) {
+    EXPECT_TRUE(running(p)) << "bystander " << p << " was ended";
+  }
+  // The rows of what ended leave the screen; the running job's stay.
+  ASSERT_TRUE(top->wait_until([&](const std::string& s) { return !shows_row(s, job.pid); })) << top->text();
+  // Every signal is in the audit log, none to a bystander.
+  std::ifstream log(audit);
+  std::vector<pid_t> signalled;
+  for (std::string line; std::getline(log, line);) signalled.push_back(nlohmann::json::parse(line).value("pid", 0));
+  for (pid_t p : {job.pid, job.workers[0], job.workers[1]}) {
+    EXPECT_NE(std::find(signalled.begin(), signalled.end(), p), signalled.end()) << p << " not audited";
+  }
+  for (pid_t p : {service.pid, running_job.pid, running_job.workers[0], innocent.pid}) {
+    EXPECT_EQ(std::find(signalled.begin(), signalled.end(), p), signalled.end()) << p << " was signalled";
+  }
+  quit(*top);
+}
+
+TEST_F(TopScreen, AProtectedProcessIsRefusedWithTheReasonAndNothingIsSignalled) {
+  SimHost host;
+  auto smi = host.start_program(host.sim_binary_named("nvidia-smi"), {"--alloc", "0:1GiB"});
+  auto top = start_top(host);
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(smi.pid) + " ")) << top->text();
+  // Marked before anything is asked: this row cannot be ended from here.
+  EXPECT_NE(row_of(top->text(), smi.pid).find("✗"), std::string::npos) << top->text();
+  select_pid(*top, smi.pid);
+  top->keys({"K"});
+  ASSERT_TRUE(top->wait_for("Nothing here can be signalled")) << top->text();
+  const std::string screen = top->text();
+  EXPECT_NE(screen.find("Refused: nothing will be sent to them (1):"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("refused: protected process"), std::string::npos) << screen;
+  top->keys({"Enter"});  // no ladder can be chosen
+  ASSERT_TRUE(top->wait_for("nothing in this plan can be signalled")) << top->text();
+  top->keys({"Escape"});
+  ASSERT_TRUE(top->wait_for("cancelled: nothing was signalled")) << top->text();
+  EXPECT_TRUE(running(smi.pid));
+  quit(*top);
+}
+
+TEST_F(TopScreen, AForeignDriverPidIsRefusedFromInsideAPidNamespace) {
+  if (!running_as_root() || !can_unshare_pid()) GTEST_SKIP() << "needs root and unshare(CLONE_NEWPID)";
+  SimHost host;
+  auto job = host.start({"--alloc", "0:2GiB"});
+  auto top = start_top(host, {}, {}, 120, 40, {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc"});
+  ASSERT_TRUE(top->wait_for("[foreign]")) << top->text();
+  EXPECT_NE(row_of(top->text(), job.pid).find("2.0 GiB"), std::string::npos) << top->text();
+  select_pid(*top, job.pid);
+  top->keys({"K"});
+  ASSERT_TRUE(top->wait_for("Nothing here can be signalled")) << top->text();
+  EXPECT_NE(top->text().find("refused: identity foreign"), std::string::npos) << top->text();
+  top->keys({"Escape"});
+  EXPECT_TRUE(running(job.pid));
+  quit(*top);
+}
+
+TEST_F(TopScreen, ReadonlyRefusesToEndAnything) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  auto top = start_top(host, {"--readonly"});
+  ASSERT_TRUE(top->wait_for("read-only (--readonly)")) << top->text();
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(job.pid) + " ")) << top->text();
+  select_pid(*top, job.pid);
+  top->keys({"Space", "K"});
+  ASSERT_TRUE(top->wait_for("read-only view (--readonly): nothing can be signalled")) << top->text();
+  EXPECT_EQ(top->text().find("Will be signalled"), std::string::npos);
+  EXPECT_TRUE(running(job.pid));
+  quit(*top);
+}
+
+TEST_F(TopScreen, ANonRootUserIsToldWhichRowsAreNotTheirsToEnd) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root: a second user";
+  const passwd* user = test_user();
+  ASSERT_NE(user, nullptr);
+  SimHost host;
+  auto roots = host.start({"--alloc", "0:1GiB"});
+  auto theirs = host.start({"--alloc", "0:2GiB"}, user->pw_uid);
+  const std::string uid = std::to_string(user->pw_uid);
+  auto top = start_top(host, {}, {}, 120, 40, {"/usr/bin/setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"});
+  ASSERT_TRUE(top->wait_until([&](const std::string& s) { return shows_row(s, roots.pid) && shows_row(s, theirs.pid); }))
+      << top->text();
+  const std::string screen = top->text();
+  EXPECT_NE(screen.find("not root: rows marked ✗ are not yours to end"), std::string::npos) << screen;
+  EXPECT_NE(row_of(screen, roots.pid).find("✗"), std::string::npos) << screen;
+  EXPECT_EQ(row_of(screen, theirs.pid).find("✗"), std::string::npos) << screen;
+  select_pid(*top, roots.pid);
+  top->keys({"K"});
+  ASSERT_TRUE(top->wait_for("not permitted: permission denied")) << top->text();
+  top->keys({"Escape"});
+  EXPECT_TRUE(running(roots.pid));
+  quit(*top);
+}
+
+TEST_F(TopScreen, ResizedTo80x24TheLayoutStaysReadable) {
+  SimHost host({"--gpus", "2"});
+  auto job = host.start({"--alloc", "0:4GiB", "--workers", "2"});
+  auto other = host.start({"--alloc", "1:1GiB"});
+  auto top = start_top(host);
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(job.pid) + " ")) << top->text();
+  top->resize(80, 24);
+  ASSERT_TRUE(top->wait_until([](const std::string& s) { return s.find("HOST MEM") == std::string::npos; }))
+      << "the layout did not follow the resize:\n" << top->text();
+  const auto lines = top->lines();
+  ASSERT_EQ(lines.size(), 24u) << top->text();
+  for (const auto& line : lines) EXPECT_LE(display_width(line), 80u) << line;
+  EXPECT_EQ(lines[0].rfind("gpureap top", 0), 0u) << top->text();
+  const std::string screen = top->text();
+  EXPECT_NE(line_with(screen, "GPU 0 NVIDIA").find("4.0 GiB/80.0 GiB"), std::string::npos) << screen;
+  EXPECT_NE(line_with(screen, "GPU 1 NVIDIA").find("1.0 GiB/80.0 GiB"), std::string::npos) << screen;
+  const std::string heading = line_with(screen, "COMMAND");
+  for (const char* column : {"GPU", "PID", "USER", "GPU MEM", "CPU%"}) {
+    EXPECT_NE(heading.find(column), std::string::npos) << column << " lost at 80 columns: " << heading;
+  }
+  EXPECT_NE(row_of(screen, job.pid).find("4.0 GiB"), std::string::npos) << screen;
+  EXPECT_NE(row_of(screen, other.pid).find("1.0 GiB"), std::string::npos) << screen;
+  EXPECT_NE(lines[23].find("K end"), std::string::npos) << "the key line is not at the bottom:\n" << screen;
+  quit(*top);
+}
+
+TEST_F(TopScreen, WithoutADriverItExplainsWhyAndStillListsTheHolders) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  auto top = start_top(host, {}, {{"GPUREAP_NVML_LIBRARY", host.state_dir() + "/no-such-libnvidia-ml.so.1"}});
+  ASSERT_TRUE(top->wait_for("No GPU driver: ")) << top->text();
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(job.pid) + " ")) << top->text();
+  EXPECT_NE(top->text().find("Processes holding GPU device files are still listed below."), std::string::npos);
+  quit(*top);
+}
+
+TEST_F(TopScreen, AHostileCommandLineDoesNotDisturbTheScreen) {
+  SimHost host;
+  // Clear the screen, home the cursor, retitle the terminal, then a new line of its own.
+  auto hostile = host.start({"--alloc", "0:1GiB", "--name", "\x1b[2J\x1b[H\x1b]0;pwned\x07" "evil\nforged row"});
+  auto top = start_top(host);
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(hostile.pid) + " ")) << top->text();
+  const auto lines = top->lines();
+  const std::string screen = top->text();
+  EXPECT_EQ(lines[0].rfind("gpureap top", 0), 0u) << screen;
+  // Shown as inert text on its own row, which the rest of the screen keeps around it.
+  EXPECT_NE(row_of(screen, hostile.pid).find("\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07evil"), std::string::npos) << screen;
+  for (const auto& line : lines) EXPECT_NE(line.rfind("forged", 0), 0u) << screen;
+  EXPECT_EQ(line_with(screen, "pwned"), row_of(screen, hostile.pid)) << screen;
+  EXPECT_NE(line_with(screen, "COMMAND"), "") << screen;
+  EXPECT_NE(top->title(), "pwned");
+  quit(*top);
+}
+
+}  // namespace
+}  // namespace gpureap::test
