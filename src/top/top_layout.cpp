@@ -145,8 +145,11 @@ std::string gpu_error_words(const NvmlError& e) {
 
 std::string watts(unsigned mw) { return fmt::format("{:.0f}", static_cast<double>(mw) / 1000.0); }
 
+// Line 1: the GPU, its name and memory, and unattributed memory; then utilization,
+// temperature, power, fan, performance state and the history, on line 1 while they fit, else
+// on a second line when `second_line` allows one.
 std::vector<FrameLine> gpu_header(const TopState& state, const GpuView& gpu, const LayoutOptions& options,
-                                  bool sparkline_line) {
+                                  bool second_line) {
   const auto& r = gpu.reading;
   const std::size_t w = options.width;
   std::vector<FrameLine> out;
@@ -161,7 +164,7 @@ std::vector<FrameLine> gpu_header(const TopState& state, const GpuView& gpu, con
     return out;
   }
   const auto& m = gpu.memory;
-  const std::size_t cells = std::clamp<std::size_t>(w / 5, 10, 30);
+  const std::size_t cells = w < 100 ? 10 : std::clamp<std::size_t>(w / 5, 10, 30);  // 80 columns: room for the rest
   if (m.total && m.used) {
     line.add("[", Tone::Dim);
     line.add_spans(memory_bar(gpu, cells, options.ascii));
@@ -172,36 +175,44 @@ std::vector<FrameLine> gpu_header(const TopState& state, const GpuView& gpu, con
   }
   const std::uint64_t tolerance = overhead_tolerance_bytes(r.processes.size());
   if (m.unattributed && *m.unattributed > tolerance) {
-    line.add_whole(fmt::format(" {} {} unattributed", glyphs(options.ascii).unattributed, format_bytes(*m.unattributed)),
-                   Tone::Unattributed);
+    line.add(fmt::format(" {} {} unattributed", glyphs(options.ascii).unattributed, format_bytes(*m.unattributed)),
+             Tone::Unattributed);
   }
-  if (r.util_gpu_percent) line.add_whole(fmt::format("  util {}%", *r.util_gpu_percent));
-  if (r.temperature_c) line.add_whole(fmt::format("  {}°C", *r.temperature_c));
+  std::vector<std::string> extras;
+  if (r.util_gpu_percent) extras.push_back(fmt::format("util {}%", *r.util_gpu_percent));
+  if (r.temperature_c) extras.push_back(fmt::format("{}°C", *r.temperature_c));
   if (r.power_mw) {
-    line.add_whole(r.power_limit_mw ? fmt::format("  {}/{} W", watts(*r.power_mw), watts(*r.power_limit_mw))
-                                    : fmt::format("  {} W", watts(*r.power_mw)));
+    extras.push_back(r.power_limit_mw ? fmt::format("{}/{} W", watts(*r.power_mw), watts(*r.power_limit_mw))
+                                      : fmt::format("{} W", watts(*r.power_mw)));
   }
-  if (r.fan_percent) line.add_whole(fmt::format("  fan {}%", *r.fan_percent));
-  if (r.performance_state) line.add_whole(fmt::format("  P{}", *r.performance_state));
+  if (r.fan_percent) extras.push_back(fmt::format("fan {}%", *r.fan_percent));
+  if (r.performance_state) extras.push_back(fmt::format("P{}", *r.performance_state));
+  LineBuilder more(w);
+  more.add("     ");
+  bool overflow = false;
+  for (const auto& extra : extras) {
+    if (!overflow && line.add_whole("  " + extra)) continue;
+    overflow = true;  // the rest keep their order on the second line
+    more.add_whole("  " + extra);
+  }
   const auto& mem_history = state.history.memory(r.index);
   const auto& util_history = state.history.utilization(r.index);
-  const bool inline_history = line.room() >= 30;
-  if (inline_history && !mem_history.empty()) {
-    const std::size_t n = std::min<std::size_t>(20, (line.room() - 12) / 2);
-    line.add("  mem ", Tone::Dim);
-    line.add(sparkline(mem_history, n, options.ascii), Tone::Good);
-    line.add(" util ", Tone::Dim);
-    line.add(sparkline(util_history, n, options.ascii), Tone::Good);
+  auto add_history = [&](LineBuilder& into) {
+    const std::size_t n = std::min<std::size_t>(30, (into.room() - 12) / 2);
+    into.add("  mem ", Tone::Dim);
+    into.add(sparkline(mem_history, n, options.ascii), Tone::Good);
+    into.add(" util ", Tone::Dim);
+    into.add(sparkline(util_history, n, options.ascii), Tone::Good);
+  };
+  bool history_shown = mem_history.empty();
+  if (!overflow && !history_shown && line.room() >= 30) {
+    add_history(line);
+    history_shown = true;
   }
   out.push_back(line.done());
-  if (!inline_history && sparkline_line && !mem_history.empty()) {
-    LineBuilder history(w);
-    const std::size_t n = std::min<std::size_t>(30, w > 20 ? (w - 16) / 2 : 1);
-    history.add("  mem  ", Tone::Dim);
-    history.add(sparkline(mem_history, n, options.ascii), Tone::Good);
-    history.add("  util ", Tone::Dim);
-    history.add(sparkline(util_history, n, options.ascii), Tone::Good);
-    out.push_back(history.done());
+  if (second_line && (overflow || !history_shown)) {
+    if (!history_shown && more.room() >= 24) add_history(more);
+    out.push_back(more.done());
   }
   for (const auto& warning : r.warnings) out.push_back(one_span(w, "  warning: " + sanitize_for_terminal(warning), Tone::Warn));
   return out;

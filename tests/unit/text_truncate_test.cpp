@@ -51,5 +51,15 @@ TEST(TextTruncate, PadsToColumns) {
   EXPECT_EQ(pad_to_width("abcdef", 4), "abcdef");
 }
 
+TEST(TextTruncate, WrapsAtSpacesAndCutsOnlyAWordWiderThanTheLine) {
+  EXPECT_EQ(wrap_to_width("why: descendant of 812 holding /dev/nvidia0", 20),
+            (std::vector<std::string>{"why: descendant of", "812 holding", "/dev/nvidia0"}));
+  EXPECT_EQ(wrap_to_width("", 10), std::vector<std::string>{""});
+  EXPECT_EQ(wrap_to_width("  two  spaces  ", 40), std::vector<std::string>{"two spaces"});
+  // A word wider than the line: cut at character boundaries, never inside one.
+  EXPECT_EQ(wrap_to_width("a /very/long/path", 6), (std::vector<std::string>{"a", "/very/", "long/p", "ath"}));
+  for (const auto& line : wrap_to_width("学习学习学习 日本語のコマンド", 5)) EXPECT_LE(display_width(line), 5u) << line;
+}
+
 }  // namespace
 }  // namespace gpureap
