@@ -2,7 +2,7 @@
 # the package, scripts/package-check.sh installs it and runs it on the simulator.
 #
 #   bin/gpureap
-#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap}.1.gz   from the binary's --help
+#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,top}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
 #   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml,
@@ -43,7 +43,7 @@ if(GPUREAP_HELP2MAN AND NOT GPUREAP_MAN_PAGES STREQUAL "OFF")
   set(man_out ${CMAKE_BINARY_DIR}/man)
   set(man_pages)
   set(man_includes)
-  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap)
+  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-top)
     configure_file(${GPUREAP_PACKAGING_DIR}/man/${page}.h2m.in ${CMAKE_BINARY_DIR}/man-include/${page}.h2m @ONLY)
     list(APPEND man_includes ${CMAKE_BINARY_DIR}/man-include/${page}.h2m)
     list(APPEND man_pages ${man_out}/${page}.1.gz)

@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor run reap" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run reap top" -- "$cur"))
       fi
       return
       ;;
@@ -70,6 +70,10 @@ _gpureap() {
       values="--cgroup --user --uid --gpus --except --baseline-mib --kill-timeout --verify-timeout
               --audit-log --color"
       ;;
+    top)
+      options="-h --help --interval --once --readonly --tree --sort --gpu --audit-log --color"
+      values="--interval --sort --gpu --audit-log --color"
+      ;;
     *) return ;;
   esac
 
@@ -77,6 +81,7 @@ _gpureap() {
   if [[ " ${values//$'\n'/ } " == *" $prev "* ]]; then
     case $prev in
       --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")) ;;
+      --sort) COMPREPLY=($(compgen -W "memory cpu age pid" -- "$cur")) ;;
       --user) COMPREPLY=($(compgen -u -- "$cur")) ;;
       --pid) COMPREPLY=($(compgen -W "$(command ls /proc 2>/dev/null | grep -E '^[0-9]+$')" -- "$cur")) ;;
       -s | --signal) COMPREPLY=($(compgen -W "TERM INT HUP QUIT USR1 USR2 KILL" -- "$cur")) ;;

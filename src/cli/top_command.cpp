@@ -221,6 +221,7 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
     if (fds[3].revents & POLLIN) {
       for (auto& event : worker->take_events()) {
         const bool finished = event.kind == ActionEvent::Kind::KillFinished;
+        if (event.interrupted_by != 0) exit_status = exit_code::interrupted_by(event.interrupted_by);
         apply_event(state, std::move(event));
         if (finished) refresher.refresh_now();  // show at once what the kill left
       }

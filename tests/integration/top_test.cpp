@@ -336,5 +336,41 @@ TEST_F(TopScreen, AHostileCommandLineDoesNotDisturbTheScreen) {
   quit(*top);
 }
 
+// Without a terminal: one plain frame with --once, and one line for every usage error.
+TEST(TopOnce, PrintsOneFrameForAPipeAndRefusesBadInputInOneLine) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:2GiB", "--workers", "1"});
+  auto result = host.gpureap({"top", "--once"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(row_of(result.out, job.pid).find("2.0 GiB"), std::string::npos) << result.out;
+  EXPECT_NE(row_of(result.out, job.workers[0]).find("[worker of " + std::to_string(job.pid) + "]"), std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find('\x1b'), std::string::npos) << "no escape sequence through a pipe";
+  // Whole commands through a pipe, however long.
+  EXPECT_NE(row_of(result.out, job.pid).find(std::string(GPUSIM_CUDA_BINARY) + " --alloc 0:2GiB --workers 1"),
+            std::string::npos)
+      << result.out;
+
+  const auto no_driver = host.gpureap({"top", "--once"}, {{"GPUREAP_NVML_LIBRARY", host.state_dir() + "/none.so"}});
+  EXPECT_EQ(no_driver.exit_code, 3) << no_driver.err;
+  EXPECT_NE(no_driver.out.find("No GPU driver: "), std::string::npos) << no_driver.out;
+  EXPECT_TRUE(shows_row(no_driver.out, job.pid)) << no_driver.out;
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"top"}, "needs a terminal on stdin and stdout; use --once"},
+      {{"top", "--interval", "nan"}, "--interval nan: not a duration"},
+      {{"top", "--interval", "0.01"}, "--interval 0.01"},
+      {{"top", "--sort", "size"}, "--sort size: sort by memory, cpu, age or pid"},
+      {{"top", "--once", "--gpu", "7"}, "--gpu 7: no such GPU (this host has: 0, 1)"},
+  };
+  for (const auto& [args, says] : refused) {
+    const auto r = host.gpureap(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_TRUE(running(job.pid));
+}
+
 }  // namespace
 }  // namespace gpureap::test
