@@ -18,6 +18,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/selection_checks.hpp"
+#include "cli/snapshot_status.hpp"
 #include "cli/terminal_io.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
@@ -185,14 +186,9 @@ int run_kill(KillOptions options) {
     return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
                                                                     : exit_code::kDriverInitFailed;
   }
-  for (unsigned wanted : options.criteria.gpus) {
-    if (snapshot->gpu_by_index(wanted) == nullptr) {
-      std::string known;
-      for (const auto& gpu : snapshot->gpus) known += (known.empty() ? "" : ", ") + std::to_string(gpu.reading.index);
-      std::cerr << fmt::format("gpureap kill: --gpu {}: no such GPU (this host has: {})\n", wanted,
-                               known.empty() ? "none" : known);
-      return exit_code::kUsage;
-    }
+  if (auto error = unknown_gpu_error(*snapshot, options.criteria.gpus); !error.empty()) {
+    std::cerr << "gpureap kill: " << error << "\n";
+    return exit_code::kUsage;
   }
 
   if (auto error = check_containers(snapshot->table, options.criteria.containers, "gpureap kill"); !error.empty()) {

@@ -16,6 +16,7 @@
 #include "cli/ps_json.hpp"
 #include "cli/ps_table.hpp"
 #include "cli/selection_checks.hpp"
+#include "cli/snapshot_status.hpp"
 #include "snapshot/snapshot.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
@@ -28,30 +29,10 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_stop_signal(int) { g_stop = 1; }
 
-int status_of(const Snapshot& snapshot) {
-  const auto& d = snapshot.driver;
-  if (!d.loaded) {
-    return d.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary : exit_code::kDriverInitFailed;
-  }
-  if (d.count_error) return exit_code::kDriverInitFailed;
-  for (const auto& gpu : snapshot.gpus) {
-    if (gpu.reading.error) return exit_code::kGpuError;
-  }
-  return exit_code::kOk;
-}
-
 // --gpu names indices the driver must have; a typo should not silently show nothing.
 std::string check_gpu_filter(const Snapshot& snapshot, const PsFilter& filter) {
-  if (!snapshot.driver.loaded) return {};
-  for (unsigned wanted : filter.gpus) {
-    if (snapshot.gpu_by_index(wanted) == nullptr) {
-      std::string known;
-      for (const auto& gpu : snapshot.gpus) known += (known.empty() ? "" : ", ") + std::to_string(gpu.reading.index);
-      return fmt::format("gpureap ps: --gpu {}: no such GPU (this host has: {})", wanted,
-                         known.empty() ? "none" : known);
-    }
-  }
-  return {};
+  const std::string error = unknown_gpu_error(snapshot, filter.gpus);
+  return error.empty() ? error : "gpureap ps: " + error;
 }
 
 std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style,
@@ -142,7 +123,7 @@ int run_ps(PsOptions options) {
     print_flushed(render(*snapshot, options, style, width));
     // The table already says it; JSON consumers get the reason on stderr as well.
     if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
-    return status_of(*snapshot);
+    return snapshot_exit_status(*snapshot);
   }
 
   struct sigaction action {};
@@ -167,7 +148,7 @@ int run_ps(PsOptions options) {
     std::string frame = render(*snapshot, options, style, width);
     if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
     print_flushed(frame);
-    status = status_of(*snapshot);
+    status = snapshot_exit_status(*snapshot);
     wait_interval(options.watch_seconds);
   }
   return status;

@@ -17,6 +17,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/option_limits.hpp"
+#include "cli/snapshot_status.hpp"
 #include "cli/terminal_io.hpp"
 #include "cli/top_screen.hpp"
 #include "kill/audit_log.hpp"
@@ -41,22 +42,8 @@ int usage_error(const std::string& message) {
   return exit_code::kUsage;
 }
 
-// ps's statuses for one frame: the reader of a pipe learns what the screen says.
-int status_of(const Snapshot& snapshot) {
-  const auto& d = snapshot.driver;
-  if (!d.loaded) return d.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary : exit_code::kDriverInitFailed;
-  if (d.count_error) return exit_code::kDriverInitFailed;
-  for (const auto& gpu : snapshot.gpus) {
-    if (gpu.reading.error) return exit_code::kGpuError;
-  }
-  return exit_code::kOk;
-}
-
-std::string check_gpu(const Snapshot& snapshot, std::optional<unsigned> gpu) {
-  if (!gpu || !snapshot.driver.loaded || snapshot.gpu_by_index(*gpu) != nullptr) return {};
-  std::string known;
-  for (const auto& g : snapshot.gpus) known += (known.empty() ? "" : ", ") + std::to_string(g.reading.index);
-  return fmt::format("--gpu {}: no such GPU (this host has: {})", *gpu, known.empty() ? "none" : known);
+std::vector<unsigned> gpu_list(std::optional<unsigned> gpu) {
+  return gpu ? std::vector<unsigned>{*gpu} : std::vector<unsigned>{};
 }
 
 std::string styled(const Frame& frame, const TerminalStyle& style) {
@@ -92,13 +79,13 @@ SnapshotOptions view_snapshot_options() {
 int run_once(const TopOptions& options, const TopState& prototype) {
   SnapshotSource source(view_snapshot_options());
   auto snapshot = source.take();
-  if (auto error = check_gpu(*snapshot, options.gpu); !error.empty()) return usage_error(error);
+  if (auto error = unknown_gpu_error(*snapshot, gpu_list(options.gpu)); !error.empty()) return usage_error(error);
   TopState state;
   state.order = prototype.order;
   state.readonly = prototype.readonly;
   state.can_kill_any = true;  // nothing is offered: no marks for what this user may not end
   CpuSampler cpu;  // first sight: each process's lifetime average
-  const int status = status_of(*snapshot);
+  const int status = snapshot_exit_status(*snapshot);
   state.rows = build_rows(*snapshot, cpu, RowContext{});
   state.snapshot = std::move(snapshot);
   reorder(state);
@@ -203,7 +190,7 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
       if (auto snapshot = refresher.take_latest()) {
         if (!checked_gpu) {
           checked_gpu = true;
-          if (auto message = check_gpu(*snapshot, state.order.gpu); !message.empty()) {
+          if (auto message = unknown_gpu_error(*snapshot, gpu_list(state.order.gpu)); !message.empty()) {
             state.order.gpu.reset();
             state.set_status(message + ": showing every GPU", StatusTone::Bad);
           }

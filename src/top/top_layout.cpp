@@ -404,7 +404,8 @@ std::vector<FrameLine> doctor_lines(const TopState& state, const LayoutOptions& 
     for (const auto& d : f.details) add_wrapped(body, w, sanitize_for_terminal(d), Tone::Dim, 4);
     for (const auto& remedy : f.remedies) {
       const std::string command = remedy.command.empty() ? "" : sanitize_for_terminal(remedy.command) + "  ";
-      add_wrapped(body, w, fmt::format("→ {}({} risk) {}", command, risk_name(remedy.risk), sanitize_for_terminal(remedy.explanation)),
+      const std::string risk = remedy.risk == Risk::None ? "no risk" : fmt::format("{} risk", risk_name(remedy.risk));
+      add_wrapped(body, w, fmt::format("→ {}({}) {}", command, risk, sanitize_for_terminal(remedy.explanation)),
                   Tone::Normal, 4);
     }
   }

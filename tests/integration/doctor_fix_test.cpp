@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include "bystanders.hpp"
 #include "doctor_support.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"

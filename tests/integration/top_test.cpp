@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "bystanders.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
 #include "text/truncate.hpp"
@@ -196,14 +195,12 @@ TEST_F(TopScreen, EndingATaggedJobFreesItsMemoryAndSparesEveryBystander) {
   // The rows of what ended leave the screen; the running job's stay.
   ASSERT_TRUE(top->wait_until([&](const std::string& s) { return !shows_row(s, job.pid); })) << top->text();
   // Every signal is in the audit log, none to a bystander.
-  std::ifstream log(audit);
-  std::vector<pid_t> signalled;
-  for (std::string line; std::getline(log, line);) signalled.push_back(nlohmann::json::parse(line).value("pid", 0));
-  for (pid_t p : {job.pid, job.workers[0], job.workers[1]}) {
-    EXPECT_NE(std::find(signalled.begin(), signalled.end(), p), signalled.end()) << p << " not audited";
-  }
-  for (pid_t p : {service.pid, running_job.pid, running_job.workers[0], innocent.pid}) {
-    EXPECT_EQ(std::find(signalled.begin(), signalled.end(), p), signalled.end()) << p << " was signalled";
+  const auto lines = audit_lines(audit);
+  for (pid_t p : {job.pid, job.workers[0], job.workers[1]}) EXPECT_TRUE(audited(lines, p, "SIGTERM")) << p;
+  for (const auto& line : lines) {
+    for (pid_t p : {service.pid, running_job.pid, running_job.workers[0], innocent.pid}) {
+      EXPECT_NE(line.value("pid", 0), p) << "bystander " << p << " was signalled: " << line.dump();
+    }
   }
   quit(*top);
 }
