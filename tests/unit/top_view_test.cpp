@@ -155,25 +155,28 @@ TEST(TopKeys, SpaceTagsAndMovesKEndsTheTaggedAndTheConfirmationChoosesTheLadder)
   EXPECT_EQ(state.status_tone, StatusTone::Good);
 }
 
+// The confirmation of a plan that signals PID 10.
+TopState confirming_one() {
+  TopState state = state_with({row(10, 0, GiB, "a")});
+  handle_key(state, press('x'), 10);
+  state.preview = KillPreview{};
+  state.preview->signalled.push_back({10, "ann a", "chosen in the view"});
+  state.mode = Mode::Confirm;
+  return state;
+}
+
 TEST(TopKeys, EachLadderHasItsKeyAndEscapeSignalsNothing) {
   const std::vector<std::pair<Key, Ladder>> choices = {{key(Key::Kind::Enter), Ladder::TermThenKill},
                                                        {press('l'), Ladder::TermThenKill},
                                                        {press('i'), Ladder::IntOnly},
                                                        {press('9'), Ladder::KillNow}};
   for (const auto& [k, ladder] : choices) {
-    TopState state = state_with({row(10, 0, GiB, "a")});
-    handle_key(state, press('x'), 10);
-    state.preview = KillPreview{};
-    state.preview->signalled.push_back({10, "ann a", "chosen in the view"});
-    state.mode = Mode::Confirm;
+    TopState state = confirming_one();
     const KeyAction action = handle_key(state, k, 10);
     EXPECT_EQ(action.kind, KeyAction::Kind::Execute);
     EXPECT_EQ(action.ladder, ladder);
   }
-  TopState state = state_with({row(10, 0, GiB, "a")});
-  state.preview = KillPreview{};
-  state.preview->signalled.push_back({10, "ann a", "chosen in the view"});
-  state.mode = Mode::Confirm;
+  TopState state = confirming_one();
   EXPECT_EQ(handle_key(state, key(Key::Kind::Escape), 10).kind, KeyAction::Kind::Discard);
   EXPECT_EQ(state.mode, Mode::Browse);
   EXPECT_EQ(state.status, "cancelled: nothing was signalled");
