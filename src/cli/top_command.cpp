@@ -51,6 +51,10 @@ std::string styled(const Frame& frame, const TerminalStyle& style) {
   for (const auto& line : frame.lines) {
     std::string text;
     for (const auto& span : line.spans) {
+      if (span.text.find_first_not_of(' ') == std::string::npos) {  // blank cells need no colour codes
+        text += span.text;
+        continue;
+      }
       switch (span.tone) {
         case Tone::Normal: text += span.text; break;
         case Tone::Strong: text += style.bold(span.text); break;
