@@ -52,8 +52,32 @@ std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
   }
   // A holder's details are read now, through the directory fd that is bound to the process
   // read: no second open and no second stat to prove the PID still names it.
-  if (info->holds_any_device_file()) read_detail_files(dir.get(), *info);
+  if (info->holds_any_device_file()) holder_details(dir.get(), *info);
   return info;
+}
+
+void ProcessReader::holder_details(int pid_fd, ProcessInfo& info) {
+  const FdLookMemory::Details* known = memory_ != nullptr ? memory_->details_for(info.pid, info.start_time_ticks) : nullptr;
+  if (known == nullptr) {
+    read_detail_files(pid_fd, info);
+    if (kept_ != nullptr) {
+      kept_->emplace_back(info.pid, FdLookMemory::Details{info.start_time_ticks, memory_->round() + memory_->details_every(),
+                                                          info.uid, info.real_uid, info.saved_uid, info.ns_pids,
+                                                          info.cmdline, info.exe, info.container, info.maps_nvml_only});
+    }
+    return;
+  }
+  info.details_loaded = true;
+  info.uid = known->uid;
+  info.real_uid = known->real_uid;
+  info.saved_uid = known->saved_uid;
+  info.ns_pids = known->ns_pids;
+  info.cmdline = known->cmdline;
+  info.exe = known->exe;
+  info.container = known->container;
+  info.maps_nvml_only = known->maps_nvml_only;
+  read_wchan(pid_fd, info);
+  if (kept_ != nullptr) kept_->emplace_back(info.pid, *known);
 }
 
 std::optional<ProcessInfo> ProcessReader::read_without_files(int root_fd, pid_t pid) {
@@ -214,13 +238,16 @@ void ProcessReader::read_detail_files(int pid_fd, ProcessInfo& info) {
   }
   info.maps_nvml_only.reset();
   if (!may_block && info.state != 'Z' && info.state != 'X') read_gpu_library_maps(pid_fd, info);  // zombies: no address space
+  read_wchan(pid_fd, info);
+}
+
+void ProcessReader::read_wchan(int pid_fd, ProcessInfo& info) {
   info.wchan.clear();
-  if (info.state == 'D') {
-    if (const auto text = buffer_.read_file_at(pid_fd, "wchan")) {
-      std::string_view wchan = *text;
-      const std::string_view symbol = take_token(wchan);
-      if (symbol != "0") info.wchan.assign(symbol);
-    }
+  if (info.state != 'D') return;
+  if (const auto text = buffer_.read_file_at(pid_fd, "wchan")) {
+    std::string_view wchan = *text;
+    const std::string_view symbol = take_token(wchan);
+    if (symbol != "0") info.wchan.assign(symbol);
   }
 }
 

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "proc/fd_look_memory.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/process_info.hpp"
 #include "proc/user_names.hpp"
@@ -46,6 +48,13 @@ class ProcessReader {
   // has gone or its PID now names another process (a different start time).
   bool read_details(int root_fd, ProcessInfo& info, UserNames& users);
 
+  // Holders' details in read() come from `memory` while it has them, and what read() used or
+  // read is appended to `kept` (a scan in the Holders scope repeated by top).
+  void remember_details(const FdLookMemory* memory, std::vector<std::pair<pid_t, FdLookMemory::Details>>* kept) {
+    memory_ = memory;
+    kept_ = kept;
+  }
+
  private:
   std::optional<ProcessInfo> read_stat(int dirfd, const char* path, pid_t pid);
   void fill_from_stat(ProcessInfo& info, StatFields& stat) const;
@@ -53,6 +62,8 @@ class ProcessReader {
   void read_device_files(int pid_fd, ProcessInfo& info);
   bool list_device_files(int fd_dir, ProcessInfo& info);
   void read_detail_files(int pid_fd, ProcessInfo& info);
+  void holder_details(int pid_fd, ProcessInfo& info);
+  void read_wchan(int pid_fd, ProcessInfo& info);
   void read_gpu_library_maps(int pid_fd, ProcessInfo& info);
 
   ScanClock clock_;
@@ -60,6 +71,8 @@ class ProcessReader {
   bool is_procfs_;
   ReadBuffer buffer_;
   DirLister lister_;
+  const FdLookMemory* memory_ = nullptr;
+  std::vector<std::pair<pid_t, FdLookMemory::Details>>* kept_ = nullptr;
 };
 
 }  // namespace gpureap::procfs

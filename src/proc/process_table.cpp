@@ -76,6 +76,8 @@ class ProcessTableBuilder {
   void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only);
   void complete_holders(int root_fd);
   bool read_one(int root_fd, pid_t pid);
+  static bool still_quiet(const FdLookMemory& memory, pid_t pid,
+                          std::vector<std::pair<pid_t, FdLookMemory::Quiet>>& carried);
   void add(ProcessInfo&& info);
   void collect_tree(int root_fd, pid_t root, std::vector<pid_t>& out);
   std::vector<pid_t> children_for_tree(int root_fd, pid_t pid);
@@ -178,10 +180,15 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
 
   std::vector<std::vector<ProcessInfo>> results(threads);
   std::vector<std::exception_ptr> errors(threads);
+  // The memory is read by every thread and rewritten once they are done (what each saw quiet).
+  FdLookMemory* memory = holders_only ? table_.options_.memory.get() : nullptr;
+  std::vector<std::vector<std::pair<pid_t, FdLookMemory::Quiet>>> quiet(threads);
+  std::vector<std::vector<std::pair<pid_t, FdLookMemory::Details>>> details(threads);
   std::atomic<std::size_t> next{0};
   const auto work = [&](unsigned slot) {
     try {
       procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
+      if (memory != nullptr) reader.remember_details(memory, &details[slot]);
       std::optional<procfs::DeviceFdProbe> probe;
       if (holders_only) probe.emplace(table_.options_.dev_dir, is_procfs_);
       std::vector<DeviceFileHandle> held;
@@ -194,7 +201,16 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
         for (std::size_t i = begin; i < end; ++i) {
           std::optional<ProcessInfo> info;
           if (probe) {
+            if (memory != nullptr && still_quiet(*memory, pids[i], quiet[slot])) continue;
             const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
+            if (seen == procfs::FdProbe::OtherFiles && memory != nullptr) {
+              // Seen for the first time: its next look is staggered by PID, so that each round
+              // looks at an even share of the processes; afterwards every full_look_every rounds.
+              const unsigned every = memory->full_look_every_;
+              const bool known = memory->quiet_.count(pids[i]) > 0;
+              const unsigned wait = known ? every : 1 + static_cast<unsigned>(pids[i]) % every;
+              quiet[slot].emplace_back(pids[i], FdLookMemory::Quiet{wait + memory->round_});
+            }
             if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
             info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
                                                     : reader.read(root_fd, pids[i], &held);
@@ -230,6 +246,26 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
   for (std::vector<ProcessInfo>& part : results) {
     for (ProcessInfo& info : part) add(std::move(info));
   }
+  if (memory != nullptr) {
+    // What was not seen quiet this round (gone, or now a holder) is forgotten.
+    memory->quiet_.clear();
+    for (const auto& part : quiet) memory->quiet_.insert(part.begin(), part.end());
+    memory->details_.clear();
+    for (auto& part : details) {
+      for (auto& [pid, d] : part) memory->details_.insert_or_assign(pid, std::move(d));
+    }
+    ++memory->round_;
+  }
+}
+
+// A process remembered quiet and not yet due for another look: carried into this round's
+// memory, at no system call.
+bool ProcessTableBuilder::still_quiet(const FdLookMemory& memory, pid_t pid,
+                                      std::vector<std::pair<pid_t, FdLookMemory::Quiet>>& carried) {
+  const auto it = memory.quiet_.find(pid);
+  if (it == memory.quiet_.end() || memory.round_ >= it->second.due_round) return false;
+  carried.emplace_back(pid, it->second);
+  return true;
 }
 
 void ProcessTableBuilder::load_details(int root_fd, std::span<const pid_t> pids) {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "proc/fd_look_memory.hpp"
 #include "proc/process_info.hpp"
 #include "proc/user_names.hpp"
 
@@ -29,6 +30,9 @@ struct ProcScanOptions {
   std::string proc_root = "/proc";
   std::string dev_dir = "/dev";  // where GPU device files live (GPUREAP_DEV_DIR overrides)
   ProcScanScope scope = ProcScanScope::Everything;
+  // Holders scope only: carried from scan to scan by a caller that repeats them (top), which
+  // then looks again only at processes that may have changed (fd_look_memory.hpp).
+  std::shared_ptr<FdLookMemory> memory;
 };
 
 class ProcessTable {

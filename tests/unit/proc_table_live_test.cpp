@@ -519,5 +519,55 @@ TEST(ProcTableLive, DetectsAChildPidNamespace) {
   EXPECT_EQ(code, 0);
 }
 
+// A view that repeats its scans (top) looks again at a process without a GPU device file only
+// every few scans, and at a new PID at once; a holder it always reads.
+TEST(ProcTableLive, RepeatedScansLookAtNewProcessesAtOnceAndAtQuietOnesEveryFewScans) {
+  const FakeDevDir dev;
+  const Pipe ready, go;
+  Child quiet([&] {
+    ready.send(getpid());
+    pid_t ignored = 0;
+    if (read(go.fds[0], &ignored, sizeof ignored) != sizeof ignored) _exit(92);
+    open_or_die(dev.file("nvidia0"));  // long after it started: the case the memory can be late for
+    ready.send(getpid());
+    pause();
+  });
+  ASSERT_EQ(ready.receive(), quiet.pid());
+  constexpr unsigned kEvery = 3;
+  ProcScanOptions options;
+  options.dev_dir = dev.path();
+  options.scope = ProcScanScope::Holders;
+  options.memory = std::make_shared<FdLookMemory>(kEvery);
+  EXPECT_EQ(ProcessTable::scan(options).find(quiet.pid()), nullptr);
+  EXPECT_GT(options.memory->remembered(), 0u);
+
+  go.send(1);
+  ASSERT_EQ(ready.receive(), quiet.pid());
+  // A new process holding the file: found by the next scan, whatever the memory says.
+  Child fresh([&] {
+    open_or_die(dev.file("nvidia0"));
+    ready.send(getpid());
+    pause();
+  });
+  ASSERT_EQ(ready.receive(), fresh.pid());
+  const ProcessTable next = ProcessTable::scan(options);
+  ASSERT_NE(next.find(fresh.pid()), nullptr);
+  EXPECT_TRUE(next.find(fresh.pid())->holds_gpu_minor(0));
+  // The quiet one that opened it since: within kEvery scans.
+  unsigned scans = 1;
+  bool found = next.find(quiet.pid()) != nullptr;
+  for (; !found && scans <= kEvery; ++scans) found = ProcessTable::scan(options).find(quiet.pid()) != nullptr;
+  EXPECT_TRUE(found) << "not seen after " << scans << " scans";
+  // Holders are read at every scan, their details (kept between scans) as the first time.
+  for (int i = 0; i < 4; ++i) {
+    const ProcessTable table = ProcessTable::scan(options);
+    const ProcessInfo* holder = table.find(fresh.pid());
+    ASSERT_NE(holder, nullptr);
+    EXPECT_TRUE(holder->details_loaded);
+    EXPECT_EQ(holder->cmdline, own_cmdline());
+    EXPECT_EQ(holder->uid, geteuid());
+  }
+}
+
 }  // namespace
 }  // namespace gpureap

@@ -1,0 +1,75 @@
+// What successive scans in the Holders scope remember of the processes whose fd/ held no GPU
+// device file, so that a view refreshed every second (top) does not list every descriptor of
+// every process each time: such a process is looked at again every `full_look_every` scans
+// (its first look again staggered by PID, so that each scan takes an even share); a PID not in
+// the last scan is always looked at, and the driver's PIDs are always read in full (snapshot).
+// What it can miss, for at most that many scans: a process that already ran, opens a GPU
+// device file and is not listed by the driver (a monitor that starts using NVML, a process
+// that opens the device without creating a context); a forked worker is a new PID, seen at once.
+// A PID reused within one scan's interval would be taken for the process it replaced: that
+// needs pid_max forks in an interval.
+//
+// It also keeps what a holder's details were (user ids, command line, executable, container,
+// mapped libraries), reused while the holder is the same process (PID and start time) for
+// `details_every` scans: a holder's descriptors and stat are read at every scan, the rest,
+// which a process seldom changes, that often.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "proc/process_info.hpp"
+
+namespace gpureap {
+
+class FdLookMemory {
+ public:
+  explicit FdLookMemory(unsigned full_look_every = 10, unsigned details_every = 5)
+      : full_look_every_(full_look_every > 0 ? full_look_every : 1), details_every_(details_every > 0 ? details_every : 1) {}
+
+  std::size_t remembered() const { return quiet_.size(); }
+
+  // A holder's details as read at its last full look (everything read_detail_files reads but
+  // wchan, which follows the state).
+  struct Details {
+    std::uint64_t start_time_ticks = 0;
+    unsigned due_round = 0;
+    uid_t uid = 0, real_uid = 0, saved_uid = 0;
+    std::vector<pid_t> ns_pids;
+    std::vector<std::string> cmdline;
+    std::string exe;
+    std::optional<ContainerRef> container;
+    std::optional<bool> maps_nvml_only;
+  };
+  // The details of this process (PID and start time) to reuse now, or null.
+  const Details* details_for(pid_t pid, std::uint64_t start_time_ticks) const;
+  unsigned round() const { return round_; }
+  unsigned details_every() const { return details_every_; }
+
+ private:
+  friend class ProcessTableBuilder;
+  struct Quiet {
+    unsigned due_round = 0;  // the scan that looks at it in full again
+  };
+  std::unordered_map<pid_t, Quiet> quiet_;
+  std::unordered_map<pid_t, Details> details_;
+  unsigned round_ = 0;
+  unsigned full_look_every_;
+  unsigned details_every_;
+};
+
+inline const FdLookMemory::Details* FdLookMemory::details_for(pid_t pid, std::uint64_t start_time_ticks) const {
+  const auto it = details_.find(pid);
+  if (it == details_.end() || it->second.start_time_ticks != start_time_ticks || round_ >= it->second.due_round) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+}  // namespace gpureap
