@@ -218,26 +218,25 @@ KeyAction handle_key(TopState& state, const Key& key, std::size_t page) {
   return {};
 }
 
-std::vector<std::string> help_lines(double timeout_s) {
+std::vector<std::pair<std::string, std::string>> help_entries(double timeout_s) {
   return {
-      "↑ ↓  j k  PgUp PgDn  Home End   move (the mouse selects and scrolls too)",
-      "space   tag or untag the process; U untags all",
-      "K  x  Del  F9   end the tagged processes, or the selected one: the plan is shown first",
-      fmt::format("        then Enter or l: {}; t: SIGTERM only; i: SIGINT only; 9: SIGKILL now;", ladder_words(Ladder::TermThenKill, timeout_s)),
-      "        Esc: cancel. Forked workers holding the GPU go with their process; the memory is",
-      "        verified free with the driver and the outcome shown on the status line",
-      "t       tree: workers under their process, an orphan under its dead owner",
-      "s       next sort (memory, CPU, age, PID); M C A P choose one",
-      "/       filter: rows whose PID, user, container, role or command contain the text",
-      "g       one GPU after the other, then all",
-      "d       the doctor's findings for the selected row's GPU",
-      "q       quit            ?  this help",
-      "",
-      "Memory bar: █ used by listed processes, ▒ used but unattributed (no listed process",
-      "explains it: a leak, a release in progress, or holders the driver does not list), ░ free",
-      "Marks: * tagged, ✗ you cannot end it (another user's, protected, foreign); roles: worker",
-      "of PID N, orphan of PID N (its job is over), gone (exited, memory kept by its holders),",
-      "foreign (not in this PID namespace), mismatch (the PID here is another process)",
+      {"↑ ↓ j k", "move; PgUp PgDn Home End; the mouse selects and scrolls"},
+      {"space", "tag or untag the process; U untags all"},
+      {"K x Del F9", "end the tagged processes, or the selected one, after showing kill's plan: then Enter or l: " +
+                         ladder_words(Ladder::TermThenKill, timeout_s) +
+                         " · t: SIGTERM only · i: SIGINT only · 9: SIGKILL now · Esc: cancel"},
+      {"", "workers holding the GPU go with their process; the driver confirms the memory came back"},
+      {"t", "tree: workers under their process, orphans under their dead owner"},
+      {"s M C A P", "next sort; by memory, CPU, age, PID"},
+      {"/", "filter: rows whose PID, user, container, role or command contain the text"},
+      {"g", "one GPU after the other, then all"},
+      {"d", "the doctor's findings for the selected row's GPU"},
+      {"q ?", "quit; this help"},
+      {"█ ▒ ░", "memory used by listed processes; used, but no listed process explains it; free"},
+      {"* ✗", "tagged; not yours to end (another user's, protected, foreign)"},
+      {"roles", "worker of N · orphan of PID N (its job is over) · gone (exited, its memory kept by its "
+                "holders) · foreign (not in this PID namespace) · mismatch (the PID here is another "
+                "process) · client (NVML, no memory)"},
   };
 }
 

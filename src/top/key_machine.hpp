@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "top/kill_preview.hpp"
@@ -29,7 +31,7 @@ struct KeyAction {
 // `page` is how many rows the table shows (PageUp/PageDown).
 KeyAction handle_key(TopState& state, const Key& key, std::size_t page);
 
-// The help text, one line per entry (also what `?` shows).
-std::vector<std::string> help_lines(double timeout_s);
+// What `?` shows: keys (or glyphs) and what they do.
+std::vector<std::pair<std::string, std::string>> help_entries(double timeout_s);
 
 }  // namespace gpureap

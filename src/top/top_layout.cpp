@@ -74,19 +74,21 @@ void add_wrapped(std::vector<FrameLine>& out, std::size_t width, std::string_vie
 
 // ---- title and notices ---------------------------------------------------------------------
 
+// What changes and what was chosen first: a narrow screen cuts the driver's versions.
 std::string title_text(const TopState& state, const LayoutOptions& options) {
   std::string text = "gpureap top";
   const Snapshot* s = state.snapshot.get();
-  if (s != nullptr && s->driver.loaded) {
-    text += " · driver " + (s->driver.driver_version.empty() ? "?" : sanitize_for_terminal(s->driver.driver_version));
-    if (s->driver.cuda_driver_version) text += " · CUDA " + format_cuda_version(*s->driver.cuda_driver_version);
-    text += fmt::format(" · {} GPU{}", s->gpus.size(), s->gpus.size() == 1 ? "" : "s");
-  }
+  if (s != nullptr && s->driver.loaded) text += fmt::format(" · {} GPU{}", s->gpus.size(), s->gpus.size() == 1 ? "" : "s");
   if (s != nullptr) text += fmt::format(" · {:%H:%M:%S}", fmt::localtime(std::chrono::system_clock::to_time_t(s->taken_at)));
-  text += fmt::format(" · every {:g}s · sort: {}", options.interval_s, sort_key_name(state.order.sort));
+  text += fmt::format(" · sort: {}", sort_key_name(state.order.sort));
   if (state.order.tree) text += " · tree";
   if (state.order.gpu) text += fmt::format(" · GPU {} only", *state.order.gpu);
   if (!state.order.filter.empty() && state.mode != Mode::Filter) text += " · filter \"" + state.order.filter + "\"";
+  text += fmt::format(" · every {:g}s", options.interval_s);
+  if (s != nullptr && s->driver.loaded) {
+    text += " · driver " + (s->driver.driver_version.empty() ? "?" : sanitize_for_terminal(s->driver.driver_version));
+    if (s->driver.cuda_driver_version) text += " · CUDA " + format_cuda_version(*s->driver.cuda_driver_version);
+  }
   return text;
 }
 
@@ -417,6 +419,24 @@ std::vector<FrameLine> doctor_lines(const TopState& state, const LayoutOptions& 
   return out;
 }
 
+// `?`: each key in a column of its own, what it does beside it.
+std::vector<FrameLine> help_overlay(const TopState& state, const LayoutOptions& options) {
+  constexpr std::size_t kKeys = 12;
+  const std::size_t w = options.width;
+  std::vector<FrameLine> out;
+  out.push_back(one_span(w, "Keys (any key to go back)", Tone::Strong));
+  for (const auto& [keys, text] : help_entries(state.ladder_timeout_s)) {
+    const auto pieces = wrap_to_width(text, w > kKeys + 2 ? w - kKeys - 2 : 1);
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      LineBuilder line(w);
+      line.add(pad_to_width(i == 0 ? (options.ascii && keys == "█ ▒ ░" ? "# % ." : keys) : "", kKeys) + "  ", Tone::Strong);
+      line.add(pieces[i]);
+      out.push_back(line.done());
+    }
+  }
+  return out;
+}
+
 // The bottom of the screen: what is being typed, the last outcome (on up to two lines), or the
 // keys.
 std::vector<FrameLine> status_lines(const TopState& state, const LayoutOptions& options) {
@@ -481,16 +501,26 @@ std::vector<Span> memory_bar(const GpuView& gpu, std::size_t cells, bool ascii) 
   return spans;
 }
 
+namespace {
+
+// Above the table or the overlay: the title alone under the help, which needs the room.
+std::vector<FrameLine> lines_above(const TopState& state, const LayoutOptions& options) {
+  if (state.mode == Mode::Help) return {one_span(options.width, title_text(state, options), Tone::Strong)};
+  return header_lines(state, options);
+}
+
+}  // namespace
+
 std::size_t table_capacity(const TopState& state, const LayoutOptions& options) {
   if (!options.height) return state.shown.size();
   // The table's heading, and the status line(s).
-  const std::size_t fixed = header_lines(state, options).size() + 1 + status_lines(state, options).size();
+  const std::size_t fixed = lines_above(state, options).size() + 1 + status_lines(state, options).size();
   return *options.height > fixed ? *options.height - fixed : 0;
 }
 
 Frame layout_frame(const TopState& state, const LayoutOptions& options) {
   Frame frame;
-  frame.lines = header_lines(state, options);
+  frame.lines = lines_above(state, options);
   const std::size_t w = options.width;
   const bool interactive = options.height.has_value();
   const std::size_t capacity = table_capacity(state, options);
@@ -501,8 +531,7 @@ Frame layout_frame(const TopState& state, const LayoutOptions& options) {
   } else if (state.mode == Mode::Doctor) {
     overlay = doctor_lines(state, options, area);
   } else if (state.mode == Mode::Help) {
-    overlay.push_back(one_span(w, "Keys", Tone::Strong));
-    for (const auto& h : help_lines(state.ladder_timeout_s)) add_wrapped(overlay, w, h, Tone::Normal, 0);
+    overlay = help_overlay(state, options);
   }
   if (!overlay.empty()) {
     if (overlay.size() > area) overlay.resize(area);
