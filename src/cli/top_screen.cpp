@@ -103,47 +103,58 @@ void TopScreen::paint(const Frame& frame) {
 }
 
 std::optional<Key> TopScreen::read_key() {
-  wint_t c = 0;
-  const int kind = get_wch(&c);
-  if (kind == ERR) return std::nullopt;
-  Key key;
-  if (kind == KEY_CODE_YES) {
-    switch (c) {
-      case KEY_UP: key.kind = Key::Kind::Up; return key;
-      case KEY_DOWN: key.kind = Key::Kind::Down; return key;
-      case KEY_PPAGE: key.kind = Key::Kind::PageUp; return key;
-      case KEY_NPAGE: key.kind = Key::Kind::PageDown; return key;
-      case KEY_HOME: key.kind = Key::Kind::Home; return key;
-      case KEY_END: key.kind = Key::Kind::End; return key;
-      case KEY_ENTER: key.kind = Key::Kind::Enter; return key;
-      case KEY_BACKSPACE: key.kind = Key::Kind::Backspace; return key;
-      case KEY_DC: key.kind = Key::Kind::Delete; return key;
-      case KEY_RESIZE: return Key{Key::Kind::Char, 0, std::nullopt};  // already followed: resizeterm queues it
-      case KEY_MOUSE: {
-        MEVENT event{};
-        if (getmouse(&event) != OK) return Key{Key::Kind::Char, 0, std::nullopt};
-        if (event.bstate & BUTTON4_PRESSED) return Key{Key::Kind::WheelUp, 0, std::nullopt};
-        if (event.bstate & BUTTON5_PRESSED) return Key{Key::Kind::WheelDown, 0, std::nullopt};
-        key.kind = Key::Kind::Click;
-        if (last_.table_top >= 0 && event.y >= last_.table_top &&
-            static_cast<std::size_t>(event.y - last_.table_top) < last_.rows_shown) {
-          key.row = last_.first_row + static_cast<std::size_t>(event.y - last_.table_top);
-        }
-        return key;
-      }
-      default:
-        if (c == static_cast<wint_t>(KEY_F(9))) {
-          key.kind = Key::Kind::F9;
-          return key;
-        }
-        return Key{Key::Kind::Char, 0, std::nullopt};
-    }
+  for (;;) {
+    wint_t c = 0;
+    const int kind = get_wch(&c);
+    if (kind == ERR) return std::nullopt;
+    if (kind != KEY_CODE_YES) return character(c);
+    // KEY_RESIZE (queued by resizeterm: the resize was followed already) and keys top does not
+    // use are no keys to act on: a help or doctor view stays open.
+    if (auto key = function_key(c)) return key;
   }
-  if (c == '\n' || c == '\r') key.kind = Key::Kind::Enter;
-  else if (c == 27) key.kind = Key::Kind::Escape;
-  else if (c == 127 || c == 8) key.kind = Key::Kind::Backspace;
-  else key.ch = static_cast<char32_t>(c);
+}
+
+Key TopScreen::character(wint_t c) const {
+  Key key;
+  if (c == '\n' || c == '\r') {
+    key.kind = Key::Kind::Enter;
+  } else if (c == 27) {
+    key.kind = Key::Kind::Escape;
+  } else if (c == 127 || c == 8) {
+    key.kind = Key::Kind::Backspace;
+  } else {
+    key.ch = static_cast<char32_t>(c);
+  }
   return key;
+}
+
+std::optional<Key> TopScreen::function_key(wint_t c) const {
+  switch (c) {
+    case KEY_UP: return Key{Key::Kind::Up, 0, std::nullopt};
+    case KEY_DOWN: return Key{Key::Kind::Down, 0, std::nullopt};
+    case KEY_PPAGE: return Key{Key::Kind::PageUp, 0, std::nullopt};
+    case KEY_NPAGE: return Key{Key::Kind::PageDown, 0, std::nullopt};
+    case KEY_HOME: return Key{Key::Kind::Home, 0, std::nullopt};
+    case KEY_END: return Key{Key::Kind::End, 0, std::nullopt};
+    case KEY_ENTER: return Key{Key::Kind::Enter, 0, std::nullopt};
+    case KEY_BACKSPACE: return Key{Key::Kind::Backspace, 0, std::nullopt};
+    case KEY_DC: return Key{Key::Kind::Delete, 0, std::nullopt};
+    case KEY_MOUSE: {
+      MEVENT event{};
+      if (getmouse(&event) != OK) return std::nullopt;
+      if (event.bstate & BUTTON4_PRESSED) return Key{Key::Kind::WheelUp, 0, std::nullopt};
+      if (event.bstate & BUTTON5_PRESSED) return Key{Key::Kind::WheelDown, 0, std::nullopt};
+      Key key{Key::Kind::Click, 0, std::nullopt};
+      if (last_.table_top >= 0 && event.y >= last_.table_top &&
+          static_cast<std::size_t>(event.y - last_.table_top) < last_.rows_shown) {
+        key.row = last_.first_row + static_cast<std::size_t>(event.y - last_.table_top);
+      }
+      return key;
+    }
+    default:
+      if (c == static_cast<wint_t>(KEY_F(9))) return Key{Key::Kind::F9, 0, std::nullopt};
+      return std::nullopt;
+  }
 }
 
 }  // namespace gpureap

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <wchar.h>
+
 #include "top/key_machine.hpp"
 #include "top/top_layout.hpp"
 
@@ -33,6 +35,8 @@ class TopScreen {
  private:
   TopScreen() = default;
   int attributes(Tone tone) const;
+  Key character(wint_t c) const;
+  std::optional<Key> function_key(wint_t c) const;  // none: not a key top uses
 
   void* screen_ = nullptr;  // SCREEN*
   bool color_ = false;
