@@ -231,11 +231,18 @@ class GpuReader {
     const unsigned long long since = now_us > 2'000'000 ? now_us - 2'000'000 : 0;
     unsigned count = 0;
     int rc = s_.device_get_process_utilization(device, nullptr, &count, since);
+    // NOT_FOUND: no process had a sample newer than `since`, so none was active.
+    if (rc == nvml_abi::kErrorNotFound || (rc == nvml_abi::kSuccess && count == 0)) {
+      gpu_.process_utilization_known = true;
+      return;
+    }
     if (rc != nvml_abi::kErrorInsufficientSize || count == 0) return;
     std::vector<nvml_abi::ProcessUtilizationSample> samples(std::size_t{count} * 2 + 5);
     count = static_cast<unsigned>(samples.size());
     rc = s_.device_get_process_utilization(device, samples.data(), &count, since);
+    if (rc == nvml_abi::kErrorNotFound) gpu_.process_utilization_known = true;
     if (rc != nvml_abi::kSuccess) return;
+    gpu_.process_utilization_known = true;
     std::map<unsigned, nvml_abi::ProcessUtilizationSample> latest;
     for (unsigned i = 0; i < count && i < samples.size(); ++i) {
       const auto& sample = samples[i];

@@ -63,6 +63,10 @@ struct GpuReading {
   bool mig_enabled = false;
   std::vector<MigDeviceReading> mig_devices;
   std::vector<DriverProcess> processes;  // compute, graphics and MPS lists merged per PID+instance
+  // The driver answered nvmlDeviceGetProcessUtilization: a listed process without a sample
+  // (sm_util_percent unset) had no activity in the window. False when it cannot say (the call
+  // is missing, MIG, an error): then nothing proves a process idle.
+  bool process_utilization_known = false;
   bool processes_complete = true;        // false when a process list could not be read
   std::vector<std::string> warnings;     // a person should see these (stride override, list errors)
 };

@@ -309,7 +309,11 @@ std::optional<DriverReading> SnapshotSource::read_driver_only() const {
   return read_driver(*load_->library);
 }
 
-std::unique_ptr<Snapshot> SnapshotSource::take() {
+std::unique_ptr<Snapshot> SnapshotSource::take() { return take(options_.proc.scope); }
+
+std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
+  ProcScanOptions proc = options_.proc;
+  proc.scope = scope;
   auto snapshot = std::make_unique<Snapshot>();
   snapshot->taken_at = std::chrono::system_clock::now();
   // The driver (loaded on the first take) is read on a second thread while this one scans
@@ -332,7 +336,7 @@ std::unique_ptr<Snapshot> SnapshotSource::take() {
     } catch (const std::system_error&) {
       read();  // no thread to be had (RLIMIT_NPROC): one after the other
     }
-    snapshot->table = ProcessTable::scan(options_.proc);
+    snapshot->table = ProcessTable::scan(proc);
   }  // joins the driver thread, also when the scan throws
   if (driver_error) std::rethrow_exception(driver_error);
 
