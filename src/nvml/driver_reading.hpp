@@ -80,8 +80,17 @@ struct DriverReading {
   std::vector<GpuReading> gpus;
 };
 
+// How much of each GPU to read.
+enum class DriverReadScope {
+  Everything,  // identity, health (temperature, power, persistence, utilisation), memory, MIG, processes
+  Processes,   // identity, MIG, the process lists and per-process utilisation: what watch's looks need
+};
+
 // Reads every GPU the library exposes. Never throws on driver errors: a GPU that fails is
 // kept with its error and the others are still read.
-DriverReading read_driver(const NvmlLibrary& library);
+// `previous`, a reading of the same library (watch's last look), sizes the process-list and
+// utilisation buffers from the counts it found, saving the sizing call of each.
+DriverReading read_driver(const NvmlLibrary& library, DriverReadScope scope = DriverReadScope::Everything,
+                          const DriverReading* previous = nullptr);
 
 }  // namespace gpureap

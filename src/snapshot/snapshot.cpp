@@ -304,9 +304,10 @@ const NvmlLoadResult& SnapshotSource::loaded() const {
   return *load_;
 }
 
-std::optional<DriverReading> SnapshotSource::read_driver_only() const {
+std::optional<DriverReading> SnapshotSource::read_driver_only(DriverReadScope scope,
+                                                             const DriverReading* previous) const {
   if (!loaded().library) return std::nullopt;
-  return read_driver(*load_->library);
+  return read_driver(*load_->library, scope, previous);
 }
 
 std::unique_ptr<Snapshot> SnapshotSource::take() { return take(options_.proc.scope); }

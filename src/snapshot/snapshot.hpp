@@ -145,7 +145,8 @@ class SnapshotSource {
   bool driver_loaded() const { return load_ && load_->library; }
   // The driver's view alone (no /proc scan) through the library already loaded, for callers
   // that poll it (kill's verification); nullopt when no library is loaded.
-  std::optional<DriverReading> read_driver_only() const;
+  std::optional<DriverReading> read_driver_only(DriverReadScope scope = DriverReadScope::Everything,
+                                               const DriverReading* previous = nullptr) const;
 
  private:
   const NvmlLoadResult& loaded() const;

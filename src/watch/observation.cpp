@@ -25,6 +25,12 @@ double now_unix() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
+double thread_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
 std::uint64_t ticks_of(const ProcessInfo& info) {
   return static_cast<std::uint64_t>(info.cpu_seconds * ticks_per_second() + 0.5);
 }
@@ -215,20 +221,31 @@ Look Observer::full_look() {
   ++full_scans_;
   last_full_ = std::chrono::steady_clock::now();
   have_full_ = true;
-  followed_.clear();
+  Look look;
+  look.full_scan = true;
+  const DriverReading reading = reading_of(*snapshot);
+  last_reading_ = reading;
+  if (snapshot->driver.loaded) {
+    read_driver_facts(reading, look);
+  } else {
+    look.driver_problem = snapshot->driver.message;
+  }
+  // A GPU process the driver cannot list now (its GPU is lost, or the driver is unreadable) is
+  // still followed while it lives: judged again, with its timers, once it can be read.
+  std::unordered_map<pid_t, FollowedProcess> kept;
+  for (auto& [pid, f] : followed_) {
+    if (f.facts.kind != CandidateKind::GpuProcess) continue;
+    const bool unreadable = !look.driver_readable || std::any_of(f.facts.gpus.begin(), f.facts.gpus.end(), [&](unsigned g) {
+                              return look.unreadable_gpus.count(g) > 0;
+                            });
+    if (unreadable && refresh_cpu(f)) kept.emplace(pid, std::move(f));
+  }
+  followed_ = std::move(kept);
   not_judged_.clear();
   for (FollowedProcess& f : follow_snapshot(*snapshot, user_names_, &not_judged_)) {
     const pid_t pid = f.facts.pid;
-    followed_.emplace(pid, std::move(f));
+    followed_.insert_or_assign(pid, std::move(f));
   }
-  Look look;
-  look.full_scan = true;
-  if (!snapshot->driver.loaded) {
-    look.driver_problem = snapshot->driver.message;
-    return finish(std::move(look), nullptr);
-  }
-  const DriverReading reading = reading_of(*snapshot);
-  read_driver_facts(reading, look);
   return finish(std::move(look), look.driver_readable ? &reading : nullptr);
 }
 
@@ -253,7 +270,12 @@ bool Observer::refresh_cpu(FollowedProcess& followed) const {
 
 std::optional<Look> Observer::quick_look() {
   Look look;
-  const std::optional<DriverReading> reading = source_ ? source_->read_driver_only() : std::nullopt;
+  const double cpu_before = thread_cpu_seconds();
+  const std::optional<DriverReading> reading =
+      source_ ? source_->read_driver_only(DriverReadScope::Processes, last_reading_ ? &*last_reading_ : nullptr)
+              : std::nullopt;
+  driver_cpu_seconds_ += thread_cpu_seconds() - cpu_before;
+  ++quick_looks_;
   if (reading) {
     read_driver_facts(*reading, look);
   } else {
@@ -294,6 +316,7 @@ std::optional<Look> Observer::quick_look() {
     it = keep ? std::next(it) : followed_.erase(it);
   }
   if (want_full) return std::nullopt;
+  if (reading) last_reading_ = reading;
   return finish(std::move(look), look.driver_readable ? &*reading : nullptr);
 }
 

@@ -108,6 +108,10 @@ class Observer {
   // The driver and /proc as the looks read them, for the snapshot an action is taken on.
   SnapshotSource& source();
   std::size_t full_scans() const { return full_scans_; }
+  std::size_t quick_looks() const { return quick_looks_; }
+  // CPU time (this thread's, kernel included) the quick looks spent reading the driver: what
+  // the looks cost that is the driver library's, not gpureap's.
+  double driver_cpu_seconds() const { return driver_cpu_seconds_; }
 
   // Followed processes, for the benchmark's and tests' curiosity.
   std::size_t followed() const { return followed_.size(); }
@@ -120,10 +124,13 @@ class Observer {
 
   SnapshotOptions options_;
   std::unique_ptr<SnapshotSource> source_;
+  std::optional<DriverReading> last_reading_;  // sizes the next reading's buffers
   double full_scan_seconds_;
   std::chrono::steady_clock::time_point last_full_{};
   bool have_full_ = false;
   std::size_t full_scans_ = 0;
+  std::size_t quick_looks_ = 0;
+  double driver_cpu_seconds_ = 0;
   UserNames user_names_;
   std::unordered_map<pid_t, FollowedProcess> followed_;
   // Listed PIDs that are not ours to judge until the next full scan: not in this PID

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,19 +114,14 @@ class WatchDaemon {
   ~WatchDaemon() { notifier_.stop(std::chrono::milliseconds(0)); }
 
   // The first policy: its GPUs are checked against this host once the driver has been read.
-  int start(EffectivePolicy initial) {
+  // "" when it runs; else why it cannot (nothing was done).
+  std::string start(EffectivePolicy initial) {
     std::string error;
-    if (!open_audit(initial.audit_log, error)) {
-      log_.write(LogPriority::Error, "start-failed", {{"why", error}});
-      return 2;
-    }
+    if (!open_audit(initial.audit_log, error)) return error;
     install(std::move(initial));
     Look first = observer_.look(true);
     if (first.driver_readable) {
-      if (const std::string gpus = check_policy_gpus(*policy_, first.gpu_uuids); !gpus.empty()) {
-        log_.write(LogPriority::Error, "start-failed", {{"why", gpus}});
-        return 2;
-      }
+      if (std::string gpus = check_policy_gpus(*policy_, first.gpu_uuids); !gpus.empty()) return gpus;
     }
     log_.write(LogPriority::Info, "start",
                {{"policy", policy_->source},
@@ -135,7 +131,7 @@ class WatchDaemon {
                 {"full_scan", format_short_duration(policy_->full_scan_seconds)},
                 {"audit_log", audit_ ? audit_->path() : ""}});
     evaluate(first);
-    return -1;
+    return {};
   }
 
   int run(const SignalReader& signals) {
@@ -144,7 +140,15 @@ class WatchDaemon {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
       const int sig = signals.wait(left);
       if (sig == SIGTERM || sig == SIGINT) {
-        log_.write(LogPriority::Info, "stop", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+        log_.write(LogPriority::Info, "stop",
+                   {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                    {"looks", std::to_string(observer_.quick_looks() + observer_.full_scans())},
+                    {"full_scans", std::to_string(observer_.full_scans())},
+                    {"cpu_seconds", fmt::format("{:.3f}", seconds(usage.ru_utime) + seconds(usage.ru_stime))},
+                    {"driver_cpu_seconds", fmt::format("{:.3f}", observer_.driver_cpu_seconds())}});
         notifier_.stop(kNotificationBudgetAtStop);
         return 0;
       }
@@ -414,14 +418,16 @@ std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemon
   return out;
 }
 
-int run_watch_daemon(EffectivePolicy initial, const WatchDaemonOptions& options, CounterBoard& counters) {
+int run_watch_daemon(EffectivePolicy initial, const WatchDaemonOptions& options, CounterBoard& counters,
+                     std::string& start_error) {
   const SignalReader signals;
   if (!signals.valid()) {
-    EventLog(options.log_fd).write(LogPriority::Error, "start-failed", {{"why", "no signalfd"}});
+    start_error = "cannot create a signalfd to receive SIGHUP and SIGTERM";
     return 1;
   }
   WatchDaemon daemon(options, counters);
-  if (const int status = daemon.start(std::move(initial)); status >= 0) return status;
+  start_error = daemon.start(std::move(initial));
+  if (!start_error.empty()) return 2;
   return daemon.run(signals);
 }
 

@@ -38,9 +38,10 @@ struct EffectivePolicy {
 };
 std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemonOptions& options, std::string& error);
 
-// Runs until SIGTERM or SIGINT; returns the exit status: 0 after a clean stop, 2 when the
+// Runs until SIGTERM or SIGINT; returns the exit status: 0 after a clean stop; 2 when the
 // policy cannot run on this host (a GPU it names does not exist, the audit log cannot be
-// opened), with one line on the log descriptor saying why.
-int run_watch_daemon(EffectivePolicy initial, const WatchDaemonOptions& options, CounterBoard& counters);
+// opened), and 1 when the signals cannot be set up, both with one line in `start_error`.
+int run_watch_daemon(EffectivePolicy initial, const WatchDaemonOptions& options, CounterBoard& counters,
+                     std::string& start_error);
 
 }  // namespace gpureap
