@@ -114,7 +114,9 @@ int run_watch(WatchOptions options) {
     return exit_code::kUsage;
   }
   CounterBoard counters;
-  return run_watch_daemon(std::move(*effective), daemon, counters);
+  const int status = run_watch_daemon(std::move(*effective), daemon, counters, error);
+  if (!error.empty()) std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+  return status;
 }
 
 }  // namespace gpureap

@@ -57,19 +57,27 @@ bool toml_only_known(const std::string& source, const toml::table& table, std::i
     if (std::find(known.begin(), known.end(), std::string_view(key.str())) != known.end()) continue;
     std::string names;
     for (auto k : known) names += fmt::format("{}{}{}", names.empty() ? "" : ", ", prefix, k);
-    error = fmt::format("{}: unknown {} '{}{}' (known: {}); a misspelt name would silently be ignored",
-                        toml_where(source, node), node.is_table() ? "section" : "key", prefix,
+    // Where the key is written ([section] or `key =`), not where its value starts.
+    const auto& at = key.source().begin;
+    const std::string place = at.line != 0 ? fmt::format("{}:{}:{}", source, at.line, at.column) : toml_where(source, node);
+    error = fmt::format("{}: unknown {} '{}{}' (known: {}); a misspelt name would silently be ignored", place,
+                        node.is_table() ? "section" : "key", prefix,
                         sanitize_for_terminal(key.str()), names);
     return false;
   }
   return true;
 }
 
-// toml++ quotes the offending input in its description ("saw 't\n'") raw: the one terminal
-// sanitiser keeps the error one line that cannot drive a terminal.
-std::string toml_parse_error_text(const toml::parse_error& error, const std::string& source) {
-  const auto& where = error.source().begin;
-  return fmt::format("{}:{}:{}: {}", source, where.line, where.column, sanitize_for_terminal(error.description()));
+std::optional<toml::table> parse_toml(std::string_view text, const std::string& source, std::string& error) {
+  try {
+    return toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    // toml++ quotes the offending input in its description ("saw 't\n'") raw: the one terminal
+    // sanitiser keeps the error one line that cannot drive a terminal.
+    const auto& where = e.source().begin;
+    error = fmt::format("{}:{}:{}: {}", source, where.line, where.column, sanitize_for_terminal(e.description()));
+    return std::nullopt;
+  }
 }
 
 }  // namespace gpureap

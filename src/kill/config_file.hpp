@@ -25,7 +25,8 @@ std::string toml_where(const std::string& source, const toml::node& node);
 bool toml_only_known(const std::string& source, const toml::table& table, std::initializer_list<std::string_view> known,
                      const std::string& prefix, std::string& error);
 
-// A parse error as one sanitised line: "<source>:<line>:<column>: <description>".
-std::string toml_parse_error_text(const toml::parse_error& error, const std::string& source);
+// The parsed document; nullopt with the parse error as one sanitised line in `error`:
+// "<source>:<line>:<column>: <description>".
+std::optional<toml::table> parse_toml(std::string_view text, const std::string& source, std::string& error);
 
 }  // namespace gpureap

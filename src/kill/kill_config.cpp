@@ -64,14 +64,9 @@ std::optional<KillConfig> config_from_table(const toml::table& table, const std:
 
 std::optional<KillConfig> parse_kill_config(std::string_view text, const std::string& source,
                                             std::string& error) {
-  toml::table table;
-  try {
-    table = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    error = toml_parse_error_text(e, source);
-    return std::nullopt;
-  }
-  return config_from_table(table, source, error);
+  const auto table = parse_toml(text, source, error);
+  if (!table) return std::nullopt;
+  return config_from_table(*table, source, error);
 }
 
 std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error) {

@@ -188,6 +188,18 @@ const GpuView* Snapshot::gpu_by_index(unsigned index) const {
   return nullptr;
 }
 
+bool Snapshot::lists(pid_t pid) const {
+  return std::any_of(processes.begin(), processes.end(),
+                     [pid](const GpuProcessView& p) { return static_cast<pid_t>(p.driver.pid) == pid; });
+}
+
+const HolderView* Snapshot::holder(pid_t pid) const {
+  for (const auto& h : holders) {
+    if (h.pid == pid) return &h;
+  }
+  return nullptr;
+}
+
 SnapshotOptions default_snapshot_options() {
   SnapshotOptions options;
   if (const char* dev = std::getenv("GPUREAP_DEV_DIR"); dev != nullptr && dev[0] != '\0') {

@@ -121,6 +121,10 @@ struct Snapshot {
 
   const GpuView* gpu_by_minor(unsigned minor) const;
   const GpuView* gpu_by_index(unsigned index) const;
+  // Whether the driver lists `pid` on any GPU.
+  bool lists(pid_t pid) const;
+  // The holder view of `pid`, or null when it holds no GPU device file.
+  const HolderView* holder(pid_t pid) const;
 };
 
 struct SnapshotOptions {

@@ -48,23 +48,11 @@ std::string executable_path(const std::string& exe) {
   return exe;
 }
 
-bool listed(const Snapshot& snapshot, pid_t pid) {
-  return std::any_of(snapshot.processes.begin(), snapshot.processes.end(),
-                     [pid](const GpuProcessView& p) { return static_cast<pid_t>(p.driver.pid) == pid; });
-}
-
-const HolderView* holder(const Snapshot& snapshot, pid_t pid) {
-  for (const auto& h : snapshot.holders) {
-    if (h.pid == pid) return &h;
-  }
-  return nullptr;
-}
-
 // A zombie worth a rule's look: the driver lists it, it still holds device files (its other
 // threads), or its parent is a GPU process or holder that has not reaped it (doctor's rule).
 bool gpu_related_zombie(const Snapshot& snapshot, const ProcessInfo& zombie) {
-  return listed(snapshot, zombie.pid) || zombie.holds_any_device_file() || listed(snapshot, zombie.ppid) ||
-         holder(snapshot, zombie.ppid) != nullptr;
+  return snapshot.lists(zombie.pid) || zombie.holds_any_device_file() || snapshot.lists(zombie.ppid) ||
+         snapshot.holder(zombie.ppid) != nullptr;
 }
 
 FollowedProcess follow(CandidateKind kind, const ProcessInfo& info, UserNames& names) {
@@ -94,6 +82,15 @@ void read_driver_facts(const DriverReading& reading, Look& look) {
 }
 
 }  // namespace
+
+std::string_view candidate_kind_name(CandidateKind kind) {
+  switch (kind) {
+    case CandidateKind::GpuProcess: return "gpu-process";
+    case CandidateKind::Orphan: return "orphan";
+    case CandidateKind::Zombie: return "zombie";
+  }
+  return "gpu-process";
+}
 
 std::uint64_t Candidate::memory_bytes() const {
   std::uint64_t total = 0;

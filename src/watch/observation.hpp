@@ -35,6 +35,8 @@ enum class CandidateKind {
   Zombie,      // an unreaped zombie of a GPU process (or listed, or holding device files)
 };
 
+std::string_view candidate_kind_name(CandidateKind kind);  // "gpu-process", "orphan", "zombie"
+
 // A process as rules see it.
 struct Candidate {
   pid_t pid = 0;

@@ -399,15 +399,10 @@ std::string check_policy_gpus(const Policy& policy, const std::map<unsigned, std
 }
 
 std::optional<Policy> parse_policy(std::string_view text, const std::string& source, std::string& error) {
-  toml::table root;
+  const auto root = parse_toml(text, source, error);
+  if (!root) return std::nullopt;
   try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    error = toml_parse_error_text(e, source);
-    return std::nullopt;
-  }
-  try {
-    return PolicyReader(source).read(root);
+    return PolicyReader(source).read(*root);
   } catch (const PolicyError& e) {
     error = e.text;
     return std::nullopt;

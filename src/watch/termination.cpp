@@ -1,14 +1,11 @@
 #include "watch/termination.hpp"
 
-#include <signal.h>
-
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
 #include "kill/zombie_parent.hpp"
 #include "text/human_format.hpp"
@@ -65,30 +62,21 @@ TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, co
   }
   if (fresh->kind == CandidateKind::Zombie) return nudge(rule, *fresh, *snapshot, settings);
 
-  SelectionCriteria criteria;
-  criteria.pids = {fresh->pid};
-  Selection selection = select_targets(*snapshot, criteria);
-  const std::string reason = fmt::format("gpureap watch: rule {} ({})", rule.name, condition_name(rule.condition));
-  for (auto& s : selection.processes) {
-    if (s.pid == fresh->pid) s.reason = reason;
-  }
-  PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);
-  for (const auto& name : settings.protect) policy.protect.add(name);
-  const KillPlan plan = plan_selected(*snapshot, selection, policy, /*tree=*/true);
-  auto pins = pin_targets(plan, *snapshot);
-  KillReport report;
-  report.settings.timeout_s = settings.kill_timeout_seconds;
-  report.targets = planned_outcomes(plan);
-  ExecutionOptions execution;
-  execution.engine.first_signal = SIGTERM;
-  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(settings.kill_timeout_seconds * 1000));
-  execution.engine.proc_root = snapshot->table.options().proc_root;
+  EndRequest request;
+  request.pids = {fresh->pid};
+  request.reason = fmt::format("gpureap watch: rule {} ({})", rule.name, condition_name(rule.condition));
+  request.timeout_s = settings.kill_timeout_seconds;
+  request.verify_timeout_s = settings.verify_timeout_seconds;
+  request.protect = settings.protect;
+  request.audit = settings.audit;
+  EndResult ended;
   try {
-    execute_plan(plan, pins, *snapshot, policy, execution, settings.audit, report);
+    ended = end_chosen_pids(source, *snapshot, request);
   } catch (const std::runtime_error& error) {
     return nothing_done("audit-failed", std::string(error.what()) + "; stopped before sending further signals");
   }
-  verify_after_kill(plan, source, *snapshot, settings.verify_timeout_seconds, report);
+  const KillPlan& plan = ended.plan;
+  const KillReport& report = ended.report;
 
   TerminationResult result;
   for (const auto& t : report.targets) {

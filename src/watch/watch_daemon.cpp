@@ -43,14 +43,6 @@ std::string gpu_list(const std::vector<unsigned>& gpus) {
 }
 
 
-std::string_view kind_text(CandidateKind kind) {
-  switch (kind) {
-    case CandidateKind::GpuProcess: return "gpu-process";
-    case CandidateKind::Orphan: return "orphan";
-    case CandidateKind::Zombie: return "zombie";
-  }
-  return "gpu-process";
-}
 
 // What a person reads first in a notice: why this process matched.
 std::string condition_text(const Rule& rule, const Candidate& c) {
@@ -287,7 +279,7 @@ class WatchDaemon {
                 {"action", std::string(rule_action_name(rule.action))},
                 {"mode", std::string(watch_mode_name(policy_->mode))},
                 {"pid", std::to_string(c.pid)},
-                {"kind", std::string(kind_text(c.kind))},
+                {"kind", std::string(candidate_kind_name(c.kind))},
                 {"user", c.user},
                 {"gpus", gpu_list(c.gpus)},
                 {"memory", format_bytes(c.memory_bytes())},

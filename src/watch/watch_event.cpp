@@ -29,14 +29,6 @@ std::string iso_time(double unix_time) {
   return text;
 }
 
-std::string_view kind_name(CandidateKind kind) {
-  switch (kind) {
-    case CandidateKind::GpuProcess: return "gpu-process";
-    case CandidateKind::Orphan: return "orphan";
-    case CandidateKind::Zombie: return "zombie";
-  }
-  return "gpu-process";
-}
 
 }  // namespace
 
@@ -46,7 +38,7 @@ std::string watch_event_json(const WatchEvent& event) {
   const Candidate& p = event.process;
   nlohmann::ordered_json process = {
       {"pid", p.pid},
-      {"kind", kind_name(p.kind)},
+      {"kind", candidate_kind_name(p.kind)},
       {"uid", p.uid},
       {"user", p.user},
       {"command", p.command.size() > kMaxCommandBytes ? p.command.substr(0, kMaxCommandBytes) : p.command},
