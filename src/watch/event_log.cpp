@@ -6,12 +6,15 @@
 #include <cerrno>
 
 #include "text/sanitize.hpp"
+#include "text/truncate.hpp"
 
 namespace gpureap {
 
 std::string log_field(std::string_view key, std::string_view value) {
   // The sanitiser escapes backslashes and controls, so a quote escaped as \" stays unambiguous.
-  const std::string clean = sanitize_for_terminal(value);
+  // A command line may run to megabytes: cut, so that an event stays one line for journald.
+  const std::string clean = truncate_to_width(sanitize_for_terminal(value.substr(0, 4 * kMaxLogValueColumns)),
+                                              kMaxLogValueColumns);
   const bool quote = clean.empty() || std::any_of(clean.begin(), clean.end(), [](char c) {
                        return c == ' ' || c == '"' || c == '=';
                      });

@@ -17,7 +17,10 @@ enum class LogPriority { Error = 3, Warning = 4, Notice = 5, Info = 6, Debug = 7
 
 using LogField = std::pair<std::string_view, std::string>;
 
-// `key=value`, the value sanitised and quoted when needed ("" for an empty one).
+// Longer values are cut (ending in "…"): journald splits lines past 48 KiB (LineMax).
+inline constexpr std::size_t kMaxLogValueColumns = 1024;
+
+// `key=value`, the value sanitised, cut and quoted when needed ("" for an empty one).
 std::string log_field(std::string_view key, std::string_view value);
 
 // The whole line without its newline: "<5>event=notice rule=idle pid=42".

@@ -267,7 +267,10 @@ class WatchDaemon {
     counters_.add(&WatchCounters::policy_matches, {rule.name, std::string(rule_action_name(rule.action))});
     std::string then;
     if (rule.action == RuleAction::Terminate) {
-      const std::string verb = policy_->mode == WatchMode::Enforce ? "will be ended" : "would be ended (dry run)";
+      const bool enforce = policy_->mode == WatchMode::Enforce;
+      const std::string verb = c.kind == CandidateKind::Zombie
+                                   ? (enforce ? "its parent will be reminded (SIGCHLD)" : "its parent would be reminded (dry run)")
+                                   : (enforce ? "will be ended" : "would be ended (dry run)");
       then = d.grace_left_seconds > 0 ? fmt::format("{} in {} if it still matches", verb, format_short_duration(d.grace_left_seconds))
                                       : verb + " now";
     }

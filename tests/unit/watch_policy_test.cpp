@@ -235,6 +235,10 @@ TEST(WatchLog, FieldsAreSanitisedAndQuotedSoALineCannotBeForged) {
   EXPECT_NE(forged.find("rule=\\\"all\\\""), std::string::npos) << forged;
   EXPECT_EQ(log_field("c", "\x1b[2J"), "c=\\x1b[2J");
   EXPECT_EQ(log_line(LogPriority::Notice, "notice", {{"pid", "7"}}), "<5>event=notice pid=7");
+  // A command line of megabytes is cut: one event stays one line journald keeps whole.
+  const std::string huge = log_field("command", std::string(2 << 20, 'x'));
+  EXPECT_LT(huge.size(), 2 * kMaxLogValueColumns);
+  EXPECT_NE(huge.find("\u2026"), std::string::npos) << "ends in an ellipsis";
 }
 
 }  // namespace
