@@ -2,6 +2,7 @@
 # the package, scripts/package-check.sh installs it and runs it on the simulator.
 #
 #   bin/gpureap
+#   libexec/gpureap/gpureap-webhook   (watch's webhook: cpp-httplib kept out of gpureap itself)
 #   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,watch}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
@@ -15,6 +16,8 @@ include(GNUInstallDirs)
 set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
 install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# watch's webhook helper, where gpureap looks for it: <prefix>/libexec/gpureap/.
+install(TARGETS gpureap-webhook RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap

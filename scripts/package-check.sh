@@ -51,7 +51,7 @@ for path in /usr/bin/gpureap \
   /usr/share/man/man1/gpureap-kill.1.gz /usr/share/man/man1/gpureap-doctor.1.gz \
   /usr/share/man/man1/gpureap-reap.1.gz /usr/share/doc/gpureap/examples/slurm/epilog.sh \
   /usr/share/man/man1/gpureap-watch.1.gz /usr/share/doc/gpureap/examples/watch-policy.toml \
-  /usr/share/doc/gpureap/examples/systemd/gpureap-watch.service \
+  /usr/share/doc/gpureap/examples/systemd/gpureap-watch.service /usr/libexec/gpureap/gpureap-webhook \
   /usr/share/bash-completion/completions/gpureap /usr/share/zsh/vendor-completions/_gpureap \
   /usr/share/doc/gpureap/examples/config.toml /usr/share/doc/gpureap/README.md; do
   grep -qxF ".$path" <<<"$contents" || die "$deb does not contain $path"

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -21,6 +22,19 @@ namespace gpureap {
 namespace {
 
 constexpr const char* kWatchCommand = "gpureap watch";
+
+// gpureap-webhook beside this program: in its directory (a build tree), or in
+// <prefix>/libexec/gpureap/ for <prefix>/bin/gpureap (installed). "" when neither has it.
+std::string find_webhook_helper() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  for (const auto& candidate : {self.parent_path() / "gpureap-webhook",
+                                self.parent_path().parent_path() / "libexec" / "gpureap" / "gpureap-webhook"}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -103,6 +117,7 @@ int run_watch(WatchOptions options) {
   daemon.protect = config->protect;
   daemon.snapshot = default_snapshot_options();
   daemon.log_fd = STDERR_FILENO;
+  daemon.webhook_helper = find_webhook_helper();
   auto policy = load_policy(options.policy, error);
   if (!policy) {
     std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";

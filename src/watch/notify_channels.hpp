@@ -24,9 +24,11 @@ struct Delivery {
 Delivery run_notify_command(const std::vector<std::string>& argv, const std::string& json,
                             std::chrono::milliseconds timeout);
 
-// POST `json` (application/json) to an http:// or https:// URL (https verifies the server's
-// certificate against the system's CAs); each of connecting, sending and reading the answer is
-// bounded by the timeout. Sent on a 2xx status.
-Delivery post_webhook(const std::string& url, const std::string& json, std::chrono::milliseconds timeout);
+// POST `json` (application/json) to an http:// or https:// URL through `helper`
+// (gpureap-webhook: cpp-httplib, which gpureap itself does not load); https verifies the
+// server's certificate against the system's CAs; each of connecting, sending and reading the
+// answer is bounded by the timeout. Sent on a 2xx status.
+Delivery post_webhook(const std::string& helper, const std::string& url, const std::string& json,
+                      std::chrono::milliseconds timeout);
 
 }  // namespace gpureap

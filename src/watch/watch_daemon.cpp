@@ -101,7 +101,7 @@ class WatchDaemon {
         log_(options.log_fd),
         counters_(counters),
         observer_(options.snapshot, 300),
-        notifier_(log_, counters_) {}
+        notifier_(log_, counters_, options.webhook_helper) {}
 
   ~WatchDaemon() { notifier_.stop(std::chrono::milliseconds(0)); }
 
@@ -406,6 +406,12 @@ std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemon
         "{}: mode = \"enforce\" ends processes, and every signal must be in an audit log: set audit_log in the "
         "policy (or --audit-log, GPUREAP_AUDIT_LOG, [kill] audit_log)",
         policy.source);
+    return std::nullopt;
+  }
+  if (!policy.notify.webhook.empty() && options.webhook_helper.empty()) {
+    error = fmt::format("{}: notify.webhook needs gpureap-webhook, which is not installed beside gpureap "
+                        "(in its directory or ../libexec/gpureap/)",
+                        policy.source);
     return std::nullopt;
   }
   error.clear();

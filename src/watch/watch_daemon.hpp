@@ -27,11 +27,13 @@ struct WatchDaemonOptions {
   std::string config_audit_log;             // [kill] audit_log of the configuration file
   std::vector<std::string> protect;         // [kill] protect names
   int log_fd = 2;                           // one line per event (journald reads stderr)
+  std::string webhook_helper;               // gpureap-webhook's path; "" when it is not installed
   SnapshotOptions snapshot;
 };
 
 // The policy as the options change it (interval, dry run) and the audit log it will use; ""
-// in `error` when it may run, else one line (enforce without an audit log).
+// in `error` when it may run, else one line (enforce without an audit log, a webhook without
+// gpureap-webhook).
 struct EffectivePolicy {
   std::shared_ptr<const Policy> policy;
   std::string audit_log;
