@@ -53,11 +53,12 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "default) only logs and notifies what it would do.\n\n"
       "Log: one line per event on stderr, \"<N>event=... key=value\" (journald reads the <N> priority).\n"
       "Signals: SIGHUP reloads the policy (a bad file is logged and the old policy kept); SIGTERM or SIGINT\n"
-      "stop it (exit 0). Example policy: docs/watch-policy.example.toml; systemd unit:\n"
-      "deploy/systemd/gpureap-watch.service.\n\n"
+      "stop it (exit 0). An example policy, every key explained, and a systemd unit:\n"
+      "/usr/share/doc/gpureap/examples/watch-policy.toml and .../examples/systemd/gpureap-watch.service.\n\n"
       "Exit status: 0 stopped by SIGTERM/SIGINT, or --check-config found the file valid; 2 usage error: a bad\n"
       "option, an invalid policy (file:line:column: why), enforce without an audit log, an audit log that\n"
-      "cannot be opened, a GPU the policy names that this host lacks; 1 internal error.\n\n"
+      "cannot be opened, a GPU the policy names that this host lacks, a webhook without gpureap-webhook\n"
+      "(installed in ../libexec/gpureap/ beside gpureap); 1 internal error.\n\n"
       "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG ([kill] protect, audit_log), GPUREAP_NVML_LIBRARY,\n"
       "GPUREAP_DEV_DIR.");
   refuse_empty(watch->add_option("--policy", options.policy, "The policy file (TOML; default /etc/gpureap/watch.toml)"),
