@@ -64,4 +64,56 @@ inline bool has_signal(const nlohmann::json& target, const std::string& name) {
   return false;
 }
 
+// The audit log's JSON lines.
+inline std::vector<nlohmann::json> audit_lines(const std::string& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream file(path);
+  for (std::string line; std::getline(file, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// `signal` was delivered to `pid`, by the audit log.
+inline bool audited(const std::vector<nlohmann::json>& lines, pid_t pid, const std::string& signal) {
+  for (const auto& l : lines) {
+    if (l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == "sent" &&
+        l.value("result", "") == "delivered") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A job whose owner was SIGKILLed while its forked workers keep the GPU memory: the workers are
+// orphans (the driver still lists the dead owner, their process-group leader).
+inline SimProcess orphaned_job(const SimHost& host, const std::string& alloc) {
+  auto job = host.start({"--alloc", alloc, "--workers", "2"});
+  EXPECT_EQ(kill(job.pid, SIGKILL), 0);
+  job.wait_exit();
+  EXPECT_TRUE(eventually([&] { return !running(job.pid); }));
+  return job;
+}
+
+// A service as systemd starts one: its own session (setsid), parent PID 1 (or a subreaper),
+// holding a GPU device file. PPID 1 proves nothing: it is no orphan. Ended (SIGKILL) when the
+// test ends.
+struct Service {
+  pid_t pid = -1;
+  explicit Service(const SimHost& host) {
+    const std::string pid_file = host.state_dir() + "/service.pid";
+    const auto started = run_command({"/usr/bin/setsid", "-f", "/bin/sh", "-c",
+                                      "echo $$ > \"$0\"; exec sleep 1000 3<\"$1\" </dev/null >/dev/null 2>&1", pid_file,
+                                      host.dev_dir() + "/nvidia0"});
+    EXPECT_EQ(started.exit_code, 0) << started.err;
+    EXPECT_TRUE(eventually([&] {
+      std::ifstream in(pid_file);
+      return static_cast<bool>(in >> pid) && pid > 0;
+    }));
+    // Holding the file (the shell has exec'd sleep with it open).
+    EXPECT_TRUE(eventually([&] { return find_holder(host.ps_json(), pid) != nullptr; })) << "service " << pid;
+  }
+  ~Service() {
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+};
+
 }  // namespace gpureap::test

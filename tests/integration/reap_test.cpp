@@ -53,20 +53,6 @@ struct PlainProcess {
   }
 };
 
-std::vector<nlohmann::json> audit_lines(const std::string& path) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream file(path);
-  for (std::string line; std::getline(file, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
-
-bool audited(const std::vector<nlohmann::json>& lines, pid_t pid, const std::string& signal) {
-  for (const auto& l : lines) {
-    if (l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == "sent" && l.value("result", "") == "delivered") return true;
-  }
-  return false;
-}
-
 TEST(Reap, UserOnGivenGpusEndsTheJobAndItsWorkersAndNothingElse) {
   if (!running_as_root()) GTEST_SKIP() << "needs root: another user's processes";
   const passwd* pw = test_user();
