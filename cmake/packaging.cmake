@@ -2,11 +2,13 @@
 # the package, scripts/package-check.sh installs it and runs it on the simulator.
 #
 #   bin/gpureap
-#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,top}.1.gz   from the binary's --help
+#   libexec/gpureap/gpureap-webhook   (watch's webhook: cpp-httplib kept out of gpureap itself)
+#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,watch,top}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
 #   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml,
-#   examples/{slurm,kubernetes,systemd}/ (deploy/: the Slurm epilog and prolog, notes, units)
+#   examples/{slurm,kubernetes,systemd}/ (deploy/: the Slurm epilog and prolog, notes, units),
+#   examples/watch-policy.toml (gpureap watch's policy, every key explained)
 #
 # The simulator (sim/) is a test fixture and is never installed.
 
@@ -14,11 +16,15 @@ include(GNUInstallDirs)
 set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
 install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# watch's webhook helper, where gpureap looks for it: <prefix>/libexec/gpureap/.
+install(TARGETS gpureap-webhook RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 install(FILES ${GPUREAP_PACKAGING_DIR}/examples/config.toml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/watch-policy.example.toml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+        RENAME watch-policy.toml)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples USE_SOURCE_PERMISSIONS)
 install(FILES
@@ -43,7 +49,7 @@ if(GPUREAP_HELP2MAN AND NOT GPUREAP_MAN_PAGES STREQUAL "OFF")
   set(man_out ${CMAKE_BINARY_DIR}/man)
   set(man_pages)
   set(man_includes)
-  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-top)
+  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-watch gpureap-top)
     configure_file(${GPUREAP_PACKAGING_DIR}/man/${page}.h2m.in ${CMAKE_BINARY_DIR}/man-include/${page}.h2m @ONLY)
     list(APPEND man_includes ${CMAKE_BINARY_DIR}/man-include/${page}.h2m)
     list(APPEND man_pages ${man_out}/${page}.1.gz)

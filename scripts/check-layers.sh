@@ -14,8 +14,9 @@ declare -A allowed=(
   [kill]="snapshot nvml proc text"
   [doctor]="kill snapshot nvml proc text"
   [job]="kill snapshot nvml proc text"
+  [watch]="kill snapshot nvml proc text"
   [top]="doctor kill snapshot nvml proc text"
-  [cli]="doctor job kill top snapshot nvml proc text"
+  [cli]="doctor job kill top snapshot nvml proc text watch"
 )
 
 violations=0

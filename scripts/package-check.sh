@@ -37,11 +37,23 @@ for field in Package:gpureap Section:admin Architecture:"$arch"; do
   [ "$(dpkg-deb -f "$deb" "${field%%:*}")" = "${field#*:}" ] || die "$deb: ${field%%:*} is not ${field#*:}"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
-# The C++ runtime, fmt, toml++ and RE2 are linked in statically: only the C library is left.
+# gpureap links the C++ runtime, fmt, toml++ and RE2 statically: it needs the C library alone.
+# (gpureap-webhook, watch's webhook helper, needs cpp-httplib and through it the shared C++
+# runtime: the package depends on them for it.)
 [[ $depends == *libc6* ]] ||
   die "$deb: Depends ($depends) does not name the C library: dpkg-shlibdeps did not run?"
-[[ $depends != *libstdc++* && $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* ]] ||
+[[ $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* ]] ||
   die "$deb: Depends ($depends) names a library gpureap links statically (CMakeLists.txt)"
+unpacked=$(mktemp -d)
+dpkg-deb -x "$deb" "$unpacked"
+needed=$(objdump -p "$unpacked/usr/bin/gpureap" | awk '$1 == "NEEDED" { print $2 }')
+rm -rf "$unpacked"
+for library in $needed; do
+  case $library in
+    libc.so.* | libm.so.* | ld-linux*) ;;
+    *) die "/usr/bin/gpureap needs $library: it links everything but the C library statically (CMakeLists.txt)" ;;
+  esac
+done
 [ -n "$(dpkg-deb -f "$deb" Maintainer)" ] && [ -n "$(dpkg-deb -f "$deb" Description)" ] ||
   die "$deb: no Maintainer or Description"
 
@@ -49,8 +61,10 @@ contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
 for path in /usr/bin/gpureap \
   /usr/share/man/man1/gpureap.1.gz /usr/share/man/man1/gpureap-ps.1.gz \
   /usr/share/man/man1/gpureap-kill.1.gz /usr/share/man/man1/gpureap-doctor.1.gz \
-  /usr/share/man/man1/gpureap-reap.1.gz /usr/share/man/man1/gpureap-top.1.gz \
-  /usr/share/doc/gpureap/examples/slurm/epilog.sh \
+  /usr/share/man/man1/gpureap-reap.1.gz /usr/share/doc/gpureap/examples/slurm/epilog.sh \
+  /usr/share/man/man1/gpureap-watch.1.gz /usr/share/doc/gpureap/examples/watch-policy.toml \
+  /usr/share/man/man1/gpureap-top.1.gz \
+  /usr/share/doc/gpureap/examples/systemd/gpureap-watch.service /usr/libexec/gpureap/gpureap-webhook \
   /usr/share/bash-completion/completions/gpureap /usr/share/zsh/vendor-completions/_gpureap \
   /usr/share/doc/gpureap/examples/config.toml /usr/share/doc/gpureap/README.md; do
   grep -qxF ".$path" <<<"$contents" || die "$deb does not contain $path"

@@ -14,6 +14,7 @@
 #include "cli/run_command.hpp"
 #include "cli/reap_command.hpp"
 #include "cli/top_command.hpp"
+#include "cli/watch_command.hpp"
 #include "text/sanitize.hpp"
 
 int main(int argc, char** argv) {
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   // at its start); all of them for the top-level help and for `gpureap [ps options]`.
   const std::string_view first = argc > 1 ? argv[1] : "";
   const bool named = first == "ps" || first == "kill" || first == "doctor" || first == "run" || first == "reap" ||
-                     first == "top";
+                     first == "watch" || first == "top";
   auto wanted = [&](std::string_view name) { return !named || first == name; };
   gpureap::PsOptions ps_options;
   CLI::App* ps = wanted("ps") ? gpureap::add_ps_command(app, ps_options) : nullptr;
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
   CLI::App* run = wanted("run") ? gpureap::add_run_command(app, run_options) : nullptr;
   gpureap::ReapOptions reap_options;
   CLI::App* reap = wanted("reap") ? gpureap::add_reap_command(app, reap_options) : nullptr;
+  gpureap::WatchOptions watch_options;
+  CLI::App* watch = wanted("watch") ? gpureap::add_watch_command(app, watch_options) : nullptr;
   gpureap::TopOptions top_options;
   CLI::App* top = wanted("top") ? gpureap::add_top_command(app, top_options) : nullptr;
   auto got = [&app](CLI::App* command) { return command != nullptr && app.got_subcommand(command); };
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
     if (got(kill)) return gpureap::run_kill(kill_options);
     if (got(run)) return gpureap::run_run(run_options);
     if (got(reap)) return gpureap::run_reap(reap_options);
+    if (got(watch)) return gpureap::run_watch(watch_options);
     if (got(top)) return gpureap::run_top(top_options);
     if (got(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {

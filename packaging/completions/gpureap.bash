@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor run reap top" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run reap watch top" -- "$cur"))
       fi
       return
       ;;
@@ -70,6 +70,10 @@ _gpureap() {
       values="--cgroup --user --uid --gpus --except --baseline-mib --kill-timeout --verify-timeout
               --audit-log --color"
       ;;
+    watch)
+      options="-h --help --policy --check-config --interval -n --dry-run --audit-log"
+      values="--policy --check-config --interval --audit-log"
+      ;;
     top)
       options="-h --help --interval --once --readonly --tree --sort --gpu --audit-log --color"
       values="--interval --sort --gpu --audit-log --color"
@@ -89,7 +93,7 @@ _gpureap() {
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
-      --audit-log | --kernel-log | --report | --evidence-dir)
+      --audit-log | --kernel-log | --report | --evidence-dir | --policy | --check-config)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;

@@ -1,7 +1,5 @@
 #include "cli/selection_checks.hpp"
 
-#include <pwd.h>
-
 #include <algorithm>
 #include <optional>
 #include <cctype>
@@ -9,24 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "proc/account_lookup.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {
 namespace {
-
-bool is_uid(const std::string& text) {
-  return !text.empty() && text.size() <= 10 &&
-         std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
-std::optional<uid_t> uid_of_name(const std::string& name) {
-  if (name.size() > 256 || name.find('\0') != std::string::npos) return std::nullopt;
-  passwd entry{};
-  passwd* found = nullptr;
-  std::vector<char> buffer(16384);
-  if (getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) return std::nullopt;
-  return found->pw_uid;
-}
 
 bool starts_with(const std::string& text, const std::string& prefix) {
   return !prefix.empty() && text.compare(0, prefix.size(), prefix) == 0;
@@ -73,18 +58,9 @@ std::string check_containers(ProcessTable& table, const std::vector<std::string>
   return {};
 }
 
-std::optional<uid_t> resolve_user(const std::string& user) {
-  if (is_uid(user)) {
-    const unsigned long long value = std::stoull(user);
-    if (value > 0xfffffffeull) return std::nullopt;  // (uid_t)-1 means "no uid"
-    return static_cast<uid_t>(value);
-  }
-  return uid_of_name(user);
-}
-
 std::string check_user_names(const std::vector<std::string>& users, const std::string& command) {
   for (const auto& user : users) {
-    if (is_uid(user) || uid_of_name(user)) continue;
+    if (resolve_user(user)) continue;
     return fmt::format("{}: --user {}: no such user in the user database; give an existing name or a numeric uid",
                        command, shown(user));
   }

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "proc/account_lookup.hpp"  // resolve_user: the uid a --user value names
 #include "proc/process_table.hpp"
 
 namespace gpureap {
@@ -16,9 +17,6 @@ namespace gpureap {
 // user database knows; else one line for `command` ("gpureap ps") naming the first unknown one.
 std::string check_user_names(const std::vector<std::string>& users, const std::string& command);
 
-// The uid a --user value names: a numeric uid as given, or a name's uid from the user
-// database; nullopt when the name is unknown (check_user_names words the error).
-std::optional<uid_t> resolve_user(const std::string& user);
 
 // "" when every --container prefix names a container (id or pod UID prefix) that some process
 // here runs in; else one line naming the first unknown one. Reads the cgroup of processes whose

@@ -45,41 +45,31 @@ std::string describe_outcomes(const KillReport& report) {
 FixResult end_processes(SnapshotSource& source, Snapshot& snapshot, const std::vector<const FixAction*>& actions,
                         const FixOptions& options) {
   FixResult result;
-  SelectionCriteria criteria;
+  EndRequest request;
   for (const FixAction* a : actions) {
-    criteria.pids.insert(criteria.pids.end(), a->pids.begin(), a->pids.end());
+    request.pids.insert(request.pids.end(), a->pids.begin(), a->pids.end());
     result.description += (result.description.empty() ? "" : "; ") + a->description;
   }
   result.finding_id = actions.front()->finding_id;
-  std::sort(criteria.pids.begin(), criteria.pids.end());
-  criteria.pids.erase(std::unique(criteria.pids.begin(), criteria.pids.end()), criteria.pids.end());
-  const Selection selection = select_targets(snapshot, criteria);
-  PlanPolicy policy = PlanPolicy::for_current_process(snapshot);
-  for (const auto& name : options.protect) policy.protect.add(name);
-  const KillPlan plan = plan_selected(snapshot, selection, policy, criteria.tree);
-  auto pins = pin_targets(plan, snapshot);
-  KillReport report;
-  report.settings.timeout_s = options.timeout_s;
-  report.targets = planned_outcomes(plan);
-  ExecutionOptions execution;
-  execution.engine.first_signal = SIGTERM;
-  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
-  execution.engine.proc_root = snapshot.table.options().proc_root;
+  request.timeout_s = options.timeout_s;
+  request.verify_timeout_s = options.verify_timeout_s;
+  request.protect = options.protect;
+  request.audit = options.audit;
+  EndResult ended;
   try {
-    execute_plan(plan, pins, snapshot, policy, execution, options.audit, report);
+    ended = end_chosen_pids(source, snapshot, request);
   } catch (const std::runtime_error& error) {
     result.outcome = FixOutcome::Failed;
     result.message = std::string(error.what()) + "; stopped before sending further signals";
     return result;
   }
-  if (report.interrupted_by != 0) {
+  if (ended.report.interrupted_by != 0) {
     // The ladder caught Ctrl-C (or a hangup) only to continue what it had stopped: now that
     // nothing is stopped, the user's request stands, and no further fix may run.
-    ::raise(report.interrupted_by);
+    ::raise(ended.report.interrupted_by);
   }
-  verify_after_kill(plan, source, snapshot, options.verify_timeout_s, report);
-  result.outcome = kill_verdict(report) == KillVerdict::Ok ? FixOutcome::Done : FixOutcome::Failed;
-  result.message = describe_outcomes(report);
+  result.outcome = kill_verdict(ended.report) == KillVerdict::Ok ? FixOutcome::Done : FixOutcome::Failed;
+  result.message = describe_outcomes(ended.report);
   return result;
 }
 

@@ -15,20 +15,8 @@
 namespace gpureap {
 namespace {
 
-bool is_gpu_process(const Snapshot& snapshot, pid_t pid) {
-  return std::any_of(snapshot.processes.begin(), snapshot.processes.end(),
-                     [pid](const GpuProcessView& p) { return static_cast<pid_t>(p.driver.pid) == pid; });
-}
-
-const HolderView* holder_of(const Snapshot& snapshot, pid_t pid) {
-  for (const auto& h : snapshot.holders) {
-    if (h.pid == pid) return &h;
-  }
-  return nullptr;
-}
-
 std::optional<unsigned> single_gpu(const Snapshot& snapshot, pid_t pid) {
-  if (const HolderView* h = holder_of(snapshot, pid); h != nullptr && h->gpus.size() == 1) return h->gpus.front();
+  if (const HolderView* h = snapshot.holder(pid); h != nullptr && h->gpus.size() == 1) return h->gpus.front();
   return std::nullopt;
 }
 
@@ -38,8 +26,8 @@ void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis) {
   for (const auto& [pid, zombie] : snapshot.table.processes()) {
     if (zombie.state != 'Z') continue;
     const ProcessInfo* parent = snapshot.table.find(zombie.ppid);
-    const bool listed = is_gpu_process(snapshot, pid);
-    const bool parent_gpu = parent != nullptr && (is_gpu_process(snapshot, parent->pid) || holder_of(snapshot, parent->pid));
+    const bool listed = snapshot.lists(pid);
+    const bool parent_gpu = parent != nullptr && (snapshot.lists(parent->pid) || snapshot.holder(parent->pid));
     if (!listed && !parent_gpu && !zombie.holds_any_device_file()) continue;
     Finding f;
     f.id = FindingId::Zombie;
@@ -102,7 +90,7 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(std::min(settle_seconds, 0.5) * 1000)));
   for (std::size_t i = 0; i < blocked.size(); ++i) {
     const pid_t pid = blocked[i];
-    const HolderView& h = *holder_of(snapshot, pid);
+    const HolderView& h = *snapshot.holder(pid);
     const BlockedIoDetails io = inspect_blocked_process(proc_root, pid);
     const auto second = sample_blocked(proc_root, pid);
     const bool stayed = first[i] && second && stayed_blocked(*first[i], *second);

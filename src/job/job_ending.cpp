@@ -16,6 +16,7 @@
 #include "kill/kill_execution.hpp"
 #include "kill/memory_verification.hpp"
 #include "kill/pid_ref.hpp"
+#include "kill/tree_sweep.hpp"
 #include "proc/pid_files.hpp"
 #include "proc/proc_io.hpp"
 
@@ -86,39 +87,59 @@ void merge(std::vector<TargetOutcome>& ended, const std::vector<TargetResult>& r
   }
 }
 
+// Descriptors left free while members are pinned: the ladder reads /proc, freezes cgroups
+// and sweeps descendants with descriptors of its own.
+constexpr std::size_t kLadderReserve = 16;
+
+bool out_of_descriptors(const PinResult& pin) {
+  return pin.status == PinStatus::Error && (pin.error == EMFILE || pin.error == ENFILE);
+}
+
 // One step of the ladder over the members as they are now.
-// A member that cannot be pinned for want of descriptors (or of pidfd_open) goes into `ended`
-// as a survivor: it was not signalled, and must not vanish from the report.
+// Each member holds a pidfd until the step ends, so under a low open-file limit (a job of
+// thousands, or `ulimit -n` small) the members go through the ladder in batches that leave
+// the ladder descriptors of its own; pinning them all at once had left it none, and every
+// member read as "already gone" while it ran on. A member that cannot be pinned even alone
+// goes into `ended` as a survivor: it was not signalled, and must not vanish from the report.
 std::vector<TargetResult> signal_members(const EndingSettings& settings, const Members& members, int first_signal,
                                          std::chrono::milliseconds timeout, const std::string& reason,
                                          std::vector<TargetOutcome>& ended) {
   raise_open_file_limit();
-  std::vector<EscalationTarget> targets;
-  for (const auto& [pid, member] : members) {
-    PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
-    if (pin.status == PinStatus::Gone || pin.status == PinStatus::IdentityChanged) continue;  // ended meanwhile
-    if (pin.status != PinStatus::Ok) {
-      const pid_t failed = pid;  // a structured binding cannot be captured in C++20
-      auto it = std::find_if(ended.begin(), ended.end(), [failed](const TargetOutcome& t) { return t.pid == failed; });
-      if (it == ended.end()) it = ended.insert(ended.end(), TargetOutcome{.pid = pid});
-      describe_unpinned(pid, pin, *it);
-      continue;
-    }
-    EscalationTarget target;
-    target.ref = std::move(pin.ref);
-    target.sweep_descendants = true;  // whatever it forks meanwhile belongs to the job too
-    target.reason = reason;
-    targets.push_back(std::move(target));
-  }
-  if (targets.empty()) return {};
   EscalationOptions options;
   options.first_signal = first_signal;
   options.timeout = timeout;
   options.escalate = false;  // the next step is ours: evidence first, then SIGKILL
   options.kill_grace = kKillGrace;
   options.proc_root = settings.proc_root;
-  EscalationRun run = run_ladder(std::move(targets), options, audit_hooks(settings.audit));
-  return std::move(run.results);
+  std::vector<TargetResult> results;
+  auto next = members.begin();
+  while (next != members.end()) {
+    const std::size_t budget = std::max<std::size_t>(killtree::pidfd_budget(kLadderReserve), 1);
+    std::vector<EscalationTarget> targets;
+    for (; next != members.end() && targets.size() < budget; ++next) {
+      const auto& [pid, member] = *next;
+      PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
+      if (pin.status == PinStatus::Gone || pin.status == PinStatus::IdentityChanged) continue;  // ended meanwhile
+      if (out_of_descriptors(pin) && !targets.empty()) break;  // this batch first; retried in the next
+      if (pin.status != PinStatus::Ok) {
+        const pid_t failed = pid;  // a structured binding cannot be captured in C++20
+        auto it = std::find_if(ended.begin(), ended.end(), [failed](const TargetOutcome& t) { return t.pid == failed; });
+        if (it == ended.end()) it = ended.insert(ended.end(), TargetOutcome{.pid = pid});
+        describe_unpinned(pid, pin, *it);
+        continue;
+      }
+      EscalationTarget target;
+      target.ref = std::move(pin.ref);
+      target.sweep_descendants = true;  // whatever it forks meanwhile belongs to the job too
+      target.reason = reason;
+      targets.push_back(std::move(target));
+    }
+    if (targets.empty()) continue;
+    EscalationRun run = run_ladder(std::move(targets), options, audit_hooks(settings.audit));
+    results.insert(results.end(), std::make_move_iterator(run.results.begin()),
+                   std::make_move_iterator(run.results.end()));
+  }
+  return results;
 }
 
 void verify(const EndingSettings& settings, RunReport& report) {

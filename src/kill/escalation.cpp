@@ -59,17 +59,20 @@ void classify(State& state, std::size_t index) {
                     " has not reaped it";
     return;
   }
-  if (!stat || stat->state == 'X' || stat->state == 'Z' || target.ref.has_exited()) {
+  // The pidfd, not the /proc read, says whether it has exited: a read that fails for want of
+  // descriptors must not turn a live process into "already gone" (its identity was proven
+  // when it was pinned).
+  if ((stat && (stat->state == 'X' || stat->state == 'Z')) || target.ref.has_exited()) {
     result.outcome = KillOutcome::AlreadyGone;
     result.detail = "had exited before any signal";
     return;
   }
-  result.final_state = stat->state;
+  if (stat) result.final_state = stat->state;
   Member member;
   member.ref = std::move(target.ref);
   member.result = index;
   member.target = index;
-  member.was_stopped = stat->state == 'T' || stat->state == 't';
+  member.was_stopped = stat && (stat->state == 'T' || stat->state == 't');
   state.known.insert(pid);
   state.members.push_back(std::move(member));
 }

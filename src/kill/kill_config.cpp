@@ -15,79 +15,25 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
-#include "text/sanitize.hpp"
+#include "kill/config_file.hpp"
 
 namespace gpureap {
 
 namespace {
-
-constexpr off_t kMaxConfigBytes = 1 << 20;
-
-// The file's text, read only from a regular file of bounded size: a FIFO, a device such as
-// /dev/zero or a directory is an error, never a hang or silence.
-std::optional<std::string> read_config_text(const std::string& path, std::string& error) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    error = fmt::format("configuration file {}: cannot open it: {}", path, std::strerror(errno));
-    return std::nullopt;
-  }
-  std::string text;
-  error.clear();
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    error = fmt::format("configuration file {} is not a regular file", path);
-  } else if (info.st_size > kMaxConfigBytes) {
-    error = fmt::format("configuration file {} is larger than {} bytes", path, kMaxConfigBytes);
-  } else {
-    char buffer[8192];
-    ssize_t n = 0;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0 && text.size() <= static_cast<std::size_t>(kMaxConfigBytes)) {
-      text.append(buffer, static_cast<std::size_t>(n));
-    }
-    if (n < 0) error = fmt::format("configuration file {}: cannot read it: {}", path, std::strerror(errno));
-  }
-  close(fd);
-  if (!error.empty()) return std::nullopt;
-  return text;
-}
-
-// "<path>:<line>:<column>" of a node, so an error points at the line to fix.
-std::string where(const std::string& path, const toml::node& node) {
-  const auto& begin = node.source().begin;
-  if (begin.line == 0) return path;
-  return fmt::format("{}:{}:{}", path, begin.line, begin.column);
-}
-
-// Unknown sections and keys are errors: a misspelt `protekt` or `[Kill]` would otherwise
-// silently drop the protection it was written for.
-bool only_known(const std::string& path, const toml::table& table, std::initializer_list<std::string_view> known,
-                const std::string& prefix, std::string& error) {
-  for (const auto& [key, node] : table) {
-    if (std::find(known.begin(), known.end(), std::string_view(key.str())) != known.end()) continue;
-    std::string names;
-    for (auto k : known) names += fmt::format("{}{}{}", names.empty() ? "" : ", ", prefix, k);
-    error = fmt::format("{}: unknown {} '{}{}' (known: {}); a misspelt name would silently be ignored", where(path, node),
-                        node.is_table() ? "section" : "key", prefix, key.str(), names);
-    return false;
-  }
-  return true;
-}
-
-
 
 // The [kill] table of a parsed document; `source` names it in errors.
 std::optional<KillConfig> config_from_table(const toml::table& table, const std::string& source,
                                             std::string& error) {
   KillConfig config;
   config.path = source;
-  if (!only_known(source, table, {"kill"}, "", error)) return std::nullopt;
+  if (!toml_only_known(source, table, {"kill"}, "", error)) return std::nullopt;
   const toml::node_view kill = table["kill"];
   if (!kill) return config;
   if (!kill.is_table()) {
     error = fmt::format("{}: [kill] must be a table", source);
     return std::nullopt;
   }
-  if (!only_known(source, *kill.as_table(), {"protect", "audit_log"}, "kill.", error)) return std::nullopt;
+  if (!toml_only_known(source, *kill.as_table(), {"protect", "audit_log"}, "kill.", error)) return std::nullopt;
   if (const toml::node_view protect = kill["protect"]) {
     const toml::array* names = protect.as_array();
     if (names == nullptr) {
@@ -114,25 +60,13 @@ std::optional<KillConfig> config_from_table(const toml::table& table, const std:
   return config;
 }
 
-// toml++ quotes the offending input in its description ("saw 't\n'") raw: the one terminal
-// sanitiser keeps the error one line that cannot drive a terminal.
-std::string parse_error_text(const toml::parse_error& e, const std::string& source) {
-  const auto& where = e.source().begin;
-  return fmt::format("{}:{}:{}: {}", source, where.line, where.column, sanitize_for_terminal(e.description()));
-}
-
 }  // namespace
 
 std::optional<KillConfig> parse_kill_config(std::string_view text, const std::string& source,
                                             std::string& error) {
-  toml::table table;
-  try {
-    table = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    error = parse_error_text(e, source);
-    return std::nullopt;
-  }
-  return config_from_table(table, source, error);
+  const auto table = parse_toml(text, source, error);
+  if (!table) return std::nullopt;
+  return config_from_table(*table, source, error);
 }
 
 std::optional<KillConfig> load_kill_config_from(const std::string& path, bool must_exist, std::string& error) {
@@ -141,7 +75,7 @@ std::optional<KillConfig> load_kill_config_from(const std::string& path, bool mu
     error = fmt::format("configuration file {} does not exist (named by GPUREAP_CONFIG)", path);
     return std::nullopt;
   }
-  const auto contents = read_config_text(path, error);
+  const auto contents = read_config_text(path, "configuration file", error);
   if (!contents) return std::nullopt;
   return parse_kill_config(*contents, path, error);
 }

@@ -1,11 +1,14 @@
 #include "kill/kill_run.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "kill/kill_execution.hpp"
 #include "kill/tree_sweep.hpp"
 
 namespace gpureap {
@@ -84,6 +87,35 @@ void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snaps
   VerifyOptions verify;
   verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
   report.gpus = verify_release(plan, poll_driver, take, verify);
+}
+
+EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndRequest& request) {
+  SelectionCriteria criteria;
+  criteria.pids = request.pids;
+  std::sort(criteria.pids.begin(), criteria.pids.end());
+  criteria.pids.erase(std::unique(criteria.pids.begin(), criteria.pids.end()), criteria.pids.end());
+  Selection selection = select_targets(snapshot, criteria);
+  if (!request.reason.empty()) {
+    for (auto& s : selection.processes) {
+      if (!s.via) s.reason = request.reason;
+    }
+  }
+  PlanPolicy policy = PlanPolicy::for_current_process(snapshot);
+  for (const auto& name : request.protect) policy.protect.add(name);
+  EndResult result;
+  result.plan = plan_selected(snapshot, selection, policy, criteria.tree);
+  auto pins = pin_targets(result.plan, snapshot);
+  result.report.settings.timeout_s = request.timeout_s;
+  result.report.targets = planned_outcomes(result.plan);
+  ExecutionOptions execution;
+  execution.engine.first_signal = SIGTERM;
+  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
+  execution.engine.proc_root = snapshot.table.options().proc_root;
+  execute_plan(result.plan, pins, snapshot, policy, execution, request.audit, result.report);
+  if (result.report.interrupted_by == 0) {
+    verify_after_kill(result.plan, source, snapshot, request.verify_timeout_s, result.report);
+  }
+  return result;
 }
 
 }  // namespace gpureap

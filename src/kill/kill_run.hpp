@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "kill/audit_log.hpp"
 #include "kill/kill_plan.hpp"
 #include "kill/kill_outcome.hpp"
 #include "kill/memory_verification.hpp"
@@ -27,5 +28,26 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
 // target survived: waiting cannot help). Fills report.gpus, or a note when the driver is gone.
 void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
                        double verify_timeout_s, KillReport& report);
+
+// PIDs a caller chose on its own proof (doctor's orphans, a watch rule's match), ended through
+// the whole pipeline: select with their trees, plan (protection, identity, permission), pin,
+// the ladder (SIGTERM, SIGKILL after the timeout; every signal audited) and, unless a signal
+// interrupted the ladder (report.interrupted_by), the driver's verification of the release.
+struct EndRequest {
+  std::vector<pid_t> pids;
+  std::string reason;                // the audit log's reason for these PIDs; "" keeps the selection's
+  double timeout_s = 10;
+  double verify_timeout_s = 30;
+  std::vector<std::string> protect;  // added to the built-in protected names
+  const AuditLog* audit = nullptr;
+};
+
+struct EndResult {
+  KillPlan plan;
+  KillReport report;
+};
+
+// Throws std::runtime_error when the audit log cannot be written (no further signal was sent).
+EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndRequest& request);
 
 }  // namespace gpureap

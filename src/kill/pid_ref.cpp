@@ -62,6 +62,14 @@ PinResult PidRef::pin(pid_t pid, std::uint64_t expected_start_ticks, const std::
   // started when the snapshot's did, it is the one we looked at.
   const auto stat = procfs::read_stat(proc_root, pid);
   if (!stat) {
+    const int error = errno;
+    // Out of descriptors (the pidfd took the last one) says nothing about the process:
+    // calling it gone would leave it running and unreported.
+    if (error == EMFILE || error == ENFILE || error == ENOMEM) {
+      result.status = PinStatus::Error;
+      result.error = error;
+      return result;
+    }
     // Gone between pidfd_open and the read (or reaped): nothing left to signal.
     result.status = PinStatus::Gone;
     result.error = ESRCH;

@@ -19,11 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string basename_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // The GPUs a process uses: listed on by the driver, or holding the device file of.
 std::set<unsigned> gpus_of(const Snapshot& snapshot, pid_t pid) {
   std::set<unsigned> out;
@@ -128,7 +123,7 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
       const bool on_selected = std::any_of(used.begin(), used.end(), [&](unsigned g) { return criteria.gpus->count(g) > 0; });
       if (!on_selected) continue;
     }
-    const std::string exe_name = basename_of(p->exe);
+    const std::string exe_name = executable_basename(p->exe);  // a replaced binary stays itself
     std::string spared_why;
     // By the executable's name, never by comm: a process names itself, so a comm that equals
     // an --except name would let any job escape its cleanup.

@@ -24,15 +24,18 @@ bool gpu_is_unusable(int code) {
 
 class GpuReader {
  public:
-  GpuReader(const NvmlLibrary& lib, GpuReading& gpu) : lib_(lib), s_(lib.symbols()), gpu_(gpu) {}
+  GpuReader(const NvmlLibrary& lib, GpuReading& gpu, const GpuReading* previous)
+      : lib_(lib), s_(lib.symbols()), gpu_(gpu), previous_(previous) {}
 
-  void read(Device device) {
+  void read(Device device, DriverReadScope scope) {
     read_identity(device);
     if (failed()) return;
-    read_health(device);
-    if (failed()) return;
-    gpu_.memory = read_memory(device);
-    if (failed()) return;
+    if (scope == DriverReadScope::Everything) {
+      read_health(device);
+      if (failed()) return;
+      gpu_.memory = read_memory(device);
+      if (failed()) return;
+    }
     read_mig(device);
     if (failed()) return;
     read_processes(device);
@@ -201,7 +204,18 @@ class GpuReader {
     const ProcessListSymbol& symbol = lib_.process_list(kind);
     const std::size_t stride = expected_record_stride(symbol.version, s_.has_conf_compute_mem_size_info,
                                                       s_.has_running_process_detail_list);
-    ProcessListRead read = read_process_list(symbol.fn, device, stride);
+    // Sized from the last reading when there is one (only through the parent handle: MIG
+    // instances list a share each).
+    unsigned expected = 0;
+    if (previous_ != nullptr && !gi) {
+      for (const auto& p : previous_->processes) {
+        const bool listed = kind == ProcessListKind::Compute    ? p.types.compute
+                            : kind == ProcessListKind::Graphics ? p.types.graphics
+                                                                : p.types.mps;
+        expected += listed ? 1 : 0;
+      }
+    }
+    ProcessListRead read = read_process_list(symbol.fn, device, stride, expected);
     if (!read.warning.empty()) gpu_.warnings.push_back(symbol.name + ": " + read.warning);
     if (read.code == nvml_abi::kSuccess) {
       for (const auto& record : read.records) merge(record, kind, gi, ci);
@@ -240,12 +254,30 @@ class GpuReader {
             std::chrono::system_clock::now().time_since_epoch()).count());
     const unsigned long long since = now_us > 2'000'000 ? now_us - 2'000'000 : 0;
     unsigned count = 0;
-    int rc = s_.device_get_process_utilization(device, nullptr, &count, since);
+    // At most one sample per listed process: with a previous reading, no sizing call.
+    int rc = nvml_abi::kErrorInsufficientSize;
+    if (previous_ != nullptr) {
+      count = static_cast<unsigned>(gpu_.processes.size());
+    } else {
+      rc = s_.device_get_process_utilization(device, nullptr, &count, since);
+    }
+    // NOT_FOUND: no process had a sample newer than `since`, so none was active.
+    if (rc == nvml_abi::kErrorNotFound || (rc == nvml_abi::kSuccess && count == 0)) {
+      gpu_.process_utilization_known = true;
+      return;
+    }
     if (rc != nvml_abi::kErrorInsufficientSize || count == 0) return;
     std::vector<nvml_abi::ProcessUtilizationSample> samples(std::size_t{count} * 2 + 5);
     count = static_cast<unsigned>(samples.size());
     rc = s_.device_get_process_utilization(device, samples.data(), &count, since);
+    if (rc == nvml_abi::kErrorInsufficientSize && count > 0 && count <= 4096) {  // more samples than guessed
+      samples.assign(std::size_t{count} * 2 + 5, {});
+      count = static_cast<unsigned>(samples.size());
+      rc = s_.device_get_process_utilization(device, samples.data(), &count, since);
+    }
+    if (rc == nvml_abi::kErrorNotFound) gpu_.process_utilization_known = true;
     if (rc != nvml_abi::kSuccess) return;
+    gpu_.process_utilization_known = true;
     std::map<unsigned, nvml_abi::ProcessUtilizationSample> latest;
     for (unsigned i = 0; i < count && i < samples.size(); ++i) {
       const auto& sample = samples[i];
@@ -264,6 +296,7 @@ class GpuReader {
   const NvmlLibrary& lib_;
   const NvmlSymbols& s_;
   GpuReading& gpu_;
+  const GpuReading* previous_;  // the same GPU in the last reading, or null
   std::vector<Device> mig_handles_;
   std::map<std::tuple<unsigned, unsigned, unsigned>, DriverProcess> merged_;
 };
@@ -290,7 +323,7 @@ std::string ProcessTypes::label() const {
   return out.empty() ? "?" : out;
 }
 
-DriverReading read_driver(const NvmlLibrary& library) {
+DriverReading read_driver(const NvmlLibrary& library, DriverReadScope scope, const DriverReading* previous) {
   const NvmlSymbols& s = library.symbols();
   DriverReading reading;
   reading.library_path = library.path();
@@ -312,7 +345,13 @@ DriverReading read_driver(const NvmlLibrary& library) {
     if (const int rc = s.device_get_handle_by_index(index, &device); rc != nvml_abi::kSuccess) {
       gpu.error = NvmlError{rc, "nvmlDeviceGetHandleByIndex", library.error_string(rc)};
     } else {
-      GpuReader(library, gpu).read(device);
+      const GpuReading* before = nullptr;
+      if (previous != nullptr) {
+        for (const auto& g : previous->gpus) {
+          if (g.index == index && !g.error && g.processes_complete) before = &g;
+        }
+      }
+      GpuReader(library, gpu, before).read(device, scope);
     }
     reading.gpus.push_back(std::move(gpu));
   }

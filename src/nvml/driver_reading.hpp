@@ -66,6 +66,10 @@ struct GpuReading {
   bool mig_enabled = false;
   std::vector<MigDeviceReading> mig_devices;
   std::vector<DriverProcess> processes;  // compute, graphics and MPS lists merged per PID+instance
+  // The driver answered nvmlDeviceGetProcessUtilization: a listed process without a sample
+  // (sm_util_percent unset) had no activity in the window. False when it cannot say (the call
+  // is missing, MIG, an error): then nothing proves a process idle.
+  bool process_utilization_known = false;
   bool processes_complete = true;        // false when a process list could not be read
   std::vector<std::string> warnings;     // a person should see these (stride override, list errors)
 };
@@ -79,8 +83,17 @@ struct DriverReading {
   std::vector<GpuReading> gpus;
 };
 
+// How much of each GPU to read.
+enum class DriverReadScope {
+  Everything,  // identity, health (temperature, power, persistence, utilisation), memory, MIG, processes
+  Processes,   // identity, MIG, the process lists and per-process utilisation: what watch's looks need
+};
+
 // Reads every GPU the library exposes. Never throws on driver errors: a GPU that fails is
 // kept with its error and the others are still read.
-DriverReading read_driver(const NvmlLibrary& library);
+// `previous`, a reading of the same library (watch's last look), sizes the process-list and
+// utilisation buffers from the counts it found, saving the sizing call of each.
+DriverReading read_driver(const NvmlLibrary& library, DriverReadScope scope = DriverReadScope::Everything,
+                          const DriverReading* previous = nullptr);
 
 }  // namespace gpureap

@@ -94,12 +94,17 @@ bool process_records_plausible(const std::vector<ProcessRecord>& records) {
 }
 
 ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml_abi::Device device,
-                                  std::size_t expected_stride) {
+                                  std::size_t expected_stride, unsigned expected_count) {
   ProcessListRead result;
   result.stride = expected_stride;
   unsigned count = 0;
-  int rc = fn(device, &count, nullptr);
-  if (rc == nvml_abi::kSuccess) return result;  // no processes
+  int rc = nvml_abi::kErrorInsufficientSize;
+  if (expected_count > 0 && expected_count <= kMaxProcessRecords) {
+    count = expected_count;  // sized as last time: no sizing call while it still fits
+  } else {
+    rc = fn(device, &count, nullptr);
+    if (rc == nvml_abi::kSuccess) return result;  // no processes
+  }
   std::vector<std::byte> buffer;
   unsigned capacity = 0;  // records the driver was told the buffer holds
   for (int round = 0; round < kMaxSizingRounds && rc == nvml_abi::kErrorInsufficientSize; ++round) {

@@ -50,8 +50,10 @@ struct ProcessListRead {
 };
 
 // The two-call protocol: size with (count=0, NULL), allocate 2n+5 records of the largest
-// stride, retry on INSUFFICIENT_SIZE as processes appear.
+// stride, retry on INSUFFICIENT_SIZE as processes appear. With `expected_count` (the processes
+// a previous reading found on this list; 0: none known) the buffer is sized from it and the
+// sizing call is skipped: one call per list while the count stays within 2n+5 (watch's looks).
 ProcessListRead read_process_list(nvml_abi::DeviceGetRunningProcessesFn fn, nvml_abi::Device device,
-                                  std::size_t expected_stride);
+                                  std::size_t expected_stride, unsigned expected_count = 0);
 
 }  // namespace gpureap

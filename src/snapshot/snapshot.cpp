@@ -188,6 +188,18 @@ const GpuView* Snapshot::gpu_by_index(unsigned index) const {
   return nullptr;
 }
 
+bool Snapshot::lists(pid_t pid) const {
+  return std::any_of(processes.begin(), processes.end(),
+                     [pid](const GpuProcessView& p) { return static_cast<pid_t>(p.driver.pid) == pid; });
+}
+
+const HolderView* Snapshot::holder(pid_t pid) const {
+  for (const auto& h : holders) {
+    if (h.pid == pid) return &h;
+  }
+  return nullptr;
+}
+
 SnapshotOptions default_snapshot_options() {
   SnapshotOptions options;
   if (const char* dev = std::getenv("GPUREAP_DEV_DIR"); dev != nullptr && dev[0] != '\0') {
@@ -304,12 +316,17 @@ const NvmlLoadResult& SnapshotSource::loaded() const {
   return *load_;
 }
 
-std::optional<DriverReading> SnapshotSource::read_driver_only() const {
+std::optional<DriverReading> SnapshotSource::read_driver_only(DriverReadScope scope,
+                                                             const DriverReading* previous) const {
   if (!loaded().library) return std::nullopt;
-  return read_driver(*load_->library);
+  return read_driver(*load_->library, scope, previous);
 }
 
-std::unique_ptr<Snapshot> SnapshotSource::take() {
+std::unique_ptr<Snapshot> SnapshotSource::take() { return take(options_.proc.scope); }
+
+std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
+  ProcScanOptions proc = options_.proc;
+  proc.scope = scope;
   auto snapshot = std::make_unique<Snapshot>();
   snapshot->taken_at = std::chrono::system_clock::now();
   // The driver (loaded on the first take) is read on a second thread while this one scans
@@ -332,7 +349,7 @@ std::unique_ptr<Snapshot> SnapshotSource::take() {
     } catch (const std::system_error&) {
       read();  // no thread to be had (RLIMIT_NPROC): one after the other
     }
-    snapshot->table = ProcessTable::scan(options_.proc);
+    snapshot->table = ProcessTable::scan(proc);
   }  // joins the driver thread, also when the scan throws
   if (driver_error) std::rethrow_exception(driver_error);
 

@@ -121,6 +121,10 @@ struct Snapshot {
 
   const GpuView* gpu_by_minor(unsigned minor) const;
   const GpuView* gpu_by_index(unsigned index) const;
+  // Whether the driver lists `pid` on any GPU.
+  bool lists(pid_t pid) const;
+  // The holder view of `pid`, or null when it holds no GPU device file.
+  const HolderView* holder(pid_t pid) const;
 };
 
 struct SnapshotOptions {
@@ -138,9 +142,15 @@ class SnapshotSource {
   SnapshotSource& operator=(const SnapshotSource&) = delete;
 
   std::unique_ptr<Snapshot> take();
+  // The same with another /proc scope than the options' (watch: its periodic rescans read what
+  // ps reads, and the snapshot it acts on reads every process, as kill does).
+  std::unique_ptr<Snapshot> take(ProcScanScope scope);
+  // Whether the library loaded (tried on the first take or read; false before that).
+  bool driver_loaded() const { return load_ && load_->library; }
   // The driver's view alone (no /proc scan) through the library already loaded, for callers
   // that poll it (kill's verification); nullopt when no library is loaded.
-  std::optional<DriverReading> read_driver_only() const;
+  std::optional<DriverReading> read_driver_only(DriverReadScope scope = DriverReadScope::Everything,
+                                               const DriverReading* previous = nullptr) const;
 
  private:
   const NvmlLoadResult& loaded() const;

@@ -35,6 +35,12 @@ std::string format_duration(double seconds) {
   return fmt::format("{}s", secs);
 }
 
+std::string format_short_duration(double seconds) {
+  if (!(seconds >= 0)) return "?";
+  if (seconds >= 10) return format_duration(seconds);
+  return fmt::format("{:g}s", std::round(seconds * 100) / 100);
+}
+
 std::string format_bar(std::uint64_t used, std::uint64_t total, int width) {
   if (width <= 0) return {};
   int filled = 0;

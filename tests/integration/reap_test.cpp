@@ -217,6 +217,21 @@ TEST(Reap, DryRunSignalsNothingAndExceptSparesByName) {
   EXPECT_EQ(report["gpus"][0]["still_listed"], nlohmann::json::array({keeper.pid}));
 }
 
+// A binary upgraded (deleted) under a running process reads "/path/keeper (deleted)" in
+// /proc/PID/exe: it is still the keeper, and --except keeper still spares it.
+TEST(Reap, ExceptSparesAProcessWhoseBinaryWasReplaced) {
+  SimHost host;
+  const std::string program = host.sim_binary_named("keeper");
+  auto keeper = host.start_program(program, {"--alloc", "0:1GiB"});
+  ASSERT_EQ(unlink(program.c_str()), 0);
+  int rc = -1;
+  const auto report =
+      reap_json(host, {"--uid", std::to_string(getuid()), "--gpus", "0", "--except", "keeper", "--verify-timeout", "1"}, &rc);
+  EXPECT_TRUE(running(keeper.pid)) << "--except keeper ended a keeper whose binary was replaced: " << report.dump(2);
+  ASSERT_EQ(report["spared"].size(), 1u) << report.dump(2);
+  EXPECT_EQ(report["spared"][0]["pid"], keeper.pid);
+}
+
 // A process chooses its own comm: naming itself like an --except name must not let it escape.
 TEST(Reap, ExceptMatchesTheExecutableNeverTheProcessName) {
   SimHost host;

@@ -205,6 +205,31 @@ TEST_P(RunEscapees, DoubleForkedAndSetsidProcessesAreStillEnded) {
 INSTANTIATE_TEST_SUITE_P(CgroupAndTree, RunEscapees, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Cgroup" : "NoCgroup"; });
 
+// Under a low open-file limit the members are pinned in batches: pinning all 120 at once had
+// left the ladder no descriptor to read /proc with, and every member read as "already gone"
+// while all of them ran on (exit 0). A bystander outside the job survives.
+TEST(RunJob, ManyLeftoversUnderALowOpenFileLimitAreAllEnded) {
+  if (access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "needs prlimit(1) from util-linux";
+  SimHost host;
+  const pid_t bystander = fork();
+  if (bystander == 0) {
+    for (;;) pause();
+  }
+  BackgroundRun run(host, {"--kill-timeout", "2", "--no-cgroup"},
+                    {"/bin/sh", "-c", "i=0; while [ $i -lt 120 ]; do sleep 300 & i=$((i+1)); done; exit 0"}, false,
+                    {"/usr/bin/prlimit", "--nofile=40:40", "--"});
+  EXPECT_EQ(run.wait(), 0);
+  const auto report = run.report();
+  ASSERT_EQ(report["left_and_ended"].size(), 120u) << report.dump(2);
+  for (const auto& e : report["left_and_ended"]) {
+    EXPECT_EQ(e["outcome"], "exited") << e.dump();
+    EXPECT_FALSE(running(e["pid"].get<pid_t>())) << e.dump();
+  }
+  EXPECT_TRUE(running(bystander));
+  kill(bystander, SIGKILL);
+  waitpid(bystander, nullptr, 0);
+}
+
 TEST(RunJob, ARankIgnoringSigtermIsKilledAfterTheKillTimeout) {
   SimHost host;
   BackgroundRun run(host, {"--kill-timeout", "1", "--poll-interval", "100ms"},

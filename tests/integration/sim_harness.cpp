@@ -155,6 +155,8 @@ SimProcess& SimProcess::operator=(SimProcess&& other) noexcept {
     reaped_ = other.reaped_;
     other.pgid_ = -1;
     other.launcher_pid = -1;
+    other.pid = -1;  // the moved-from object's destructor must not kill what it handed over
+    other.workers.clear();
     other.reaped_ = true;
   }
   return *this;

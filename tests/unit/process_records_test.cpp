@@ -106,6 +106,27 @@ TEST(ReadProcessList, NoProcessesIsOneCall) {
   EXPECT_EQ(g_fake.calls, 1);
 }
 
+TEST(ReadProcessList, AnExpectedCountSkipsTheSizingCallWhileItFits) {
+  reset(24, {{11, 100}, {22, 200}});
+  auto read = read_process_list(fake_list, nullptr, 24, 2);
+  ASSERT_EQ(read.code, nvml_abi::kSuccess);
+  EXPECT_EQ(read.records.size(), 2u);
+  EXPECT_EQ(g_fake.calls, 1);
+  // Far more processes than the buffer sized from the hint: sized again, all of them read.
+  reset(24, {});
+  for (unsigned pid = 1; pid <= 40; ++pid) g_fake.processes.push_back({pid, 1});
+  read = read_process_list(fake_list, nullptr, 24, 2);
+  ASSERT_EQ(read.code, nvml_abi::kSuccess);
+  EXPECT_EQ(read.records.size(), 40u);
+  EXPECT_EQ(g_fake.calls, 2);
+  // None left: one call, no records.
+  reset(24, {});
+  read = read_process_list(fake_list, nullptr, 24, 3);
+  EXPECT_EQ(read.code, nvml_abi::kSuccess);
+  EXPECT_TRUE(read.records.empty());
+  EXPECT_EQ(g_fake.calls, 1);
+}
+
 TEST(ReadProcessList, ProcessAppearingBetweenCallsIsIncluded) {
   reset(24, {{1, 10}});
   g_fake.grow_on_call = 2;

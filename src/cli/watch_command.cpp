@@ -1,0 +1,138 @@
+#include "cli/watch_command.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/exit_codes.hpp"
+#include "cli/selection_checks.hpp"
+#include "cli/terminal_io.hpp"
+#include "cli/watch_render.hpp"
+#include "kill/kill_config.hpp"
+#include "text/duration.hpp"
+#include "text/sanitize.hpp"
+#include "watch/policy.hpp"
+#include "watch/watch_daemon.hpp"
+
+namespace gpureap {
+namespace {
+
+constexpr const char* kWatchCommand = "gpureap watch";
+
+// gpureap-webhook beside this program: in its directory (a build tree), or in
+// <prefix>/libexec/gpureap/ for <prefix>/bin/gpureap (installed). "" when neither has it.
+std::string find_webhook_helper() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  for (const auto& candidate : {self.parent_path() / "gpureap-webhook",
+                                self.parent_path().parent_path() / "libexec" / "gpureap" / "gpureap-webhook"}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
+
+}  // namespace
+
+CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
+  CLI::App* watch = app.add_subcommand(
+      "watch", "The policy daemon: notify the owners of idle, old, oversized, orphaned or zombie GPU processes, and end them");
+  watch->footer(
+      "Every interval gpureap looks at the GPUs and their processes (the driver, and /proc for what can have\n"
+      "changed; all of /proc again every full_scan_interval) and applies the policy's rules. A rule matches on\n"
+      "user, group, command line (RE2), GPU, container or pod and GPU memory, has one condition (idle: the\n"
+      "driver's per-process SM utilisation and CPU time both low for a duration; over-age; memory; orphan: a\n"
+      "holder whose job is provably over, never PPID 1; zombie) and one action: log, notify (a command run\n"
+      "without a shell, the event as JSON on its stdin; a webhook), or terminate: the owner is notified, and\n"
+      "after the grace period, if it still matches on a fresh look, the kill engine ends it (pidfd-pinned,\n"
+      "audited, memory verified), at most limits.max_terminations per limits.window. mode = \"dry-run\" (the\n"
+      "default) only logs and notifies what it would do.\n\n"
+      "Log: one line per event on stderr, \"<N>event=... key=value\" (journald reads the <N> priority).\n"
+      "Signals: SIGHUP reloads the policy (a bad file is logged and the old policy kept); SIGTERM or SIGINT\n"
+      "stop it (exit 0). An example policy, every key explained, and a systemd unit:\n"
+      "/usr/share/doc/gpureap/examples/watch-policy.toml and .../examples/systemd/gpureap-watch.service.\n\n"
+      "Exit status: 0 stopped by SIGTERM/SIGINT, or --check-config found the file valid; 2 usage error: a bad\n"
+      "option, an invalid policy (file:line:column: why), enforce without an audit log, an audit log that\n"
+      "cannot be opened, a GPU the policy names that this host lacks, a webhook without gpureap-webhook\n"
+      "(installed in ../libexec/gpureap/ beside gpureap); 1 internal error.\n\n"
+      "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG ([kill] protect, audit_log), GPUREAP_NVML_LIBRARY,\n"
+      "GPUREAP_DEV_DIR.");
+  refuse_empty(watch->add_option("--policy", options.policy, "The policy file (TOML; default /etc/gpureap/watch.toml)"),
+               options.empty_option);
+  refuse_empty(watch->add_option("--check-config", options.check_config,
+                                 "Check this policy file, print what its rules do, and exit (0 valid, 2 not)"),
+               options.empty_option);
+  refuse_empty(watch->add_option("--interval", options.interval,
+                                 "Seconds between looks, over the policy's interval, 0.05 to 3600 (also 500ms, 1m)"),
+               options.empty_option);
+  watch->add_flag("--dry-run,-n", options.dry_run, "Log and notify only, whatever the policy's mode says");
+  refuse_empty(watch->add_option("--audit-log", options.audit_log,
+                                 "Append one JSON line per signal to this file (mode 0600), over the policy's audit_log"),
+               options.empty_option);
+  return watch;
+}
+
+int run_watch(WatchOptions options) {
+  if (!options.empty_option.empty()) {
+    std::cerr << fmt::format("{}: {} was given an empty value (an unset variable?)\n", kWatchCommand, options.empty_option);
+    return exit_code::kUsage;
+  }
+  std::string error;
+  if (!options.check_config.empty()) {
+    const auto policy = load_policy(options.check_config, error);
+    if (!policy) {
+      std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+      return exit_code::kUsage;
+    }
+    write_out(render_policy_summary(*policy));
+    return exit_code::kOk;
+  }
+  WatchDaemonOptions daemon;
+  daemon.policy_path = options.policy;
+  daemon.force_dry_run = options.dry_run;
+  if (!options.interval.empty()) {
+    double seconds = 0;
+    error = check_duration_option("--interval", options.interval, policy_limits::kMaxIntervalSeconds, seconds,
+                                  policy_limits::kMinIntervalSeconds);
+    if (!error.empty()) {
+      std::cerr << kWatchCommand << ": " << error << "\n";
+      return exit_code::kUsage;
+    }
+    daemon.interval_override = seconds;
+  }
+  const auto config = load_kill_config(error);
+  if (!config) {
+    std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+    return exit_code::kUsage;
+  }
+  // The command line, then the environment, then the policy file, then the configuration.
+  daemon.audit_log_override = options.audit_log;
+  if (const char* env = std::getenv("GPUREAP_AUDIT_LOG"); daemon.audit_log_override.empty() && env != nullptr) {
+    daemon.audit_log_override = env;
+  }
+  daemon.config_audit_log = config->audit_log;
+  daemon.protect = config->protect;
+  daemon.snapshot = default_snapshot_options();
+  daemon.log_fd = STDERR_FILENO;
+  daemon.webhook_helper = find_webhook_helper();
+  auto policy = load_policy(options.policy, error);
+  if (!policy) {
+    std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+    return exit_code::kUsage;
+  }
+  auto effective = effective_policy(std::move(*policy), daemon, error);
+  if (!effective) {
+    std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+    return exit_code::kUsage;
+  }
+  CounterBoard counters;
+  const int status = run_watch_daemon(std::move(*effective), daemon, counters, error);
+  if (!error.empty()) std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+  return status;
+}
+
+}  // namespace gpureap

@@ -1,0 +1,143 @@
+// What `gpureap watch` looks at every interval, read incrementally. A process's identity, owner,
+// command line, executable and container do not change while its PID and start time stay the
+// same, so they are read once, in a full scan (a snapshot, /proc in ps's scope), and kept per
+// PID + start time; each look then reads only what can change: the driver (memory, utilisation,
+// which PIDs it lists) and one `stat` per process followed (CPU time, state). A full scan is
+// taken again every full-scan period, and at once when something may have changed what the
+// cache knows: a PID the driver lists for the first time, or a listed process that exited (its
+// forked workers may now be orphans). Processes that vanish mid-look are dropped, a GPU that
+// cannot be read freezes what is known of its processes, and a driver that cannot be read
+// (or load) leaves only the orphans and zombies to judge.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "proc/user_names.hpp"
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+
+enum class CandidateKind {
+  GpuProcess,  // the driver lists it, and it is the process here that holds the GPU (identity ok)
+  Orphan,      // holds a GPU's device file and its job is provably over (HolderRole::Orphan)
+  Zombie,      // an unreaped zombie of a GPU process (or listed, or holding device files)
+};
+
+std::string_view candidate_kind_name(CandidateKind kind);  // "gpu-process", "orphan", "zombie"
+
+// A process as rules see it.
+struct Candidate {
+  pid_t pid = 0;
+  std::uint64_t start_ticks = 0;
+  CandidateKind kind = CandidateKind::GpuProcess;
+  uid_t uid = 0;        // real uid: whose process it is (as reap decides)
+  std::string user;     // its name, or the number when no account has it
+  std::string command;  // whole command line, "[comm]" without one (attacker-chosen text)
+  std::string exe;      // the executable's path (" (deleted)" dropped), "" when unreadable
+  std::optional<ContainerRef> container;
+  char state = '?';
+  double start_unix = 0;
+  double age_seconds = 0;
+  std::map<unsigned, std::uint64_t> gpu_memory;  // listed memory per GPU index (an orphan: the context it keeps)
+  std::vector<unsigned> gpus;                    // GPU indices it uses
+  std::optional<unsigned> sm_util_percent;       // highest over its GPUs; nullopt when the driver cannot say
+  double cpu_seconds = 0;                        // its own CPU time and its GPU workers', so far
+  pid_t parent = 0;                              // zombie: the parent that must reap it
+  std::uint64_t parent_start_ticks = 0;
+  OrphanEvidence orphan_evidence = OrphanEvidence::None;
+  std::vector<pid_t> evidence_pids;
+
+  std::uint64_t memory_bytes() const;
+  std::pair<pid_t, std::uint64_t> key() const { return {pid, start_ticks}; }
+};
+
+// A process followed from look to look: what was read once, and the CPU time it and its
+// GPU workers had at the last look.
+struct FollowedProcess {
+  Candidate facts;
+  std::vector<std::pair<pid_t, std::uint64_t>> workers;  // (PID, start time) of its forked GPU workers
+  std::map<pid_t, std::uint64_t> cpu_ticks;               // utime + stime, its own and each worker's
+  pid_t context_of = 0;                                   // orphan: the exited listed PID whose context it keeps
+};
+
+// Every candidate a snapshot shows: GPU processes whose identity is ok (with their workers),
+// orphans, zombies of GPU processes. Loads the details it needs into the snapshot's table. PIDs
+// the driver lists that are not candidates (foreign, mismatch, unverified) go to *not_judged.
+std::vector<FollowedProcess> follow_snapshot(Snapshot& snapshot, UserNames& names,
+                                             std::unordered_set<pid_t>* not_judged = nullptr);
+
+// The driver's part of a snapshot, as a reading.
+DriverReading reading_of(const Snapshot& snapshot);
+
+// The followed process as the driver reads now (memory, GPUs, utilisation; `reading` null when
+// the driver cannot be read); nullopt when it cannot be judged: a GPU process without the
+// driver, or anything on a GPU in `unreadable_gpus`.
+std::optional<Candidate> judge(FollowedProcess& followed, const DriverReading* reading,
+                               const std::set<unsigned>& unreadable_gpus);
+
+struct Look {
+  std::chrono::steady_clock::time_point at;
+  bool full_scan = false;
+  bool driver_readable = false;
+  std::string driver_problem;  // one line for the log when not readable
+  std::map<unsigned, std::string> gpu_uuids;  // index -> UUID (lower case), every GPU counted
+  std::set<unsigned> unreadable_gpus;         // lost, failing, or whose process list is incomplete
+  std::vector<Candidate> candidates;
+  // Followed processes this look could not judge (their GPU or the driver could not be read):
+  // what rules know of them stays as it was.
+  std::set<std::pair<pid_t, std::uint64_t>> frozen;
+};
+
+class Observer {
+ public:
+  Observer(SnapshotOptions options, double full_scan_seconds);
+
+  // One look; a full scan when `full` or when one is due (see the top of this file).
+  Look look(bool full);
+  void set_full_scan_seconds(double seconds) { full_scan_seconds_ = seconds; }
+  // The driver and /proc as the looks read them, for the snapshot an action is taken on.
+  SnapshotSource& source();
+  std::size_t full_scans() const { return full_scans_; }
+  std::size_t quick_looks() const { return quick_looks_; }
+  // CPU time (this thread's, kernel included) the quick looks spent reading the driver: what
+  // the looks cost that is the driver library's, not gpureap's.
+  double driver_cpu_seconds() const { return driver_cpu_seconds_; }
+
+  // Followed processes, for the benchmark's and tests' curiosity.
+  std::size_t followed() const { return followed_.size(); }
+
+ private:
+  Look full_look();
+  std::optional<Look> quick_look();
+  bool refresh_cpu(FollowedProcess& followed) const;
+  Look finish(Look look, const DriverReading* reading);
+
+  SnapshotOptions options_;
+  std::unique_ptr<SnapshotSource> source_;
+  std::optional<DriverReading> last_reading_;  // sizes the next reading's buffers
+  double full_scan_seconds_;
+  std::chrono::steady_clock::time_point last_full_{};
+  bool have_full_ = false;
+  std::size_t full_scans_ = 0;
+  std::size_t quick_looks_ = 0;
+  double driver_cpu_seconds_ = 0;
+  UserNames user_names_;
+  std::unordered_map<pid_t, FollowedProcess> followed_;
+  // Listed PIDs that are not ours to judge until the next full scan: not in this PID
+  // namespace (foreign), not the process holding the GPU (mismatch), unverifiable.
+  std::unordered_set<pid_t> not_judged_;
+};
+
+}  // namespace gpureap

@@ -1,0 +1,45 @@
+// The terminate action, only through the kill engine, on a snapshot taken for it: the process
+// must still be the one the look saw (PID and start time), still a candidate of the same kind,
+// and still match the rule; then plan (protection, identity, permission), pin by pidfd, the
+// ladder with every signal audited, and the driver's verification that the memory came back.
+// A zombie cannot be signalled away: its parent is reminded with SIGCHLD (pinned, audited),
+// never ended.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kill/audit_log.hpp"
+#include "proc/user_names.hpp"
+#include "snapshot/snapshot.hpp"
+#include "watch/observation.hpp"
+#include "watch/policy.hpp"
+#include "watch/rule_book.hpp"
+
+namespace gpureap {
+
+struct TerminationSettings {
+  double kill_timeout_seconds = 10;
+  double verify_timeout_seconds = 30;
+  std::vector<std::string> protect;  // [kill] protect names of the configuration, added to the built-in ones
+  const AuditLog* audit = nullptr;
+};
+
+struct TerminationResult {
+  bool acted = false;          // a signal was sent (the ladder ran, or SIGCHLD went out)
+  // The kill engine's outcome for the process ("exited", "killed", "survived", "refused", ...),
+  // "parent-nudged" / "nudge-failed" for a zombie, or why nothing was done: "gone",
+  // "no-longer-matches", "not-judgeable", "audit-failed".
+  std::string outcome;
+  bool verified = false;       // the driver showed the memory released
+  std::uint64_t freed_bytes = 0;
+  std::vector<pid_t> also_ended;  // its workers and other descendants the ladder ended with it
+  std::string message;         // one line for the log and the owner
+};
+
+TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, const Rule& rule, const Candidate& seen,
+                                      double seconds_since_look, const TerminationSettings& settings,
+                                      UserNames& names);
+
+}  // namespace gpureap

@@ -1,0 +1,435 @@
+#include "watch/watch_daemon.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include <fmt/format.h>
+
+#include "kill/audit_log.hpp"
+#include "proc/proc_io.hpp"
+#include "proc/user_names.hpp"
+#include "text/human_format.hpp"
+#include "watch/event_log.hpp"
+#include "watch/notifier.hpp"
+#include "watch/observation.hpp"
+#include "watch/rule_book.hpp"
+#include "watch/termination.hpp"
+
+namespace gpureap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kNotificationBudgetAtStop{5000};
+
+double unix_now() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+std::string gpu_list(const std::vector<unsigned>& gpus) {
+  std::string out;
+  for (unsigned g : gpus) out += fmt::format("{}{}", out.empty() ? "" : ",", g);
+  return out;
+}
+
+
+
+// What a person reads first in a notice: why this process matched.
+std::string condition_text(const Rule& rule, const Candidate& c) {
+  switch (rule.condition) {
+    case Condition::Idle:
+      return fmt::format("idle for {} (SM utilisation at most {}%, CPU at most {}% of a core)", format_short_duration(rule.idle_seconds),
+                         rule.max_sm_util_percent, rule.max_cpu_percent);
+    case Condition::OverAge:
+      return fmt::format("running for {}, longer than {}", format_short_duration(c.age_seconds), format_short_duration(rule.older_than_seconds));
+    case Condition::Memory:
+      return fmt::format("holds {} of GPU memory, more than {}", format_bytes(c.memory_bytes()),
+                         format_bytes(rule.memory_above_bytes));
+    case Condition::Orphan:
+      return fmt::format("holds GPU {} for a job that is over ({})", gpu_list(c.gpus), orphan_evidence_name(c.orphan_evidence));
+    case Condition::Zombie: return fmt::format("a zombie its parent {} has not reaped", c.parent);
+  }
+  return "";
+}
+
+class SignalReader {
+ public:
+  SignalReader() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, sig);
+    // Blocked in every thread (the notifier's is created after), read from the signalfd. They
+    // stay blocked when the daemon returns: the process is ending, and a second SIGTERM that
+    // arrived meanwhile must not turn a clean stop into death by signal.
+    pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+    fd_ = procfs::unique_fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    // A notification command that closes its stdin early must not end the daemon.
+    ::signal(SIGPIPE, SIG_IGN);
+  }
+  SignalReader(const SignalReader&) = delete;
+  SignalReader& operator=(const SignalReader&) = delete;
+
+  bool valid() const { return static_cast<bool>(fd_); }
+  // Waits up to `timeout` for a signal; 0 when none came.
+  int wait(std::chrono::milliseconds timeout) const {
+    pollfd p{fd_.get(), POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, timeout.count())));
+    if (ready <= 0) return 0;
+    signalfd_siginfo info{};
+    if (::read(fd_.get(), &info, sizeof info) != static_cast<ssize_t>(sizeof info)) return 0;
+    return static_cast<int>(info.ssi_signo);
+  }
+
+ private:
+  procfs::unique_fd fd_;
+};
+
+class WatchDaemon {
+ public:
+  WatchDaemon(const WatchDaemonOptions& options, CounterBoard& counters)
+      : options_(options),
+        log_(options.log_fd),
+        counters_(counters),
+        observer_(options.snapshot, 300),
+        notifier_(log_, counters_, options.webhook_helper) {}
+
+  ~WatchDaemon() { notifier_.stop(std::chrono::milliseconds(0)); }
+
+  // The first policy: its GPUs are checked against this host once the driver has been read.
+  // "" when it runs; else why it cannot (nothing was done).
+  std::string start(EffectivePolicy initial) {
+    std::string error;
+    if (!open_audit(initial.audit_log, error)) return error;
+    install(std::move(initial));
+    Look first = observer_.look(true);
+    if (first.driver_readable) {
+      if (std::string gpus = check_policy_gpus(*policy_, first.gpu_uuids); !gpus.empty()) return gpus;
+    }
+    log_.write(LogPriority::Info, "start",
+               {{"policy", policy_->source},
+                {"mode", std::string(watch_mode_name(policy_->mode))},
+                {"rules", std::to_string(policy_->rules.size())},
+                {"interval", format_short_duration(policy_->interval_seconds)},
+                {"full_scan", format_short_duration(policy_->full_scan_seconds)},
+                {"audit_log", audit_ ? audit_->path() : ""}});
+    evaluate(first);
+    return {};
+  }
+
+  int run(const SignalReader& signals) {
+    auto next = Clock::now() + interval();
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+      const int sig = signals.wait(left);
+      if (sig == SIGTERM || sig == SIGINT) {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+        log_.write(LogPriority::Info, "stop",
+                   {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                    {"looks", std::to_string(observer_.quick_looks() + observer_.full_scans())},
+                    {"full_scans", std::to_string(observer_.full_scans())},
+                    {"cpu_seconds", fmt::format("{:.3f}", seconds(usage.ru_utime) + seconds(usage.ru_stime))},
+                    {"driver_cpu_seconds", fmt::format("{:.3f}", observer_.driver_cpu_seconds())}});
+        notifier_.stop(kNotificationBudgetAtStop);
+        return 0;
+      }
+      if (sig == SIGHUP) {
+        reload();
+        continue;
+      }
+      if (sig != 0 || Clock::now() < next) continue;
+      evaluate(observer_.look(force_full_));
+      force_full_ = false;
+      next += interval();
+      if (next < Clock::now()) next = Clock::now() + interval();  // a long action: no burst of catch-up looks
+    }
+  }
+
+ private:
+  Clock::duration interval() const {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(policy_->interval_seconds));
+  }
+
+  bool open_audit(const std::string& path, std::string& error) {
+    if (path.empty()) {
+      audit_.reset();
+      return true;
+    }
+    if (audit_ && audit_->path() == path) return true;
+    auto opened = AuditLog::open(path, Requester::current(), error);
+    if (!opened) return false;
+    audit_ = std::move(opened);
+    return true;
+  }
+
+  void install(EffectivePolicy effective) {
+    policy_ = effective.policy;
+    book_.set_policy(policy_);
+    notifier_.configure(policy_->notify);
+    observer_.set_full_scan_seconds(policy_->full_scan_seconds);
+    for (const Rule& r : policy_->rules) {
+      counters_.declare(&WatchCounters::policy_matches, {r.name, std::string(rule_action_name(r.action))});
+      if (r.action != RuleAction::Terminate) continue;
+      for (const char* outcome : {"exited", "killed", "survived", "refused"}) {
+        counters_.declare(&WatchCounters::terminations, {std::string(condition_name(r.condition)), outcome});
+      }
+    }
+  }
+
+  void reload() {
+    std::string error;
+    auto policy = load_policy(options_.policy_path, error);
+    std::optional<EffectivePolicy> effective;
+    if (policy) effective = effective_policy(std::move(*policy), options_, error);
+    if (effective && last_gpu_uuids_) error = check_policy_gpus(*effective->policy, *last_gpu_uuids_);
+    if (effective && error.empty()) open_audit(effective->audit_log, error);
+    if (!effective || !error.empty()) {
+      log_.write(LogPriority::Error, "reload-failed", {{"why", error}, {"kept", policy_->source}});
+      return;
+    }
+    install(std::move(*effective));
+    force_full_ = true;
+    log_.write(LogPriority::Info, "reload",
+               {{"policy", policy_->source},
+                {"mode", std::string(watch_mode_name(policy_->mode))},
+                {"rules", std::to_string(policy_->rules.size())},
+                {"interval", format_short_duration(policy_->interval_seconds)}});
+  }
+
+  // The driver's state, logged when it changes (not at every look).
+  void note_driver(const Look& look) {
+    const std::string problem = look.driver_readable ? "" : look.driver_problem;
+    if (problem != driver_problem_) {
+      if (problem.empty()) {
+        log_.write(LogPriority::Info, "driver-readable", {});
+      } else {
+        log_.write(LogPriority::Warning, "driver-unreadable",
+                   {{"why", problem}, {"effect", "GPU processes are not judged until it can be read again"}});
+      }
+      driver_problem_ = problem;
+    }
+    if (look.unreadable_gpus != unreadable_gpus_) {
+      for (unsigned g : look.unreadable_gpus) {
+        if (!unreadable_gpus_.count(g)) {
+          log_.write(LogPriority::Warning, "gpu-unreadable",
+                     {{"gpu", std::to_string(g)}, {"effect", "its processes are not judged until it can be read again"}});
+        }
+      }
+      unreadable_gpus_ = look.unreadable_gpus;
+    }
+    if (look.driver_readable) last_gpu_uuids_ = look.gpu_uuids;
+  }
+
+  void evaluate(const Look& look) {
+    note_driver(look);
+    if (look.full_scan) {
+      log_.write(LogPriority::Debug, "scan",
+                 {{"candidates", std::to_string(look.candidates.size())}, {"frozen", std::to_string(look.frozen.size())}});
+    }
+    for (const Decision& d : book_.evaluate(look)) {
+      switch (d.kind) {
+        case DecisionKind::Notice: notice(d); break;
+        case DecisionKind::Due: due(d, look); break;
+        case DecisionKind::Cleared: settled("cleared", d, "it no longer matches"); break;
+        case DecisionKind::Gone: settled("gone", d, "it ended or stopped using a GPU"); break;
+      }
+    }
+  }
+
+  WatchEvent event_for(WatchEventKind kind, const Decision& d, std::string message) const {
+    WatchEvent e;
+    e.kind = kind;
+    e.mode = policy_->mode;
+    e.rule = d.rule->name;
+    e.condition = d.rule->condition;
+    e.action = d.rule->action;
+    e.grace_seconds = d.grace_left_seconds;
+    e.process = d.candidate;
+    e.message = std::move(message);
+    e.unix_time = unix_now();
+    return e;
+  }
+
+  void notice(const Decision& d) {
+    const Rule& rule = *d.rule;
+    const Candidate& c = d.candidate;
+    counters_.add(&WatchCounters::policy_matches, {rule.name, std::string(rule_action_name(rule.action))});
+    std::string then;
+    if (rule.action == RuleAction::Terminate) {
+      const bool enforce = policy_->mode == WatchMode::Enforce;
+      const std::string verb = c.kind == CandidateKind::Zombie
+                                   ? (enforce ? "its parent will be reminded (SIGCHLD)" : "its parent would be reminded (dry run)")
+                                   : (enforce ? "will be ended" : "would be ended (dry run)");
+      then = d.grace_left_seconds > 0 ? fmt::format("{} in {} if it still matches", verb, format_short_duration(d.grace_left_seconds))
+                                      : verb + " now";
+    }
+    const std::string message = fmt::format("PID {} of {}: {}{}{}", c.pid, c.user, condition_text(rule, c),
+                                            then.empty() ? "" : "; ", then);
+    log_.write(LogPriority::Notice, "notice",
+               {{"rule", rule.name},
+                {"condition", std::string(condition_name(rule.condition))},
+                {"action", std::string(rule_action_name(rule.action))},
+                {"mode", std::string(watch_mode_name(policy_->mode))},
+                {"pid", std::to_string(c.pid)},
+                {"kind", std::string(candidate_kind_name(c.kind))},
+                {"user", c.user},
+                {"gpus", gpu_list(c.gpus)},
+                {"memory", format_bytes(c.memory_bytes())},
+                {"age", format_short_duration(c.age_seconds)},
+                {"due_in", rule.action == RuleAction::Terminate ? format_short_duration(d.grace_left_seconds) : ""},
+                {"command", c.command},
+                {"message", message}});
+    if (rule.action != RuleAction::Log) notifier_.send(event_for(WatchEventKind::Notice, d, message));
+  }
+
+  void settled(std::string_view what, const Decision& d, std::string_view why) {
+    log_.write(LogPriority::Info, what,
+               {{"rule", d.rule->name}, {"pid", std::to_string(d.candidate.pid)}, {"why", std::string(why)}});
+  }
+
+  // The cap: terminations (or, in dry-run, what would have been) in the window so far.
+  bool under_cap(const Decision& d) {
+    const auto now = Clock::now();
+    const auto window = std::chrono::duration<double>(policy_->cap_window());
+    while (!ended_at_.empty() && now - ended_at_.front() >= window) ended_at_.pop_front();
+    if (ended_at_.size() < policy_->max_terminations) return true;
+    if (book_.mark_capped(*d.rule, d.candidate.key())) {
+      counters_.add_capped();
+      log_.write(LogPriority::Warning, "capped",
+                 {{"rule", d.rule->name},
+                  {"pid", std::to_string(d.candidate.pid)},
+                  {"limit", fmt::format("{} per {}", policy_->max_terminations, format_short_duration(policy_->cap_window()))},
+                  {"effect", "deferred until the window has room; it must still match then"}});
+    }
+    return false;
+  }
+
+  void due(const Decision& d, const Look& look) {
+    const Rule& rule = *d.rule;
+    const Candidate& c = d.candidate;
+    if (!under_cap(d)) return;
+    const std::string reason(condition_name(rule.condition));
+    if (policy_->mode == WatchMode::DryRun) {
+      book_.mark_acted(rule, c.key());
+      ended_at_.push_back(Clock::now());
+      counters_.add(&WatchCounters::terminations, {reason, "dry-run"});
+      const std::string message =
+          c.kind == CandidateKind::Zombie
+              ? fmt::format("dry run: would send SIGCHLD to PID {}, the parent of zombie {}", c.parent, c.pid)
+              : fmt::format("dry run: would end PID {} of {} (SIGTERM, SIGKILL after {}) and verify its GPU memory is freed",
+                            c.pid, c.user, format_short_duration(policy_->kill_timeout_seconds));
+      log_.write(LogPriority::Notice, "would-terminate",
+                 {{"rule", rule.name}, {"pid", std::to_string(c.pid)}, {"user", c.user}, {"message", message}});
+      WatchEvent e = event_for(WatchEventKind::Action, d, message);
+      e.outcome = "dry-run";
+      notifier_.send(std::move(e));
+      return;
+    }
+    TerminationSettings settings;
+    settings.kill_timeout_seconds = policy_->kill_timeout_seconds;
+    settings.verify_timeout_seconds = policy_->verify_timeout_seconds;
+    settings.protect = options_.protect;
+    settings.audit = audit_ ? &*audit_ : nullptr;
+    const double since = std::chrono::duration<double>(Clock::now() - look.at).count();
+    const TerminationResult result = terminate_candidate(observer_.source(), book_, rule, c, since, settings, names_);
+    force_full_ = true;  // what it ended (or did not) is read again at the next look
+    if (result.outcome == "gone" || result.outcome == "no-longer-matches" || result.outcome == "not-judgeable") {
+      log_.write(LogPriority::Info, "not-terminated",
+                 {{"rule", rule.name}, {"pid", std::to_string(c.pid)}, {"outcome", result.outcome}, {"why", result.message}});
+      return;
+    }
+    book_.mark_acted(rule, c.key());
+    if (result.acted) ended_at_.push_back(Clock::now());
+    counters_.add(&WatchCounters::terminations, {reason, result.outcome});
+    counters_.add_memory_freed(result.freed_bytes);
+    std::string also;
+    for (pid_t pid : result.also_ended) also += fmt::format("{}{}", also.empty() ? "" : ",", pid);
+    const bool good = result.outcome == "exited" || result.outcome == "killed" || result.outcome == "parent-nudged";
+    log_.write(good ? LogPriority::Notice : LogPriority::Warning, "terminate",
+               {{"rule", rule.name},
+                {"pid", std::to_string(c.pid)},
+                {"user", c.user},
+                {"outcome", result.outcome},
+                {"verified", result.verified ? "yes" : "no"},
+                {"freed", format_bytes(result.freed_bytes)},
+                {"also_ended", also},
+                {"message", result.message}});
+    WatchEvent e = event_for(WatchEventKind::Action, d, result.message);
+    e.outcome = result.outcome;
+    e.freed_bytes = result.freed_bytes;
+    notifier_.send(std::move(e));
+  }
+
+  const WatchDaemonOptions& options_;
+  EventLog log_;
+  CounterBoard& counters_;
+  Observer observer_;
+  Notifier notifier_;
+  std::shared_ptr<const Policy> policy_;
+  RuleBook book_;
+  std::optional<AuditLog> audit_;
+  UserNames names_;
+  std::deque<Clock::time_point> ended_at_;
+  bool force_full_ = false;
+  std::string driver_problem_;
+  std::set<unsigned> unreadable_gpus_;
+  std::optional<std::map<unsigned, std::string>> last_gpu_uuids_;
+};
+
+}  // namespace
+
+std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemonOptions& options, std::string& error) {
+  if (options.interval_override) {
+    policy.interval_seconds = *options.interval_override;
+    policy.full_scan_seconds = std::max(policy.full_scan_seconds, policy.interval_seconds);
+  }
+  if (options.force_dry_run) policy.mode = WatchMode::DryRun;
+  EffectivePolicy out;
+  out.audit_log = !options.audit_log_override.empty() ? options.audit_log_override
+                  : !policy.audit_log.empty()          ? policy.audit_log
+                                                       : options.config_audit_log;
+  const bool terminates = std::any_of(policy.rules.begin(), policy.rules.end(),
+                                      [](const Rule& r) { return r.action == RuleAction::Terminate; });
+  if (policy.mode == WatchMode::Enforce && terminates && out.audit_log.empty()) {
+    error = fmt::format(
+        "{}: mode = \"enforce\" ends processes, and every signal must be in an audit log: set audit_log in the "
+        "policy (or --audit-log, GPUREAP_AUDIT_LOG, [kill] audit_log)",
+        policy.source);
+    return std::nullopt;
+  }
+  if (!policy.notify.webhook.empty() && options.webhook_helper.empty()) {
+    error = fmt::format("{}: notify.webhook needs gpureap-webhook, which is not installed beside gpureap "
+                        "(in its directory or ../libexec/gpureap/)",
+                        policy.source);
+    return std::nullopt;
+  }
+  error.clear();
+  out.policy = std::make_shared<const Policy>(std::move(policy));
+  return out;
+}
+
+int run_watch_daemon(EffectivePolicy initial, const WatchDaemonOptions& options, CounterBoard& counters,
+                     std::string& start_error) {
+  const SignalReader signals;
+  if (!signals.valid()) {
+    start_error = "cannot create a signalfd to receive SIGHUP and SIGTERM";
+    return 1;
+  }
+  WatchDaemon daemon(options, counters);
+  start_error = daemon.start(std::move(initial));
+  if (!start_error.empty()) return 2;
+  return daemon.run(signals);
+}
+
+}  // namespace gpureap

@@ -1,0 +1,49 @@
+// `gpureap watch`: the loop. Every interval one look (observation.hpp), the rules over it
+// (rule_book.hpp), and for each decision a log line, a count, a notification and, when a
+// terminate rule's grace has passed, the action (termination.hpp) within the global cap.
+// SIGHUP reloads the policy file (a bad one is logged and the old policy stays); SIGTERM and
+// SIGINT stop it cleanly: they are read from a signalfd between looks, never in the middle of
+// an action, and queued notifications get a few seconds to go out.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "snapshot/snapshot.hpp"
+#include "watch/policy.hpp"
+#include "watch/watch_counters.hpp"
+
+namespace gpureap {
+
+struct WatchDaemonOptions {
+  std::string policy_path;                  // read again on SIGHUP
+  std::optional<double> interval_override;  // --interval, over the file's
+  bool force_dry_run = false;               // --dry-run, over the file's mode
+  // Where the audit log goes, as the command line and environment decided; "" to take the
+  // policy's audit_log, then the configuration's.
+  std::string audit_log_override;
+  std::string config_audit_log;             // [kill] audit_log of the configuration file
+  std::vector<std::string> protect;         // [kill] protect names
+  int log_fd = 2;                           // one line per event (journald reads stderr)
+  std::string webhook_helper;               // gpureap-webhook's path; "" when it is not installed
+  SnapshotOptions snapshot;
+};
+
+// The policy as the options change it (interval, dry run) and the audit log it will use; ""
+// in `error` when it may run, else one line (enforce without an audit log, a webhook without
+// gpureap-webhook).
+struct EffectivePolicy {
+  std::shared_ptr<const Policy> policy;
+  std::string audit_log;
+};
+std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemonOptions& options, std::string& error);
+
+// Runs until SIGTERM or SIGINT; returns the exit status: 0 after a clean stop; 2 when the
+// policy cannot run on this host (a GPU it names does not exist, the audit log cannot be
+// opened), and 1 when the signals cannot be set up, both with one line in `start_error`.
+int run_watch_daemon(EffectivePolicy initial, const WatchDaemonOptions& options, CounterBoard& counters,
+                     std::string& start_error);
+
+}  // namespace gpureap

@@ -1,0 +1,481 @@
+// `gpureap watch`: the policy daemon against real processes on simulated GPUs, the real binary.
+// Each condition is triggered by a real workload, in dry-run (nothing signalled, a line says what
+// would happen) and in enforce (the process ends, the memory is verified freed), with the grace
+// period, the cap, reloads, notifications and a webhook; bystanders (a PPID-1 service, a running
+// job's worker, a plain process) survive next to every target. Intervals are sub-second.
+#include <signal.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kill_support.hpp"
+#include "sim_harness.hpp"
+#include "watch_support.hpp"
+
+namespace gpureap::test {
+namespace {
+
+// Looks every 100 ms, all of /proc every 300 ms.
+constexpr const char* kFast = "interval = \"100ms\"\nfull_scan_interval = \"300ms\"\n";
+
+std::string enforce_header(const SimHost& host) {
+  return std::string("mode = \"enforce\"\n") + kFast + "audit_log = \"" + host.state_dir() + "/audit.log\"\n" +
+         "[terminate]\nkill_timeout = \"2s\"\nverify_timeout = \"5s\"\n";
+}
+
+std::string idle_rule(const std::string& grace) {
+  return "[[rule]]\nname = \"idle\"\ncondition = \"idle\"\nidle_for = \"300ms\"\naction = \"terminate\"\ngrace = \"" + grace +
+         "\"\n";
+}
+
+std::string pid_text(pid_t pid) { return std::to_string(pid); }
+
+std::uint64_t used_bytes(const SimHost& host, unsigned gpu) {
+  return gpu_entry(host.ps_json(), gpu)["memory"]["used_bytes"].get<std::uint64_t>();
+}
+
+TEST(Watch, CheckConfigPrintsTheRulesOrOneErrorLine) {
+  SimHost host;
+  const std::string example = std::string(GPUREAP_DEPLOY_DIR) + "/../docs/watch-policy.example.toml";
+  auto result = host.gpureap({"watch", "--check-config", example});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("valid, 5 rules"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("rule idle-notebooks: idle for 2h00m"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("mode: dry-run"), std::string::npos) << result.out;
+
+  const std::string bad = write_file(host, "bad.toml", "mode = \"enforce\"\n[[rule]]\nname = \"x\"\ncondition = \"idle\"\nidle_for = \"soon\"\n");
+  for (const auto& argv : {std::vector<std::string>{"watch", "--check-config", bad}, {"watch", "--policy", bad}}) {
+    result = host.gpureap(argv);
+    EXPECT_EQ(result.exit_code, 2) << argv.back();
+    EXPECT_EQ(result.err, "gpureap watch: " + bad + ":5:12: idle_for soon: not a duration: give seconds from 0.01 to " +
+                              "31536000 (365d), such as 10, 2.5, 500ms, 90s or 5m\n");
+  }
+}
+
+TEST(Watch, RefusesToStartWhatCannotRunWithOneLine) {
+  SimHost host;  // two GPUs
+  const std::string no_audit = write_file(host, "no-audit.toml", "mode = \"enforce\"\n" + idle_rule("0s"));
+  auto result = host.gpureap({"watch", "--policy", no_audit});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("every signal must be in an audit log"), std::string::npos) << result.err;
+
+  const std::string gpu7 = write_file(
+      host, "gpu7.toml", std::string(kFast) + "[[rule]]\nname = \"g\"\ncondition = \"orphan\"\ngpus = [7]\n");
+  result = host.gpureap({"watch", "--policy", gpu7});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(result.err, "gpureap watch: " + gpu7 + ":6:9: rule \"g\": gpus: no GPU 7 on this host (it has: 0, 1)\n");
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+
+  result = host.gpureap({"watch", "--policy", host.state_dir() + "/missing.toml"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("missing.toml: cannot open it"), std::string::npos) << result.err;
+  result = host.gpureap({"watch", "--policy", no_audit, "--interval", "nan"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--interval nan"), std::string::npos) << result.err;
+}
+
+TEST(Watch, IdleInDryRunIsAnnouncedAndNothingIsSignalled) {
+  SimHost host;
+  auto idle = host.start({"--alloc", "0:1GiB"});
+  auto busy = host.start({"--alloc", "1:1GiB", "--sm-util", "60"});
+  const std::string policy = write_file(host, "policy.toml", std::string(kFast) + idle_rule("0s"));
+  BackgroundWatch watch(host, policy);
+  const auto notice = watch.wait_for("notice", {{"pid", pid_text(idle.pid)}, {"rule", "idle"}});
+  ASSERT_TRUE(notice);
+  EXPECT_EQ(notice->priority, 5);
+  EXPECT_EQ(notice->field("mode"), "dry-run");
+  EXPECT_EQ(notice->field("gpus"), "0");
+  EXPECT_EQ(notice->field("memory"), "1.0 GiB");
+  const auto would = watch.wait_for("would-terminate", {{"pid", pid_text(idle.pid)}});
+  ASSERT_TRUE(would);
+  EXPECT_NE(would->field("message").find("dry run: would end PID " + pid_text(idle.pid)), std::string::npos);
+  watch.wait_for("scan");  // a later look: the busy process has been judged as often
+  EXPECT_EQ(watch.count("notice", {{"pid", pid_text(busy.pid)}}), 0u) << "a busy process is not idle";
+  EXPECT_EQ(watch.count("would-terminate"), 1u) << "announced once while it matches";
+  EXPECT_TRUE(running(idle.pid));
+  EXPECT_TRUE(running(busy.pid));
+  EXPECT_EQ(used_bytes(host, 0), 1 * GiB);
+  EXPECT_FALSE(std::filesystem::exists(host.state_dir() + "/audit.log"));
+  EXPECT_EQ(watch.stop(), 0);
+  EXPECT_EQ(watch.count("stop", {{"signal", "SIGTERM"}}), 1u);
+}
+
+TEST(Watch, IdleInEnforceEndsTheJobAndItsWorkersVerifiesTheMemoryAndSparesBystanders) {
+  SimHost host;
+  const Service service(host);                                                    // PPID 1, holds GPU 0's file
+  auto working = host.start({"--alloc", "0:1GiB", "--workers", "1", "--sm-util", "40"});  // a running job
+  auto plain = host.start({});                                                     // no GPU at all
+  auto idle = host.start({"--alloc", "0:2GiB", "--workers", "2"});
+  const std::string policy = write_file(host, "policy.toml", enforce_header(host) + idle_rule("0s"));
+  BackgroundWatch watch(host, policy);
+  const auto ended = watch.wait_for("terminate", {{"pid", pid_text(idle.pid)}});
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->field("outcome"), "exited") << ended->raw;
+  EXPECT_EQ(ended->field("verified"), "yes") << ended->raw;
+  EXPECT_EQ(ended->field("freed"), "2.0 GiB") << ended->raw;
+  for (pid_t pid : {idle.pid, idle.workers[0], idle.workers[1]}) {
+    EXPECT_TRUE(eventually([&] { return !running(pid); })) << pid;
+  }
+  EXPECT_EQ(used_bytes(host, 0), 1 * GiB) << "only the running job's memory is left";
+  EXPECT_EQ(watch.stop(), 0);
+  for (pid_t pid : {service.pid, working.pid, working.workers[0], plain.pid}) EXPECT_TRUE(running(pid)) << pid;
+  const auto audit = audit_lines(host.state_dir() + "/audit.log");
+  EXPECT_TRUE(audited(audit, idle.pid, "SIGTERM"));
+  for (pid_t pid : idle.workers) EXPECT_TRUE(audited(audit, pid, "SIGTERM")) << pid;
+  for (pid_t pid : {service.pid, working.pid, working.workers[0], plain.pid}) EXPECT_FALSE(audited_any(audit, pid)) << pid;
+  for (const auto& line : audit) {
+    if (line.value("pid", 0) == idle.pid) EXPECT_EQ(line.value("reason", ""), "gpureap watch: rule idle (idle)");
+  }
+}
+
+TEST(Watch, TheGracePeriodComesBetweenTheNoticeAndTheAction) {
+  SimHost host;
+  auto idle = host.start({"--alloc", "0:1GiB"});
+  const std::string policy = write_file(host, "policy.toml", enforce_header(host) + idle_rule("1s"));
+  BackgroundWatch watch(host, policy);
+  const auto notice = watch.wait_for("notice", {{"pid", pid_text(idle.pid)}});
+  ASSERT_TRUE(notice);
+  EXPECT_EQ(notice->field("due_in"), "1s");
+  EXPECT_NE(notice->field("message").find("will be ended in 1s if it still matches"), std::string::npos);
+  EXPECT_TRUE(running(idle.pid)) << "ended at the notice";
+  const auto ended = watch.wait_for("terminate", {{"pid", pid_text(idle.pid)}});
+  ASSERT_TRUE(ended);
+  const double waited = std::chrono::duration<double>(ended->seen_at - notice->seen_at).count();
+  EXPECT_GE(waited, 0.9) << "acted before the grace had passed";
+  EXPECT_EQ(ended->field("outcome"), "exited");
+  EXPECT_FALSE(running(idle.pid));
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+TEST(Watch, TheCapEndsAtMostNPerWindowAndDefersTheRest) {
+  SimHost host;
+  std::vector<SimProcess> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back(host.start({"--alloc", "0:1GiB"}));
+  const std::string policy = write_file(
+      host, "policy.toml", enforce_header(host) + "[limits]\nmax_terminations = 1\nwindow = \"1h\"\n" + idle_rule("0s"));
+  BackgroundWatch watch(host, policy);
+  const auto ended = watch.wait_for("terminate");
+  ASSERT_TRUE(ended);
+  // The other two are deferred, each said once.
+  std::vector<std::string> capped;
+  for (const auto& job : jobs) {
+    if (pid_text(job.pid) == ended->field("pid")) continue;
+    capped.push_back(pid_text(job.pid));
+    EXPECT_TRUE(watch.wait_for("capped", {{"pid", capped.back()}}));
+  }
+  ASSERT_EQ(capped.size(), 2u);
+  watch.wait_for("scan");
+  EXPECT_EQ(watch.count("terminate"), 1u);
+  int alive = 0;
+  for (const auto& job : jobs) alive += running(job.pid) ? 1 : 0;
+  EXPECT_EQ(alive, 2);
+  for (const auto& pid : capped) EXPECT_EQ(watch.count("capped", {{"pid", pid}}), 1u) << "counted once: " << pid;
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+TEST(Watch, OverAgeAndMemoryRulesMatchWhatTheySay) {
+  SimHost host;
+  auto big = host.start({"--alloc", "0:2GiB"});
+  auto small = host.start({"--alloc", "1:512MiB"});
+  const std::string policy = write_file(host, "policy.toml",
+                                        std::string(kFast) +
+                                            "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"200ms\"\n"
+                                            "[[rule]]\nname = \"big\"\ncondition = \"memory\"\nmemory_above = \"1GiB\"\n");
+  BackgroundWatch watch(host, policy);
+  for (pid_t pid : {big.pid, small.pid}) {
+    const auto old = watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(pid)}});
+    ASSERT_TRUE(old);
+    EXPECT_EQ(old->field("condition"), "over-age");
+    EXPECT_EQ(old->field("action"), "log");
+  }
+  const auto memory = watch.wait_for("notice", {{"rule", "big"}, {"pid", pid_text(big.pid)}});
+  ASSERT_TRUE(memory);
+  EXPECT_NE(memory->field("message").find("holds 2.0 GiB of GPU memory, more than 1.0 GiB"), std::string::npos);
+  watch.wait_for("scan");
+  EXPECT_EQ(watch.count("notice", {{"rule", "big"}, {"pid", pid_text(small.pid)}}), 0u);
+  EXPECT_EQ(watch.stop(), 0);
+  EXPECT_TRUE(running(big.pid) && running(small.pid)) << "log rules signal nothing";
+}
+
+TEST(Watch, OrphanedWorkersAreEndedAndAServiceAndARunningJobAreNot) {
+  SimHost host;
+  const Service service(host);
+  auto working = host.start({"--alloc", "0:1GiB", "--workers", "1"});
+  auto orphans = orphaned_job(host, "0:2GiB");
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 enforce_header(host) + "[[rule]]\nname = \"orphans\"\ncondition = \"orphan\"\naction = \"terminate\"\ngrace = \"0s\"\n");
+  BackgroundWatch watch(host, policy);
+  for (pid_t worker : orphans.workers) {
+    const auto ended = watch.wait_for("terminate", {{"pid", pid_text(worker)}});
+    ASSERT_TRUE(ended);
+    EXPECT_EQ(ended->field("outcome"), "exited") << ended->raw;
+    EXPECT_TRUE(eventually([&] { return !running(worker); })) << worker;
+  }
+  EXPECT_TRUE(eventually([&] { return used_bytes(host, 0) == 1 * GiB; })) << "the orphans' 2 GiB came back";
+  EXPECT_EQ(watch.stop(), 0);
+  EXPECT_TRUE(running(service.pid)) << "a service with PPID 1 is no orphan";
+  EXPECT_TRUE(running(working.pid));
+  EXPECT_TRUE(running(working.workers[0])) << "a running job's worker is no orphan";
+  EXPECT_EQ(watch.count("notice", {{"pid", pid_text(service.pid)}}), 0u);
+  EXPECT_EQ(watch.count("notice", {{"pid", pid_text(working.workers[0])}}), 0u);
+}
+
+TEST(Watch, SighupReloadsAGoodPolicyAndKeepsItWhenTheNextOneIsBad) {
+  SimHost host;
+  auto first = host.start({"--alloc", "0:1GiB"});
+  const std::string rule = "[[rule]]\nname = \"{NAME}\"\ncondition = \"memory\"\nmemory_above = \"{SIZE}\"\n";
+  const auto policy_text = [&](const std::string& name, const std::string& size) {
+    std::string text = std::string(kFast) + rule;
+    text.replace(text.find("{NAME}"), 6, name);
+    text.replace(text.find("{SIZE}"), 6, size);
+    return text;
+  };
+  const std::string policy = write_file(host, "policy.toml", policy_text("huge", "10GiB"));
+  BackgroundWatch watch(host, policy);
+  ASSERT_TRUE(watch.wait_for("start"));
+  watch.wait_for("scan");
+  EXPECT_EQ(watch.count("notice"), 0u);
+
+  write_file(host, "policy.toml", policy_text("some", "512MiB"));
+  watch.signal(SIGHUP);
+  ASSERT_TRUE(watch.wait_for("reload", {{"rules", "1"}}));
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "some"}, {"pid", pid_text(first.pid)}}));
+
+  write_file(host, "policy.toml", policy_text("some", "512MiB") + "surprise = true\n");
+  watch.signal(SIGHUP);
+  const auto failed = watch.wait_for("reload-failed");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->priority, 3);
+  EXPECT_EQ(failed->field("why").rfind(policy + ":7:1: unknown key 'rule.surprise'", 0), 0u) << failed->raw;
+  // The policy it had still runs.
+  auto second = host.start({"--alloc", "1:1GiB"});
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "some"}, {"pid", pid_text(second.pid)}}));
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+TEST(Watch, TheNotificationCommandGetsTheEventAsArgumentsAndJson) {
+  SimHost host;
+  // A command line that tries to drive a terminal and to forge a log line.
+  auto hostile = host.start({"--alloc", "0:1GiB", "--name", "evil\x1b]0;pwned\x07\nevent=terminate"});
+  const std::string script = write_file(host, "notify.sh",
+                                        "#!/bin/sh\nd=$(dirname \"$0\")\nprintf '%s\\n' \"$@\" > \"$d/notify.args.tmp\"\n"
+                                        "cat > \"$d/notify.json.tmp\"\nmv \"$d/notify.json.tmp\" \"$d/notify.json\"\n"
+                                        "mv \"$d/notify.args.tmp\" \"$d/notify.args\"\n");
+  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 std::string(kFast) + "[notify]\ncommand = [\"" + script + "\", \"--to\", \"ops\"]\n" +
+                     "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"notify\"\n");
+  BackgroundWatch watch(host, policy);
+  const auto sent = watch.wait_for("notification", {{"channel", "command"}, {"pid", pid_text(hostile.pid)}});
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(sent->field("outcome"), "sent") << sent->raw;
+  std::ifstream args_file(host.state_dir() + "/notify.args");
+  std::vector<std::string> args;
+  for (std::string line; std::getline(args_file, line);) args.push_back(line);
+  const std::vector<std::string> expected = {"--to", "ops", "event=notice", "rule=old", "action=notify", "mode=dry-run",
+                                             "pid=" + pid_text(hostile.pid), "uid=0", "user=root"};
+  EXPECT_EQ(args, expected);
+  std::ifstream json_file(host.state_dir() + "/notify.json");
+  const auto event = nlohmann::json::parse(json_file);
+  EXPECT_EQ(event["schema"], "gpureap.watch.event/1");
+  EXPECT_EQ(event["event"], "notice");
+  EXPECT_EQ(event["rule"], "old");
+  EXPECT_EQ(event["process"]["pid"], hostile.pid);
+  EXPECT_EQ(event["process"]["gpu_memory_bytes"], 1 * GiB);
+  EXPECT_NE(event["process"]["command"].get<std::string>().find("evil\x1b]0;pwned\x07\nevent=terminate"), std::string::npos)
+      << "the JSON keeps the exact bytes";
+  EXPECT_EQ(watch.stop(), 0);
+  for (const auto& line : watch.lines()) {
+    EXPECT_EQ(line.raw.find('\x1b'), std::string::npos) << "a raw escape reached the log";
+    EXPECT_EQ(line.raw.find('\x07'), std::string::npos);
+  }
+  EXPECT_EQ(watch.count("terminate"), 0u) << "a forged line";
+}
+
+TEST(Watch, ANotificationCommandPastItsTimeoutIsKilledAndReaped) {
+  SimHost host;
+  auto old = host.start({"--alloc", "0:1GiB"});
+  const std::string script =
+      write_file(host, "hang.sh", "#!/bin/sh\necho $$ > \"$(dirname \"$0\")/hang.pid\"\nexec sleep 60\n");
+  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 std::string(kFast) + "[notify]\ncommand = [\"" + script + "\"]\ncommand_timeout = \"500ms\"\n" +
+                     "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"notify\"\n");
+  BackgroundWatch watch(host, policy);
+  const auto timed_out = watch.wait_for("notification", {{"channel", "command"}});
+  ASSERT_TRUE(timed_out);
+  EXPECT_EQ(timed_out->field("outcome"), "timeout") << timed_out->raw;
+  EXPECT_EQ(timed_out->priority, 4);
+  pid_t hung = -1;
+  std::ifstream(host.state_dir() + "/hang.pid") >> hung;
+  ASSERT_GT(hung, 0);
+  EXPECT_EQ(process_state(hung), 0) << "the command was left running, or unreaped";
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+TEST(Watch, TheWebhookReceivesTheEvent) {
+  SimHost host;
+  auto old = host.start({"--alloc", "0:1GiB"});
+  httplib::Server server;
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<std::string> bodies;
+  std::string content_type;
+  server.Post("/hook", [&](const httplib::Request& request, httplib::Response& response) {
+    const std::lock_guard lock(mutex);
+    bodies.push_back(request.body);
+    content_type = request.get_header_value("Content-Type");
+    response.status = 204;
+    arrived.notify_all();
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread listener([&] { server.listen_after_bind(); });
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 std::string(kFast) + "[notify]\nwebhook = \"http://127.0.0.1:" + std::to_string(port) + "/hook\"\n" +
+                     "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"notify\"\n");
+  {
+    BackgroundWatch watch(host, policy);
+    const auto sent = watch.wait_for("notification", {{"channel", "webhook"}});
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->field("outcome"), "sent") << sent->raw;
+    EXPECT_EQ(watch.stop(), 0);
+  }
+  server.stop();
+  listener.join();
+  const std::lock_guard lock(mutex);
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_EQ(content_type, "application/json");
+  const auto event = nlohmann::json::parse(bodies[0]);
+  EXPECT_EQ(event["event"], "notice");
+  EXPECT_EQ(event["process"]["pid"], old.pid);
+}
+
+TEST(Watch, ALostGpuFreezesItsProcessesAndTheDaemonCarriesOn) {
+  SimHost host;
+  auto idle = host.start({"--alloc", "0:1GiB"});
+  const std::string policy = write_file(host, "policy.toml", enforce_header(host) + idle_rule("500ms"));
+  BackgroundWatch watch(host, policy);
+  ASSERT_TRUE(watch.wait_for("notice", {{"pid", pid_text(idle.pid)}}));
+  host.ctl({"set", "--gpu", "0", "lost=1"});
+  const auto lost = watch.wait_for("gpu-unreadable", {{"gpu", "0"}});
+  ASSERT_TRUE(lost);
+  // Full scans over more than the grace (2 x 300 ms > 500 ms): nothing is done to what cannot
+  // be judged.
+  EXPECT_TRUE(watch.wait_for_count("scan", {{"frozen", "1"}}, 2));
+  EXPECT_EQ(watch.count("terminate"), 0u);
+  EXPECT_TRUE(running(idle.pid));
+  host.ctl({"set", "--gpu", "0", "lost=0"});
+  const auto ended = watch.wait_for("terminate", {{"pid", pid_text(idle.pid)}});
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->field("outcome"), "exited");
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+// Each condition that has no timer of its own, triggered by a real workload, in both modes:
+// dry-run announces the action and signals nothing; enforce takes it (the process ends and its
+// memory is verified freed; a zombie's parent is reminded and lives). A plain process and a
+// PPID-1 service beside the target are never touched.
+struct ConditionCase {
+  const char* condition;
+  const char* keys;  // the condition's own keys
+  bool enforce;
+};
+
+void PrintTo(const ConditionCase& c, std::ostream* out) { *out << c.condition << (c.enforce ? ", enforce" : ", dry-run"); }
+
+class WatchConditions : public ::testing::TestWithParam<ConditionCase> {};
+
+TEST_P(WatchConditions, AnnouncedInDryRunActedOnInEnforce) {
+  const ConditionCase& c = GetParam();
+  SimHost host;
+  std::optional<Service> service;  // beside every destructive path; a dry run signals nothing at all
+  if (c.enforce) service.emplace(host);
+  auto plain = host.start({});
+  const std::string condition = c.condition;
+  SimProcess target, small;
+  pid_t subject = -1;  // the process the rule is about
+  if (condition == "orphan") {
+    target = orphaned_job(host, "0:2GiB");
+    subject = target.workers[0];
+  } else if (condition == "zombie") {
+    target = host.start({"--alloc", "0:1GiB", "--zombie-child"});
+  } else {
+    target = host.start({"--alloc", "0:2GiB"});
+    small = host.start({"--alloc", "1:512MiB", "--sm-util", "50"});  // on another GPU, small, busy
+    subject = target.pid;
+  }
+  const std::string header = c.enforce ? enforce_header(host) : std::string(kFast);
+  const std::string policy = write_file(host, "policy.toml",
+                                        header + "[[rule]]\nname = \"r\"\ncondition = \"" + condition + "\"\n" + c.keys +
+                                            "action = \"terminate\"\ngrace = \"0s\"\n");
+  BackgroundWatch watch(host, policy);
+  const std::map<std::string, std::string> about =
+      condition == "zombie" ? std::map<std::string, std::string>{{"rule", "r"}}
+                            : std::map<std::string, std::string>{{"rule", "r"}, {"pid", pid_text(subject)}};
+  if (!c.enforce) {
+    const auto would = watch.wait_for("would-terminate", about);
+    ASSERT_TRUE(would);
+    EXPECT_NE(would->field("message").find("dry run: would"), std::string::npos) << would->raw;
+    watch.wait_for("scan");
+    if (subject > 0) EXPECT_TRUE(running(subject));
+    EXPECT_TRUE(running(target.pid) || condition == "orphan");
+    EXPECT_FALSE(std::filesystem::exists(host.state_dir() + "/audit.log"));
+  } else {
+    const auto done = watch.wait_for("terminate", about);
+    ASSERT_TRUE(done);
+    if (condition == "zombie") {
+      EXPECT_EQ(done->field("outcome"), "parent-nudged") << done->raw;
+      EXPECT_TRUE(running(target.pid)) << "a zombie's parent is reminded, never ended";
+    } else {
+      EXPECT_EQ(done->field("outcome"), "exited") << done->raw;
+      EXPECT_TRUE(eventually([&] { return !running(subject); }));
+      if (condition != "orphan") {  // the orphans' memory comes back when the last of them ends
+        EXPECT_EQ(done->field("verified"), "yes") << done->raw;
+        EXPECT_EQ(done->field("freed"), "2.0 GiB") << done->raw;
+      }
+    }
+  }
+  if (small.pid > 0) {
+    EXPECT_EQ(watch.count("notice", {{"pid", pid_text(small.pid)}}), 0u);
+    EXPECT_TRUE(running(small.pid));
+  }
+  EXPECT_EQ(watch.stop(), 0);
+  if (service) EXPECT_TRUE(running(service->pid));
+  EXPECT_TRUE(running(plain.pid));
+  if (c.enforce && condition == "zombie") {
+    EXPECT_TRUE(audited(audit_lines(host.state_dir() + "/audit.log"), target.pid, "SIGCHLD"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Watch, WatchConditions,
+    ::testing::Values(ConditionCase{"over-age", "older_than = \"300ms\"\ngpus = [0]\n", false},
+                      ConditionCase{"over-age", "older_than = \"300ms\"\ngpus = [0]\n", true},
+                      ConditionCase{"memory", "memory_above = \"1GiB\"\n", false},
+                      ConditionCase{"memory", "memory_above = \"1GiB\"\n", true},
+                      ConditionCase{"orphan", "", false},  // enforce: OrphanedWorkersAreEnded... above
+                      ConditionCase{"zombie", "", false}, ConditionCase{"zombie", "", true}),
+    [](const ::testing::TestParamInfo<ConditionCase>& info) {
+      std::string name = info.param.condition;
+      std::erase(name, '-');
+      return name + (info.param.enforce ? "Enforce" : "DryRun");
+    });
+
+}  // namespace
+}  // namespace gpureap::test
