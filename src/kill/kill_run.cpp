@@ -100,22 +100,39 @@ EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndR
       if (!s.via) s.reason = request.reason;
     }
   }
-  PlanPolicy policy = PlanPolicy::for_current_process(snapshot);
-  for (const auto& name : request.protect) policy.protect.add(name);
+  PreparedKill prepared = prepare_kill(snapshot, selection, request.protect);
+  EscalationOptions engine;
+  engine.first_signal = SIGTERM;
+  engine.timeout = std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
+  engine.proc_root = snapshot.table.options().proc_root;
   EndResult result;
-  result.plan = plan_selected(snapshot, selection, policy, criteria.tree);
-  auto pins = pin_targets(result.plan, snapshot);
-  result.report.settings.timeout_s = request.timeout_s;
-  result.report.targets = planned_outcomes(result.plan);
-  ExecutionOptions execution;
-  execution.engine.first_signal = SIGTERM;
-  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
-  execution.engine.proc_root = snapshot.table.options().proc_root;
-  execute_plan(result.plan, pins, snapshot, policy, execution, request.audit, result.report);
-  if (result.report.interrupted_by == 0) {
-    verify_after_kill(result.plan, source, snapshot, request.verify_timeout_s, result.report);
-  }
+  result.report = carry_out_kill(prepared, source, snapshot, engine, request.verify_timeout_s, request.audit);
+  result.plan = std::move(prepared.plan);
   return result;
+}
+
+PreparedKill prepare_kill(Snapshot& snapshot, const Selection& selection, const std::vector<std::string>& protect) {
+  PreparedKill prepared;
+  prepared.policy = PlanPolicy::for_current_process(snapshot);
+  for (const auto& name : protect) prepared.policy.protect.add(name);
+  // Trees are always taken: a process's forked workers hold what it holds.
+  prepared.plan = plan_selected(snapshot, selection, prepared.policy, true);
+  prepared.pins = pin_targets(prepared.plan, snapshot);
+  return prepared;
+}
+
+KillReport carry_out_kill(PreparedKill& prepared, SnapshotSource& source, const Snapshot& snapshot,
+                          const EscalationOptions& engine, double verify_timeout_s, const AuditLog* audit) {
+  KillReport report;
+  report.settings.signal = signal_name(engine.first_signal);
+  report.settings.timeout_s = std::chrono::duration<double>(engine.timeout).count();
+  report.settings.escalate = engine.escalate;
+  report.targets = planned_outcomes(prepared.plan);
+  ExecutionOptions execution;
+  execution.engine = engine;
+  execute_plan(prepared.plan, prepared.pins, snapshot, prepared.policy, execution, audit, report);
+  if (report.interrupted_by == 0) verify_after_kill(prepared.plan, source, snapshot, verify_timeout_s, report);
+  return report;
 }
 
 }  // namespace gpureap

@@ -50,4 +50,18 @@ struct EndResult {
 // Throws std::runtime_error when the audit log cannot be written (no further signal was sent).
 EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndRequest& request);
 
+// The same pipeline in two steps, for a caller that shows the plan and asks before acting
+// (top): the plan, made with these protected names, and its targets pinned ...
+struct PreparedKill {
+  PlanPolicy policy;
+  KillPlan plan;
+  std::map<pid_t, PinResult> pins;
+};
+PreparedKill prepare_kill(Snapshot& snapshot, const Selection& selection, const std::vector<std::string>& protect);
+
+// ... then the ladder `engine` describes and, unless a signal interrupted it, the driver's
+// verification. Throws std::runtime_error when the audit log cannot be written.
+KillReport carry_out_kill(PreparedKill& prepared, SnapshotSource& source, const Snapshot& snapshot,
+                          const EscalationOptions& engine, double verify_timeout_s, const AuditLog* audit);
+
 }  // namespace gpureap

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "kill/kill_execution.hpp"
-#include "kill/kill_run.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {
@@ -92,23 +90,18 @@ ActionEvent ActionWorker::make_plan(const std::vector<ProcessKey>& chosen) {
   pending_.reset();
   PendingKill pending;
   pending.snapshot = source().take();
-  Snapshot& snapshot = *pending.snapshot;
   std::vector<std::string> notes;
-  const Selection selection = select_for_view(snapshot, chosen, notes);
-  pending.policy = PlanPolicy::for_current_process(snapshot);
-  for (const auto& name : settings_.protect) pending.policy.protect.add(name);
-  pending.plan = plan_selected(snapshot, selection, pending.policy, true);
-  pending.pins = pin_targets(pending.plan, snapshot);
+  const Selection selection = select_for_view(*pending.snapshot, chosen, notes);
+  pending.prepared = prepare_kill(*pending.snapshot, selection, settings_.protect);
   ActionEvent event;
   event.kind = ActionEvent::Kind::PlanReady;
-  event.preview = preview_plan(pending.plan, std::move(notes));
+  event.preview = preview_plan(pending.prepared.plan, std::move(notes));
   pending_ = std::move(pending);
   return event;
 }
 
 ActionEvent ActionWorker::carry_out(Ladder ladder) {
   ActionEvent event;
-  event.kind = ActionEvent::Kind::KillFinished;
   if (!pending_) {
     event.kind = ActionEvent::Kind::Failed;
     event.status = "no plan to carry out";
@@ -117,13 +110,11 @@ ActionEvent ActionWorker::carry_out(Ladder ladder) {
   PendingKill pending = std::move(*pending_);
   pending_.reset();
   const Snapshot& snapshot = *pending.snapshot;
-  KillReport report;
-  report.settings = settings_for(ladder, settings_.timeout_s);
-  report.targets = planned_outcomes(pending.plan);
-  ExecutionOptions execution;
-  execution.engine = escalation_for(ladder, settings_.timeout_s, snapshot.table.options().proc_root);
-  execute_plan(pending.plan, pending.pins, snapshot, pending.policy, execution, settings_.audit, report);
-  verify_after_kill(pending.plan, source(), snapshot, settings_.verify_timeout_s, report);
+  const KillReport report =
+      carry_out_kill(pending.prepared, source(), snapshot,
+                     escalation_for(ladder, settings_.timeout_s, snapshot.table.options().proc_root),
+                     settings_.verify_timeout_s, settings_.audit);
+  event.kind = ActionEvent::Kind::KillFinished;
   event.status = kill_status_line(report);
   event.succeeded = kill_succeeded(report);
   event.interrupted_by = report.interrupted_by;

@@ -7,7 +7,6 @@
 
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,8 +16,7 @@
 
 #include "doctor/doctor.hpp"
 #include "kill/audit_log.hpp"
-#include "kill/kill_plan.hpp"
-#include "kill/pid_ref.hpp"
+#include "kill/kill_run.hpp"
 #include "snapshot/snapshot.hpp"
 #include "top/kill_preview.hpp"
 #include "top/top_row.hpp"
@@ -70,12 +68,10 @@ class ActionWorker {
     Ladder ladder = Ladder::TermThenKill;
     std::optional<unsigned> gpu;
   };
-  // Between PlanReady and execute: the snapshot the plan was made from, and the pins.
+  // Between PlanReady and execute: the snapshot the plan was made from, the plan and its pins.
   struct PendingKill {
     std::unique_ptr<Snapshot> snapshot;
-    PlanPolicy policy;
-    KillPlan plan;
-    std::map<pid_t, PinResult> pins;
+    PreparedKill prepared;
   };
 
   void run();

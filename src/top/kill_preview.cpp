@@ -67,15 +67,6 @@ EscalationOptions escalation_for(Ladder ladder, double timeout_s, const std::str
   return options;
 }
 
-KillSettings settings_for(Ladder ladder, double timeout_s) {
-  const EscalationOptions engine = escalation_for(ladder, timeout_s, "/proc");
-  KillSettings settings;
-  settings.signal = signal_name(engine.first_signal);
-  settings.timeout_s = timeout_s;
-  settings.escalate = engine.escalate;
-  return settings;
-}
-
 Selection select_for_view(const Snapshot& fresh, const std::vector<ProcessKey>& chosen, std::vector<std::string>& notes) {
   SelectionCriteria criteria;
   criteria.named_reason = kChosen;

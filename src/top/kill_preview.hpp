@@ -25,7 +25,6 @@ enum class Ladder {
 };
 std::string ladder_words(Ladder ladder, double timeout_s);  // "SIGTERM, then SIGKILL after 10 s"
 EscalationOptions escalation_for(Ladder ladder, double timeout_s, const std::string& proc_root);
-KillSettings settings_for(Ladder ladder, double timeout_s);
 
 // Kill's selection for the processes chosen in the view, checked against `fresh`. A dead
 // owner's row (exited, its context kept by forked holders) stands for those holders. What was
