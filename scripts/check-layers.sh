@@ -14,7 +14,9 @@ declare -A allowed=(
   [kill]="snapshot nvml proc text"
   [doctor]="kill snapshot nvml proc text"
   [job]="kill snapshot nvml proc text"
-  [cli]="doctor job kill snapshot nvml proc text"
+  [http]=""
+  [fleet]="http text"
+  [cli]="doctor job kill fleet http snapshot nvml proc text"
 )
 
 violations=0

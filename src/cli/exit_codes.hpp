@@ -30,4 +30,11 @@ inline constexpr int kRunCannotRun = 125;       // gpureap run itself failed: ba
 inline constexpr int kRunCannotExecute = 126;   // the command was found but could not be executed
 inline constexpr int kRunCommandNotFound = 127;
 
+// fleet: 0, 1, 2 as above; 5 when a host is down, its driver did not load or a GPU is lost (the
+// rest is still listed); and, before anything is listed:
+inline constexpr int kFleetUnreachable = 20;  // no connection, TLS refused, or no answer within --timeout
+inline constexpr int kFleetQueryFailed = 21;  // the server refused the credentials or failed the query
+inline constexpr int kFleetBadAnswer = 22;    // not the API's JSON, not a vector, or larger than the bound
+inline constexpr int kFleetNoHosts = 23;      // no host exports gpureap series (that --host/--gpu keep)
+
 }  // namespace gpureap::exit_code

@@ -22,4 +22,8 @@ inline constexpr double kMaxPollIntervalSeconds = 60;
 inline constexpr double kMinHangTimeoutSeconds = 1;
 inline constexpr double kMaxHangTimeoutSeconds = 7 * 86400.0;
 
+// fleet --timeout: every query together; a Prometheus that needs minutes for these is broken.
+inline constexpr double kMinFleetTimeoutSeconds = 0.1;
+inline constexpr double kMaxFleetTimeoutSeconds = 300;
+
 }  // namespace gpureap::option_limits

@@ -18,26 +18,6 @@
 namespace gpureap {
 namespace {
 
-Severity severity_for(XidAction action) {
-  switch (action) {
-    case XidAction::ResetGpu:
-    case XidAction::PowerCycle:
-    case XidAction::DrainAndReset:
-    case XidAction::NodeReboot:
-    case XidAction::CheckNvlink:
-      return Severity::Critical;
-    case XidAction::Trend:
-    case XidAction::Informational:
-    case XidAction::Unknown:
-      return Severity::Warning;
-    case XidAction::ApplicationFault:
-    case XidAction::Secondary:
-    case XidAction::None:
-      return Severity::Info;
-  }
-  return Severity::Warning;
-}
-
 std::optional<unsigned> gpu_for(const Snapshot& snapshot, const PciLocation& pci) {
   for (const auto& gpu : snapshot.gpus) {
     const auto location = parse_pci_bus_id(gpu.reading.pci_bus_id);
@@ -146,7 +126,7 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     const XidInfo info = describe_xid(last);
     Finding f;
     f.id = FindingId::Xid;
-    f.severity = severity_for(info.action);
+    f.severity = xid_severity(info.action);
     f.gpu = gpu_for(snapshot, last.pci);
     const std::string where = f.gpu ? fmt::format("GPU {} ({})", *f.gpu, pci_text(last.pci)) : "PCI " + pci_text(last.pci);
     f.summary = fmt::format("{}: Xid {} ({}){}: {}", where, last.xid, info.meaning,

@@ -1,0 +1,88 @@
+// gpureap-http.so: cpp-httplib's client behind the C interface of http/http_abi.hpp. Loaded
+// with dlopen by http_session.cpp when a command speaks HTTP. Exceptions never cross it.
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+
+#include "http/http_abi.hpp"
+
+struct gpureap_http_session {
+  std::unique_ptr<httplib::ClientImpl> client;
+};
+
+namespace {
+
+int error_code(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Success: return GPUREAP_HTTP_OK;
+    case httplib::Error::Connection: return GPUREAP_HTTP_CONNECTION;
+    case httplib::Error::ConnectionTimeout: return GPUREAP_HTTP_CONNECTION_TIMEOUT;
+    case httplib::Error::Read: return GPUREAP_HTTP_READ;
+    case httplib::Error::Write: return GPUREAP_HTTP_WRITE;
+    case httplib::Error::SSLConnection: return GPUREAP_HTTP_TLS_HANDSHAKE;
+    case httplib::Error::SSLLoadingCerts: return GPUREAP_HTTP_TLS_CA_FILE;
+    case httplib::Error::SSLServerVerification: return GPUREAP_HTTP_TLS_UNTRUSTED;
+    case httplib::Error::Compression: return GPUREAP_HTTP_COMPRESSION;
+    case httplib::Error::Canceled: return GPUREAP_HTTP_CANCELED;
+    default: return GPUREAP_HTTP_OTHER;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) gpureap_http_session* gpureap_http_open(const gpureap_http_config* config) {
+  if (config == nullptr || config->abi_version != kGpureapHttpAbiVersion) return nullptr;
+  try {
+    auto session = std::make_unique<gpureap_http_session>();
+    if (config->https) {
+      auto https = std::make_unique<httplib::SSLClient>(config->host, config->port);
+      https->enable_server_certificate_verification(config->verify_certificate != 0);
+      if (config->ca_file != nullptr && *config->ca_file != '\0') https->set_ca_cert_path(config->ca_file);
+      session->client = std::move(https);
+    } else {
+      session->client = std::make_unique<httplib::ClientImpl>(config->host, config->port);
+    }
+    session->client->set_keep_alive(true);
+    session->client->set_follow_location(false);  // a redirect is reported, never followed
+    if (config->basic_user != nullptr) {
+      session->client->set_basic_auth(config->basic_user, config->basic_password ? config->basic_password : "");
+    }
+    return session.release();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+__attribute__((visibility("default"))) int gpureap_http_get(gpureap_http_session* session,
+                                                            const gpureap_http_request* request) {
+  try {
+    const time_t seconds = static_cast<time_t>(request->timeout_us / 1000000);
+    const time_t micros = static_cast<time_t>(request->timeout_us % 1000000);
+    session->client->set_connection_timeout(seconds, micros);
+    session->client->set_read_timeout(seconds, micros);
+    session->client->set_write_timeout(seconds, micros);
+    httplib::Params params;
+    for (std::size_t i = 0; i < request->param_count; ++i) {
+      params.emplace(request->params[2 * i], request->params[2 * i + 1]);
+    }
+    const auto result = session->client->Get(
+        request->path, params, httplib::Headers{{"Accept", "application/json"}},
+        [request](const httplib::Response& response) {
+          const std::string location = response.get_header_value("Location");
+          return request->on_status(request->context, response.status, location.c_str()) != 0;
+        },
+        [request](const char* data, std::size_t length) {
+          return request->on_body(request->context, data, length) != 0;
+        });
+    return result ? GPUREAP_HTTP_OK : error_code(result.error());
+  } catch (...) {
+    return GPUREAP_HTTP_OTHER;
+  }
+}
+
+__attribute__((visibility("default"))) void gpureap_http_close(gpureap_http_session* session) { delete session; }
+
+}  // extern "C"
