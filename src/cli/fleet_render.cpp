@@ -71,7 +71,7 @@ std::string holder_lines(const FleetGpu& gpu, const std::string& indent, const O
   for (const auto& p : gpu.top_processes) {
     const std::string start = fmt::format("{}  {:>10}  {} pid {} {} ", indent, format_bytes(p.bytes),
                                           fixed_cell(dash_if_empty(p.user), 12), fixed_cell(dash_if_empty(p.pid), 8),
-                                          fixed_cell(dash_if_empty(p.container), 16));
+                                          fixed_cell(dash_if_empty(p.container), 20));
     out += start + width.rest_of_line(dash_if_empty(p.command), start) + "\n";
   }
   if (!gpu.top_processes.empty()) return out;

@@ -80,13 +80,13 @@ TEST(FleetRender, CriticalXidsAndFullMemoryAreRedWhenColourIsOn) {
 }
 
 TEST(FleetRender, OnANarrowTerminalTheCommandIsCutNotWrapped) {
-  const std::string table = render_fleet_table(hostile_view(), "x", TerminalStyle(false), OutputWidth(std::size_t{100}));
+  const std::string table = render_fleet_table(hostile_view(), "x", TerminalStyle(false), OutputWidth(std::size_t{110}));
   bool seen = false;
   for (std::size_t start = 0, end; (end = table.find('\n', start)) != std::string::npos; start = end + 1) {
     const std::string line = table.substr(start, end - start);
     if (line.find("pid 1234") == std::string::npos) continue;
     seen = true;
-    EXPECT_EQ(display_width(line), 100u) << line;
+    EXPECT_EQ(display_width(line), 110u) << line;
     EXPECT_EQ(line.substr(line.size() - 3), "…") << line;
   }
   EXPECT_TRUE(seen) << table;
