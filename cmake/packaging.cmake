@@ -2,11 +2,13 @@
 # the package, scripts/package-check.sh installs it and runs it on the simulator.
 #
 #   bin/gpureap
-#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap}.1.gz   from the binary's --help
+#   lib/gpureap/gpureap-http.so   the HTTP plug-in (fleet), looked for at <bin>/../lib/gpureap
+#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,fleet}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
 #   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml,
-#   examples/{slurm,kubernetes,systemd}/ (deploy/: the Slurm epilog and prolog, notes, units)
+#   examples/{slurm,kubernetes,systemd,prometheus}/ (deploy/: the Slurm epilog and prolog, notes,
+#   units, the exporter's DaemonSet, Prometheus rules and a Grafana dashboard)
 #
 # The simulator (sim/) is a test fixture and is never installed.
 
@@ -14,6 +16,8 @@ include(GNUInstallDirs)
 set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
 install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# src/http/http_session.cpp loads it from <bin>/../lib/gpureap: keep the two in step.
+install(TARGETS gpureap_http_plugin LIBRARY DESTINATION lib/gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap
@@ -27,6 +31,9 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/docs/kill-json.md
   ${PROJECT_SOURCE_DIR}/docs/doctor-json.md
   ${PROJECT_SOURCE_DIR}/docs/reap-json.md
+  ${PROJECT_SOURCE_DIR}/docs/fleet-json.md
+  ${PROJECT_SOURCE_DIR}/docs/fleet.md
+  ${PROJECT_SOURCE_DIR}/docs/metrics.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 # ---------------------------------------------------------------------------------------------
@@ -43,7 +50,7 @@ if(GPUREAP_HELP2MAN AND NOT GPUREAP_MAN_PAGES STREQUAL "OFF")
   set(man_out ${CMAKE_BINARY_DIR}/man)
   set(man_pages)
   set(man_includes)
-  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap)
+  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-fleet)
     configure_file(${GPUREAP_PACKAGING_DIR}/man/${page}.h2m.in ${CMAKE_BINARY_DIR}/man-include/${page}.h2m @ONLY)
     list(APPEND man_includes ${CMAKE_BINARY_DIR}/man-include/${page}.h2m)
     list(APPEND man_pages ${man_out}/${page}.1.gz)

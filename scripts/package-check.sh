@@ -37,10 +37,14 @@ for field in Package:gpureap Section:admin Architecture:"$arch"; do
   [ "$(dpkg-deb -f "$deb" "${field%%:*}")" = "${field#*:}" ] || die "$deb: ${field%%:*} is not ${field#*:}"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
-# The C++ runtime, fmt, toml++ and RE2 are linked in statically: only the C library is left.
+# The C++ runtime, fmt, toml++ and RE2 are linked into the program statically: only the C
+# library is left for it. The HTTP plug-in (lib/gpureap/gpureap-http.so, loaded by `fleet`
+# alone) brings cpp-httplib, and with it the shared C++ runtime.
 [[ $depends == *libc6* ]] ||
   die "$deb: Depends ($depends) does not name the C library: dpkg-shlibdeps did not run?"
-[[ $depends != *libstdc++* && $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* ]] ||
+[[ $depends == *libcpp-httplib* ]] ||
+  die "$deb: Depends ($depends) does not name cpp-httplib, which the HTTP plug-in needs"
+[[ $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* ]] ||
   die "$deb: Depends ($depends) names a library gpureap links statically (CMakeLists.txt)"
 [ -n "$(dpkg-deb -f "$deb" Maintainer)" ] && [ -n "$(dpkg-deb -f "$deb" Description)" ] ||
   die "$deb: no Maintainer or Description"
@@ -49,7 +53,9 @@ contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
 for path in /usr/bin/gpureap \
   /usr/share/man/man1/gpureap.1.gz /usr/share/man/man1/gpureap-ps.1.gz \
   /usr/share/man/man1/gpureap-kill.1.gz /usr/share/man/man1/gpureap-doctor.1.gz \
-  /usr/share/man/man1/gpureap-reap.1.gz /usr/share/doc/gpureap/examples/slurm/epilog.sh \
+  /usr/share/man/man1/gpureap-reap.1.gz /usr/share/man/man1/gpureap-fleet.1.gz \
+  /usr/lib/gpureap/gpureap-http.so /usr/share/doc/gpureap/examples/prometheus/gpureap-alerts.yml \
+  /usr/share/doc/gpureap/examples/slurm/epilog.sh \
   /usr/share/bash-completion/completions/gpureap /usr/share/zsh/vendor-completions/_gpureap \
   /usr/share/doc/gpureap/examples/config.toml /usr/share/doc/gpureap/README.md; do
   grep -qxF ".$path" <<<"$contents" || die "$deb does not contain $path"
@@ -98,6 +104,16 @@ say "installed gpureap $version"
 # --- Run the installed binary ----------------------------------------------------------------
 bin=/usr/bin/gpureap
 [ "$("$bin" --version)" = "gpureap $version" ] || die "$bin --version printed '$("$bin" --version)'"
+# Every start pays for the program's shared libraries: the C library alone (docs/performance.md).
+needed=$(LC_ALL=C readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+[[ $needed != *libstdc++* && $needed != *httplib* && $needed != *libssl* ]] ||
+  die "$bin needs $needed: cpp-httplib and the C++ runtime belong in the plug-in only"
+# fleet loads the installed plug-in: a closed port is status 20 (unreachable), not 1 (no plug-in).
+set +e
+"$bin" fleet --prometheus http://127.0.0.1:1 --timeout 2 2>"$state/fleet.err"
+status=$?
+set -e
+[ "$status" -eq 20 ] || die "installed gpureap fleet exited $status (20 expected): $(cat "$state/fleet.err")"
 bash -c 'source /usr/share/bash-completion/completions/gpureap && complete -p gpureap' >/dev/null ||
   die "the installed bash completion does not load"
 example=/usr/share/doc/gpureap/examples/config.toml

@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor run reap" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run reap fleet" -- "$cur"))
       fi
       return
       ;;
@@ -70,6 +70,11 @@ _gpureap() {
       values="--cgroup --user --uid --gpus --except --baseline-mib --kill-timeout --verify-timeout
               --audit-log --color"
       ;;
+    fleet)
+      options="-h --help --prometheus --user --password-file --ca-file --insecure --timeout --host --gpu
+               --top --json -w --wide --color"
+      values="--prometheus --user --password-file --ca-file --timeout --host --gpu --top --color"
+      ;;
     *) return ;;
   esac
 
@@ -84,7 +89,7 @@ _gpureap() {
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
-      --audit-log | --kernel-log | --report | --evidence-dir)
+      --audit-log | --kernel-log | --report | --evidence-dir | --password-file | --ca-file)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
