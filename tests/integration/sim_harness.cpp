@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -74,6 +76,13 @@ std::string library_for(const std::string& generation) {
 }  // namespace
 
 std::string gpureap_binary() { return GPUREAP_BINARY; }
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
 
 bool running_as_root() { return geteuid() == 0; }
 

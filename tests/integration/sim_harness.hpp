@@ -117,6 +117,8 @@ template <typename Predicate>
 bool eventually(Predicate predicate, int timeout_ms = 5000);
 
 std::string gpureap_binary();
+// The whole file, or "" when it cannot be read.
+std::string read_text_file(const std::string& path);
 constexpr unsigned long long GiB = 1ull << 30;
 constexpr unsigned long long MiB = 1ull << 20;
 
