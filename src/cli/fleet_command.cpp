@@ -1,5 +1,6 @@
 #include "cli/fleet_command.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -60,6 +61,28 @@ class DeadlineBackstop {
   bool done_ = false;
   std::thread thread_;
 };
+
+// cpp-httplib 0.11 bounds each header line of an answer, not how many there are: a server that
+// sends headers without end would make fleet grow until --timeout (gigabytes). A cap on the
+// heap turns that into a failed allocation in the plug-in, reported as a bad answer. 1 GiB is
+// far above a legitimate read (an answer of 32 MiB parses into ~350 MiB). Not under
+// AddressSanitizer, whose allocator maps far more than it uses.
+constexpr rlim_t kFleetHeapCapBytes = rlim_t{1} << 30;
+
+void cap_heap() {
+#if defined(__SANITIZE_ADDRESS__)
+  return;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return;
+#endif
+#endif
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_DATA, &limit) != 0) return;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur <= kFleetHeapCapBytes) return;
+  limit.rlim_cur = kFleetHeapCapBytes;
+  (void)::setrlimit(RLIMIT_DATA, &limit);
+}
 
 int failure_status(QueryFailureKind kind) {
   switch (kind) {
@@ -236,6 +259,7 @@ int run_fleet(FleetOptions options) {
               << " unencrypted (http://)\n";
   }
   const std::string source = url.text();
+  cap_heap();
   PrometheusClient client(url, client_options);
   FleetReadResult read;
   {

@@ -89,6 +89,9 @@ QueryResult PrometheusClient::query(const std::string& promql, std::optional<dou
     return query_failure(QueryFailureKind::BadAnswer,
                          fmt::format("the answer is larger than {} MiB: not read (is this Prometheus?)", limit >> 20));
   }
+  if (error == GPUREAP_HTTP_OUT_OF_MEMORY) {
+    return query_failure(QueryFailureKind::BadAnswer, http_error_text(error) + " (is this Prometheus?)");
+  }
   if (error != GPUREAP_HTTP_OK) {
     if (Clock::now() >= deadline_) return query_failure(QueryFailureKind::Timeout, "no answer within the timeout");
     return query_failure(QueryFailureKind::Unreachable, http_error_text(error));

@@ -37,6 +37,7 @@ enum gpureap_http_error {
   GPUREAP_HTTP_COMPRESSION = 8,
   GPUREAP_HTTP_CANCELED = 9,           // a callback returned 0
   GPUREAP_HTTP_OTHER = 10,
+  GPUREAP_HTTP_OUT_OF_MEMORY = 11,     // the answer outgrew the memory the process may use
 };
 
 struct gpureap_http_request {

@@ -121,6 +121,7 @@ std::string http_error_text(gpureap_http_error error) {
     case GPUREAP_HTTP_COMPRESSION: return "the answer's compression was corrupt";
     case GPUREAP_HTTP_CANCELED: return "the transfer was stopped";
     case GPUREAP_HTTP_OTHER: return "the request failed";
+    case GPUREAP_HTTP_OUT_OF_MEMORY: return "the answer's headers did not end before the memory limit";
   }
   return "the request failed";
 }

@@ -13,6 +13,7 @@
 #include <openssl/x509v3.h>
 #include <zlib.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <stdexcept>
 
@@ -142,8 +143,8 @@ void FakePrometheus::answer(const httplib::Request& request, httplib::Response& 
   response.set_content(body.dump(), "application/json");
 }
 
-RawHttpServer::RawHttpServer(std::string head, std::string drip, int drip_interval_ms)
-    : head_(std::move(head)), drip_(std::move(drip)), interval_ms_(drip_interval_ms) {
+RawHttpServer::RawHttpServer(std::string head, std::string more, int interval_ms, Pace pace)
+    : head_(std::move(head)), drip_(std::move(more)), interval_ms_(interval_ms), pace_(pace) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -179,6 +180,20 @@ void RawHttpServer::serve() {
       continue;
     }
     if (drip_.empty()) continue;
+    if (pace_ == Pace::Flood) {
+      // As fast as the client takes it, until it goes away or the server is stopped.
+      for (int client : clients) {
+        pollfd writable{client, POLLOUT, 0};
+        while (!stop_ && ::poll(&writable, 1, 50) >= 0) {
+          if ((writable.revents & POLLOUT) != 0 &&
+              ::send(client, drip_.data(), drip_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) {
+            break;
+          }
+          if ((writable.revents & (POLLERR | POLLHUP)) != 0) break;
+        }
+      }
+      continue;
+    }
     for (int client : clients) (void)::send(client, &drip_[dripped % drip_.size()], 1, MSG_NOSIGNAL);
     ++dripped;
   }

@@ -71,8 +71,10 @@ class FakePrometheus {
 
 class RawHttpServer {
  public:
-  // Sends `head` at once, then `drip` one byte every `drip_interval_ms`, to each connection.
-  explicit RawHttpServer(std::string head, std::string drip = "", int drip_interval_ms = 100);
+  enum class Pace { Drip, Flood };
+  // Sends `head` at once, then `more` to each connection: one byte every `interval_ms` (Drip),
+  // or the whole of it again and again as fast as the client reads (Flood).
+  explicit RawHttpServer(std::string head, std::string more = "", int interval_ms = 100, Pace pace = Pace::Drip);
   ~RawHttpServer();
   RawHttpServer(const RawHttpServer&) = delete;
   RawHttpServer& operator=(const RawHttpServer&) = delete;
@@ -84,6 +86,7 @@ class RawHttpServer {
   int port_ = 0;
   std::string head_, drip_;
   int interval_ms_;
+  Pace pace_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include "fake_prometheus.hpp"
+#include "prometheus_server.hpp"
 #include "sim_harness.hpp"
 
 namespace gpureap::test {
@@ -217,6 +219,44 @@ TEST(Fleet, AServerThatDripsItsAnswerIsLeftAtTheTimeout) {
     EXPECT_NE(r.err.find("did not answer within 0.5s"), std::string::npos) << r.err;
     EXPECT_LT(seconds, 3.0);
   }
+}
+
+TEST(Fleet, HeadersWithoutEndEndAtTheHeapCapNotAtTheTimeout) {
+  // cpp-httplib bounds each header line, not their number. fleet caps its heap (1 GiB) so that
+  // such an answer ends as a bad answer; here under a lower limit of the test's own, which the
+  // cap keeps, so that the test does not take a gigabyte.
+  RawHttpServer flood("HTTP/1.1 200 OK\r\n", "X-Flood: " + std::string(8000, 'y') + "\r\n", 50,
+                      RawHttpServer::Pace::Flood);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_command({"/usr/bin/prlimit", "--data=134217728", gpureap_binary(), "fleet", "--prometheus",
+                              flood.url(), "--timeout", "60"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#if defined(__SANITIZE_ADDRESS__) || (defined(__has_feature) && __has_feature(address_sanitizer))
+  GTEST_SKIP() << "under AddressSanitizer fleet sets no heap cap (its allocator maps far more than it uses)";
+#endif
+  EXPECT_EQ(r.exit_code, 22) << r.err;
+  EXPECT_NE(r.err.find("headers did not end before the memory limit"), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 30.0);
+
+  // The cap itself, as the kernel holds it for a fleet waiting on a silent server.
+  RawHttpServer silent("");
+  TempDir dir;
+  BackgroundProcess waiting({gpureap_binary(), "fleet", "--prometheus", silent.url(), "--timeout", "5"}, {},
+                            dir.path() + "/fleet.log");
+  // "Max data size   <soft>   <hard>   bytes"
+  auto soft_data_limit = [&] {
+    std::istringstream limits(read_text_file("/proc/" + std::to_string(waiting.pid()) + "/limits"));
+    for (std::string line; std::getline(limits, line);) {
+      if (line.rfind("Max data size", 0) == 0) {
+        std::istringstream words(line.substr(13));
+        std::string soft;
+        words >> soft;
+        return soft;
+      }
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(eventually([&] { return soft_data_limit() == "1073741824"; }, 5000)) << soft_data_limit();
 }
 
 TEST(Fleet, ARedirectIsReportedNotFollowed) {

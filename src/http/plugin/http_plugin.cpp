@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <memory>
+#include <new>
 #include <string>
 
 #include "http/http_abi.hpp"
@@ -78,6 +79,10 @@ __attribute__((visibility("default"))) int gpureap_http_get(gpureap_http_session
           return request->on_body(request->context, data, length) != 0;
         });
     return result ? GPUREAP_HTTP_OK : error_code(result.error());
+  } catch (const std::bad_alloc&) {
+    // cpp-httplib 0.11 bounds each header line but not their number: headers without end grow
+    // until the caller's memory limit (fleet sets one) makes an allocation fail here.
+    return GPUREAP_HTTP_OUT_OF_MEMORY;
   } catch (...) {
     return GPUREAP_HTTP_OTHER;
   }
