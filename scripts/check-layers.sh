@@ -14,7 +14,9 @@ declare -A allowed=(
   [kill]="snapshot nvml proc text"
   [doctor]="kill snapshot nvml proc text"
   [job]="kill snapshot nvml proc text"
-  [cli]="doctor job kill snapshot nvml proc text"
+  [metrics]="doctor kill snapshot nvml proc text"
+  [exporter]="metrics doctor kill snapshot nvml proc text"
+  [cli]="doctor job kill exporter metrics snapshot nvml proc text"
 )
 
 violations=0
