@@ -65,6 +65,9 @@ class Exporter {
   // What a request gets (the HTTP module calls it on its workers; tests call it directly).
   HttpReply handle(const HttpRequestView& request);
 
+  unsigned scrapes_in_progress() const { return scrapes_in_progress_; }
+  const SharedCollection* collection() const { return collection_.get(); }
+
  private:
   HttpReply metrics(const HttpRequestView& request);
   std::string self_metrics(const CollectionResult* served) const;

@@ -25,7 +25,9 @@ std::optional<CollectionResult> SharedCollection::get(Clock::time_point deadline
     const std::uint64_t succeeded_before = succeeded_;
     requested_ = true;
     work_.notify_one();
+    ++waiting_;
     done_.wait_until(lock, deadline, [&] { return finished_ > finished_before || stopping_; });
+    --waiting_;
     fresh = succeeded_ > succeeded_before;
   }
   if (!latest_) return std::nullopt;
@@ -59,6 +61,11 @@ bool SharedCollection::stop(Clock::duration grace) {
 std::uint64_t SharedCollection::collections() const {
   std::lock_guard lock(mutex_);
   return finished_;
+}
+
+std::size_t SharedCollection::waiting() const {
+  std::lock_guard lock(mutex_);
+  return waiting_;
 }
 
 void SharedCollection::run() {

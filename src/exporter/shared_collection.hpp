@@ -49,6 +49,7 @@ class SharedCollection {
   bool stop(Clock::duration grace);
 
   std::uint64_t collections() const;  // collections finished, successful or not
+  std::size_t waiting() const;        // scrapes waiting for a collection now
 
  private:
   void run();
@@ -62,6 +63,7 @@ class SharedCollection {
   bool requested_ = false;
   bool running_ = false;
   bool stopping_ = false;
+  std::size_t waiting_ = 0;
   std::uint64_t finished_ = 0;
   std::uint64_t succeeded_ = 0;
   std::optional<CollectionResult> latest_;
