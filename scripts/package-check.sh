@@ -38,10 +38,13 @@ for field in Package:gpureap Section:admin Architecture:"$arch"; do
 done
 depends=$(dpkg-deb -f "$deb" Depends)
 # The C++ runtime, fmt, toml++ and RE2 are linked in statically: only the C library is left.
+# (libstdc++ and cpp-httplib come in through the HTTP module alone, which export loads.)
 [[ $depends == *libc6* ]] ||
   die "$deb: Depends ($depends) does not name the C library: dpkg-shlibdeps did not run?"
-[[ $depends != *libstdc++* && $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* ]] ||
+[[ $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* && $depends != *yaml-cpp* ]] ||
   die "$deb: Depends ($depends) names a library gpureap links statically (CMakeLists.txt)"
+[[ $depends == *libcpp-httplib* ]] ||
+  die "$deb: Depends ($depends) does not name cpp-httplib, which the HTTP module of export needs"
 [ -n "$(dpkg-deb -f "$deb" Maintainer)" ] && [ -n "$(dpkg-deb -f "$deb" Description)" ] ||
   die "$deb: no Maintainer or Description"
 
@@ -50,6 +53,7 @@ for path in /usr/bin/gpureap \
   /usr/share/man/man1/gpureap.1.gz /usr/share/man/man1/gpureap-ps.1.gz \
   /usr/share/man/man1/gpureap-kill.1.gz /usr/share/man/man1/gpureap-doctor.1.gz \
   /usr/share/man/man1/gpureap-reap.1.gz /usr/share/doc/gpureap/examples/slurm/epilog.sh \
+  /usr/share/man/man1/gpureap-export.1.gz "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/gpureap/gpureap-http.so" \
   /usr/share/bash-completion/completions/gpureap /usr/share/zsh/vendor-completions/_gpureap \
   /usr/share/doc/gpureap/examples/config.toml /usr/share/doc/gpureap/README.md; do
   grep -qxF ".$path" <<<"$contents" || die "$deb does not contain $path"
@@ -121,6 +125,25 @@ json=$(run_ps --json) || die "installed gpureap ps --json exited $?"
 [[ $json == *"\"pid\": $pid"* || $json == *"\"pid\":$pid"* ]] || die "installed gpureap ps --json does not list PID $pid"
 say "installed $bin: --version, and ps shows the simulated GPU and its process (PID $pid):"
 echo "$table"
+
+# export loads its HTTP module from the installed path: serve, scrape once, stop with SIGTERM.
+GPUSIM_STATE_DIR=$state GPUREAP_DEV_DIR=$state/dev GPUREAP_NVML_LIBRARY=$nvml \
+  "$bin" export --listen 127.0.0.1:0 --no-kernel-log 2>"$state/export.err" &
+exporter=$!
+url=""
+for _ in $(seq 1 200); do
+  url=$(sed -n 's/.*serving \(http:[^ ]*\)$/\1/p' "$state/export.err")
+  [ -n "$url" ] && break
+  kill -0 "$exporter" 2>/dev/null || break
+  sleep 0.05
+done
+[ -n "$url" ] || die "installed gpureap export did not start: $(cat "$state/export.err")"
+metrics=$(curl -sf "$url") || die "GET $url failed"
+grep -q "gpureap_gpu_memory_used_bytes{gpu=\"0\",.*} 3221225472" <<<"$metrics" ||
+  die "installed gpureap export does not serve GPU 0's 3 GiB:"$'\n'"$metrics"
+kill -TERM "$exporter"
+wait "$exporter" || die "installed gpureap export exited $? on SIGTERM"
+say "installed $bin export: loaded its HTTP module, served $url, stopped on SIGTERM"
 
 # --- Remove ----------------------------------------------------------------------------------
 dpkg --purge gpureap >/dev/null

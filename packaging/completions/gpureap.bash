@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor run reap" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run reap export" -- "$cur"))
       fi
       return
       ;;
@@ -70,6 +70,11 @@ _gpureap() {
       values="--cgroup --user --uid --gpus --except --baseline-mib --kill-timeout --verify-timeout
               --audit-log --color"
       ;;
+    export)  # --- export ---
+      options="-h --help --listen --web-config --per-process --max-scrapes --cache --kernel-log
+               --no-kernel-log --once"
+      values="--listen --web-config --max-scrapes --cache --kernel-log"
+      ;;
     *) return ;;
   esac
 
@@ -84,7 +89,7 @@ _gpureap() {
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
-      --audit-log | --kernel-log | --report | --evidence-dir)
+      --audit-log | --kernel-log | --report | --evidence-dir | --web-config)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
