@@ -229,18 +229,10 @@ void read_kmsg_records(int fd, const std::string& path, KernelLogRead& out) {
 }  // namespace
 
 KernelLogRead read_kernel_log_file(const std::string& path) {
-  KernelLogRead out;
-  out.source = path;
-  struct stat st {};
-  const procfs::unique_fd fd = open_saved_log(path, st, out);
-  if (!fd) return out;
-  // The newest part is what matters: the last kMaxKernelLogBytes, from a line start.
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  const std::uint64_t start = size > kMaxKernelLogBytes ? size - kMaxKernelLogBytes : 0;
-  LineSplitter lines(out);
-  read_lines_from(fd.get(), path, start, start > 0, lines, out);
-  lines.finish();
-  return out;
+  // The newest part is what matters: the last kMaxKernelLogBytes, from a line start; a saved
+  // file is complete, so its last line counts even without a newline.
+  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path);
+  return follower.read_file(true);
 }
 
 KernelLogRead read_kmsg(const std::string& path) {
@@ -261,7 +253,7 @@ KernelLogRead read_kmsg(const std::string& path) {
 KernelLogFollower::KernelLogFollower(Kind kind, std::string path) : kind_(kind), path_(std::move(path)) {}
 
 KernelLogRead KernelLogFollower::read_new() {
-  return kind_ == Kind::Kmsg && !kmsg_is_file_ ? read_new_kmsg() : read_new_file();
+  return kind_ == Kind::Kmsg && !kmsg_is_file_ ? read_new_kmsg() : read_file(false);
 }
 
 KernelLogRead KernelLogFollower::read_new_kmsg() {
@@ -278,7 +270,7 @@ KernelLogRead KernelLogFollower::read_new_kmsg() {
     if (::fstat(kmsg_.get(), &st) == 0 && !S_ISCHR(st.st_mode)) {
       kmsg_ = procfs::unique_fd();
       kmsg_is_file_ = true;
-      return read_new_file();
+      return read_file(false);
     }
   }
   out.lines_read = lines_;
@@ -287,7 +279,7 @@ KernelLogRead KernelLogFollower::read_new_kmsg() {
   return out;
 }
 
-KernelLogRead KernelLogFollower::read_new_file() {
+KernelLogRead KernelLogFollower::read_file(bool to_the_end) {
   KernelLogRead out;
   out.source = path_;
   struct stat st {};
@@ -304,6 +296,7 @@ KernelLogRead KernelLogFollower::read_new_file() {
   out.lines_read = lines_;
   LineSplitter lines(out);
   const std::uint64_t end = read_lines_from(fd.get(), path_, start, skip_partial_line, lines, out);
+  if (to_the_end) lines.finish();
   if (out.error) return out;
   file_seen_ = true;
   device_ = st.st_dev;

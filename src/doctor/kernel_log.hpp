@@ -57,8 +57,11 @@ class KernelLogFollower {
   const std::string& path() const { return path_; }
 
  private:
+  friend KernelLogRead read_kernel_log_file(const std::string& path);
   KernelLogRead read_new_kmsg();
-  KernelLogRead read_new_file();
+  // A saved file from where the last call stopped; to_the_end takes a last line without a
+  // newline too (a file known to be complete).
+  KernelLogRead read_file(bool to_the_end);
 
   Kind kind_;
   std::string path_;
