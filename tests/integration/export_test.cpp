@@ -342,6 +342,17 @@ TEST(Export, ListensOnLoopbackUnlessToldOtherwise) {
           << standard.stderr_text();
     }
   }
+  {
+    ExportServer v6(host, {"--no-kernel-log", "--listen", "[::1]:0"});
+    if (v6.serving()) {
+      EXPECT_EQ(v6.address(), "[::1]");
+      const auto r = v6.client().Get("/healthz");
+      ASSERT_TRUE(r) << httplib::to_string(r.error());
+      EXPECT_EQ(r->status, 200);
+    } else {  // a host without IPv6: said in one line, status 12
+      EXPECT_NE(v6.stderr_text().find("cannot serve on [::1]:0"), std::string::npos) << v6.stderr_text();
+    }
+  }
   const std::string outside = outside_address();
   if (outside.empty()) GTEST_SKIP() << "this host has no address but loopback to try from";
   ExportServer local(host, {"--no-kernel-log"});
