@@ -2,8 +2,8 @@
 # the package, scripts/package-check.sh installs it and runs it on the simulator.
 #
 #   bin/gpureap
-#   lib/gpureap/gpureap-http.so   the HTTP plug-in (fleet), looked for at <bin>/../lib/gpureap
-#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,fleet}.1.gz   from the binary's --help
+#   lib/<multiarch>/gpureap/gpureap-http.so   the HTTP module `export` and `fleet` load (cpp-httplib)
+#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,export,fleet}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
 #   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml,
@@ -16,8 +16,7 @@ include(GNUInstallDirs)
 set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
 install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# src/http/http_session.cpp loads it from <bin>/../lib/gpureap: keep the two in step.
-install(TARGETS gpureap_http_plugin LIBRARY DESTINATION lib/gpureap)
+install(TARGETS gpureap_http_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/gpureap)  # where gpureap looks
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap
@@ -47,10 +46,11 @@ if(GPUREAP_MAN_PAGES STREQUAL "ON" AND NOT GPUREAP_HELP2MAN)
 endif()
 if(GPUREAP_HELP2MAN AND NOT GPUREAP_MAN_PAGES STREQUAL "OFF")
   set(GPUREAP_DOCDIR ${CMAKE_INSTALL_FULL_DOCDIR})  # named in the pages' FILES and SEE ALSO
+  set(GPUREAP_HTTP_MODULE_DIR ${CMAKE_INSTALL_FULL_LIBDIR}/gpureap)
   set(man_out ${CMAKE_BINARY_DIR}/man)
   set(man_pages)
   set(man_includes)
-  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-fleet)
+  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-export gpureap-fleet)
     configure_file(${GPUREAP_PACKAGING_DIR}/man/${page}.h2m.in ${CMAKE_BINARY_DIR}/man-include/${page}.h2m @ONLY)
     list(APPEND man_includes ${CMAKE_BINARY_DIR}/man-include/${page}.h2m)
     list(APPEND man_pages ${man_out}/${page}.1.gz)

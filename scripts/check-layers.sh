@@ -14,9 +14,11 @@ declare -A allowed=(
   [kill]="snapshot nvml proc text"
   [doctor]="kill snapshot nvml proc text"
   [job]="kill snapshot nvml proc text"
-  [http]=""
+  [http]="text"
   [fleet]="http text"
-  [cli]="doctor job kill fleet http snapshot nvml proc text"
+  [metrics]="doctor kill snapshot nvml proc text"
+  [exporter]="metrics http doctor kill snapshot nvml proc text"
+  [cli]="doctor job kill exporter metrics fleet http snapshot nvml proc text"
 )
 
 violations=0

@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor run reap fleet" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run reap export fleet" -- "$cur"))
       fi
       return
       ;;
@@ -75,6 +75,11 @@ _gpureap() {
                --top --json -w --wide --color"
       values="--prometheus --user --password-file --ca-file --timeout --host --gpu --top --color"
       ;;
+    export)  # --- export ---
+      options="-h --help --listen --web-config --per-process --max-scrapes --cache --kernel-log
+               --no-kernel-log --once"
+      values="--listen --web-config --max-scrapes --cache --kernel-log"
+      ;;
     *) return ;;
   esac
 
@@ -89,7 +94,7 @@ _gpureap() {
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
-      --audit-log | --kernel-log | --report | --evidence-dir | --password-file | --ca-file)
+      --audit-log | --kernel-log | --report | --evidence-dir | --web-config | --password-file | --ca-file)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;

@@ -22,6 +22,9 @@ constexpr int interrupted_by(int signal) { return 128 + signal; }
 // checks test exactly these), and:
 inline constexpr int kDoctorCouldNotRun = 11;  // bad option or unreadable input: no diagnosis made
 
+// export: 0 when a signal stopped it, 2 a bad option or web-config, and:
+inline constexpr int kExportCannotServe = 12;  // the address is in use or cannot be bound, TLS files refused, no HTTP module
+
 // run: the command's own status (128 + signal when a signal ended it), except these, chosen as
 // timeout(1) and env(1) do so that a wrapper's failure is told from the command's.
 inline constexpr int kRunLeftBehind = 123;      // a process of the job survived, or its GPU memory was not verified free

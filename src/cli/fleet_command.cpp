@@ -64,7 +64,7 @@ class DeadlineBackstop {
 
 // cpp-httplib 0.11 bounds each header line of an answer, not how many there are: a server that
 // sends headers without end would make fleet grow until --timeout (gigabytes). A cap on the
-// heap turns that into a failed allocation in the plug-in, reported as a bad answer. 1 GiB is
+// heap turns that into a failed allocation in the HTTP module, reported as a bad answer. 1 GiB is
 // far above a legitimate read (an answer of 32 MiB parses into ~350 MiB). Not under
 // AddressSanitizer, whose allocator maps far more than it uses.
 constexpr rlim_t kFleetHeapCapBytes = rlim_t{1} << 30;

@@ -23,7 +23,7 @@ PrometheusClient::PrometheusClient(PrometheusUrl url, PrometheusClientOptions op
       options_(std::move(options)),
       deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(options_.timeout_s))) {
-  HttpSessionConfig config;
+  HttpClientConfig config;
   config.https = url_.scheme == UrlScheme::Https;
   config.host = url_.host;
   config.port = url_.port;
@@ -34,7 +34,7 @@ PrometheusClient::PrometheusClient(PrometheusUrl url, PrometheusClientOptions op
   }
   config.ca_file = options_.ca_file;
   config.verify_certificate = !options_.insecure;
-  http_ = HttpSession::open(config, no_http_);
+  http_ = HttpClient::open(config, no_http_);
 }
 
 PrometheusClient::~PrometheusClient() = default;

@@ -11,7 +11,7 @@
 
 #include "fleet/prometheus_url.hpp"
 #include "fleet/query_result.hpp"
-#include "http/http_session.hpp"
+#include "http/http_client.hpp"
 
 namespace gpureap {
 
@@ -48,7 +48,7 @@ class PrometheusClient {
   PrometheusUrl url_;
   PrometheusClientOptions options_;
   std::chrono::steady_clock::time_point deadline_;
-  std::unique_ptr<HttpSession> http_;
+  std::unique_ptr<HttpClient> http_;
   std::string no_http_;  // why there is no session
 };
 

@@ -22,7 +22,7 @@ enum class QueryFailureKind {
   Refused,      // HTTP 401 or 403: the credentials (or their absence)
   ApiError,     // an HTTP error or `"status": "error"`: the server could not run the query
   BadAnswer,    // not the API's JSON, not an instant vector, or larger than the bound
-  NoHttp,       // gpureap's HTTP plug-in could not be loaded: a broken installation
+  NoHttp,       // gpureap's HTTP module could not be loaded: a broken installation
 };
 
 struct QueryFailure {

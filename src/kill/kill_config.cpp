@@ -15,41 +15,14 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "proc/proc_io.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {
 
 namespace {
 
-constexpr off_t kMaxConfigBytes = 1 << 20;
-
-// The file's text, read only from a regular file of bounded size: a FIFO, a device such as
-// /dev/zero or a directory is an error, never a hang or silence.
-std::optional<std::string> read_config_text(const std::string& path, std::string& error) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    error = fmt::format("configuration file {}: cannot open it: {}", path, std::strerror(errno));
-    return std::nullopt;
-  }
-  std::string text;
-  error.clear();
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    error = fmt::format("configuration file {} is not a regular file", path);
-  } else if (info.st_size > kMaxConfigBytes) {
-    error = fmt::format("configuration file {} is larger than {} bytes", path, kMaxConfigBytes);
-  } else {
-    char buffer[8192];
-    ssize_t n = 0;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0 && text.size() <= static_cast<std::size_t>(kMaxConfigBytes)) {
-      text.append(buffer, static_cast<std::size_t>(n));
-    }
-    if (n < 0) error = fmt::format("configuration file {}: cannot read it: {}", path, std::strerror(errno));
-  }
-  close(fd);
-  if (!error.empty()) return std::nullopt;
-  return text;
-}
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
 
 // "<path>:<line>:<column>" of a node, so an error points at the line to fix.
 std::string where(const std::string& path, const toml::node& node) {
@@ -141,7 +114,7 @@ std::optional<KillConfig> load_kill_config_from(const std::string& path, bool mu
     error = fmt::format("configuration file {} does not exist (named by GPUREAP_CONFIG)", path);
     return std::nullopt;
   }
-  const auto contents = read_config_text(path, error);
+  const auto contents = procfs::read_bounded_file(path, kMaxConfigBytes, "configuration file", error);
   if (!contents) return std::nullopt;
   return parse_kill_config(*contents, path, error);
 }

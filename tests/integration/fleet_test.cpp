@@ -23,7 +23,9 @@ CommandResult fleet(const std::vector<std::string>& args, const std::map<std::st
                     int timeout_ms = 20000) {
   std::vector<std::string> argv{gpureap_binary(), "fleet"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, SpawnOptions{env, std::nullopt, true}, timeout_ms);
+  SpawnOptions options;
+  options.env = env;
+  return run_command(argv, options, timeout_ms);
 }
 
 bool has_control_bytes(const std::string& text) {

@@ -24,6 +24,7 @@ struct SpawnOptions {
   std::map<std::string, std::string> env;  // added to the harness environment
   std::optional<uid_t> uid;                // run as this user (needs root)
   bool new_process_group = true;
+  std::string stdin_path;                  // the command's stdin; "" leaves the harness's
 };
 
 // Runs a program to completion (argv[0] is a path), capturing stdout and stderr.

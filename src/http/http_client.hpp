@@ -1,7 +1,5 @@
-// An HTTP(S) client session through the plug-in (http_abi.hpp), loaded on first use from
-// <the program's directory>/../lib/gpureap/gpureap-http.so: /usr/bin/gpureap finds
-// /usr/lib/gpureap/, a build tree's src/gpureap finds its lib/gpureap/. Never from a path in
-// the environment: gpureap runs as root.
+// An HTTP(S) client of one server, through the HTTP module (gpureap-http.so, see
+// http_module_abi.hpp), in C++ terms: a GET with callbacks for the status and the body.
 #pragma once
 
 #include <functional>
@@ -11,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "http/http_abi.hpp"
+#include "http/http_module.hpp"
 
 namespace gpureap {
 
-struct HttpSessionConfig {
+struct HttpClientConfig {
   bool https = false;
   std::string host;
   int port = 0;
@@ -34,26 +32,25 @@ struct HttpGet {
   std::function<bool(std::string_view piece)> on_body;
 };
 
-class HttpSession {
+class HttpClient {
  public:
-  // nullptr, with one phrase in `why`, when the plug-in cannot be loaded or refuses the config.
-  static std::unique_ptr<HttpSession> open(const HttpSessionConfig& config, std::string& why);
-  ~HttpSession();
-  HttpSession(const HttpSession&) = delete;
-  HttpSession& operator=(const HttpSession&) = delete;
+  // Loads the module (where gpureap is installed: http_module_candidates). nullptr, with one
+  // line in `error`, when the module cannot be loaded or refuses the settings.
+  static std::unique_ptr<HttpClient> open(const HttpClientConfig& config, std::string& error);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
 
   // GPUREAP_HTTP_OK when a response came back (its status went to on_status).
   gpureap_http_error get(const HttpGet& request);
 
  private:
-  HttpSession() = default;
-  gpureap_http_session* session_ = nullptr;
+  HttpClient() = default;
+  const gpureap_http_module_api* api_ = nullptr;
+  void* client_ = nullptr;
 };
 
 // "the connection failed (refused, no route, or the name does not resolve)", ...
 std::string http_error_text(gpureap_http_error error);
-
-// Where the plug-in is looked for (for messages and tests).
-std::string http_plugin_path();
 
 }  // namespace gpureap

@@ -1,17 +1,14 @@
-// gpureap-http.so: cpp-httplib's client behind the C interface of http/http_abi.hpp. Loaded
-// with dlopen by http_session.cpp when a command speaks HTTP. Exceptions never cross it.
+// The client half of gpureap-http.so: cpp-httplib's client behind the C boundary of
+// http/http_module_abi.hpp, for `gpureap fleet`. Exceptions never cross it.
+#include "http/module/httplib_client.hpp"
+
 #include <httplib.h>
 
 #include <memory>
 #include <new>
 #include <string>
 
-#include "http/http_abi.hpp"
-
-struct gpureap_http_session {
-  std::unique_ptr<httplib::ClientImpl> client;
-};
-
+namespace gpureap_http_module_client {
 namespace {
 
 int error_code(httplib::Error error) {
@@ -32,44 +29,41 @@ int error_code(httplib::Error error) {
 
 }  // namespace
 
-extern "C" {
-
-__attribute__((visibility("default"))) gpureap_http_session* gpureap_http_open(const gpureap_http_config* config) {
-  if (config == nullptr || config->abi_version != kGpureapHttpAbiVersion) return nullptr;
+void* open(const gpureap_http_client_config* config) {
   try {
-    auto session = std::make_unique<gpureap_http_session>();
+    std::unique_ptr<httplib::ClientImpl> client;
     if (config->https) {
       auto https = std::make_unique<httplib::SSLClient>(config->host, config->port);
       https->enable_server_certificate_verification(config->verify_certificate != 0);
       if (config->ca_file != nullptr && *config->ca_file != '\0') https->set_ca_cert_path(config->ca_file);
-      session->client = std::move(https);
+      client = std::move(https);
     } else {
-      session->client = std::make_unique<httplib::ClientImpl>(config->host, config->port);
+      client = std::make_unique<httplib::ClientImpl>(config->host, config->port);
     }
-    session->client->set_keep_alive(true);
-    session->client->set_follow_location(false);  // a redirect is reported, never followed
+    client->set_keep_alive(true);
+    client->set_follow_location(false);  // a redirect is reported, never followed
     if (config->basic_user != nullptr) {
-      session->client->set_basic_auth(config->basic_user, config->basic_password ? config->basic_password : "");
+      client->set_basic_auth(config->basic_user, config->basic_password ? config->basic_password : "");
     }
-    return session.release();
+    return client.release();
   } catch (...) {
     return nullptr;
   }
 }
 
-__attribute__((visibility("default"))) int gpureap_http_get(gpureap_http_session* session,
-                                                            const gpureap_http_request* request) {
+int get(void* handle, const gpureap_http_get* request) {
+  auto* client = static_cast<httplib::ClientImpl*>(handle);
   try {
     const time_t seconds = static_cast<time_t>(request->timeout_us / 1000000);
     const time_t micros = static_cast<time_t>(request->timeout_us % 1000000);
-    session->client->set_connection_timeout(seconds, micros);
-    session->client->set_read_timeout(seconds, micros);
-    session->client->set_write_timeout(seconds, micros);
+    client->set_connection_timeout(seconds, micros);
+    client->set_read_timeout(seconds, micros);
+    client->set_write_timeout(seconds, micros);
     httplib::Params params;
     for (std::size_t i = 0; i < request->param_count; ++i) {
       params.emplace(request->params[2 * i], request->params[2 * i + 1]);
     }
-    const auto result = session->client->Get(
+    const auto result = client->Get(
         request->path, params, httplib::Headers{{"Accept", "application/json"}},
         [request](const httplib::Response& response) {
           const std::string location = response.get_header_value("Location");
@@ -88,6 +82,6 @@ __attribute__((visibility("default"))) int gpureap_http_get(gpureap_http_session
   }
 }
 
-__attribute__((visibility("default"))) void gpureap_http_close(gpureap_http_session* session) { delete session; }
+void close(void* client) { delete static_cast<httplib::ClientImpl*>(client); }
 
-}  // extern "C"
+}  // namespace gpureap_http_module_client
