@@ -15,7 +15,11 @@ declare -A allowed=(
   [doctor]="kill snapshot nvml proc text"
   [job]="kill snapshot nvml proc text"
   [watch]="kill snapshot nvml proc text"
-  [cli]="doctor job kill snapshot nvml proc text watch"
+  [http]="text"
+  [fleet]="http text"
+  [metrics]="doctor kill snapshot nvml proc text"
+  [exporter]="metrics http doctor kill snapshot nvml proc text"
+  [cli]="doctor job kill watch exporter metrics fleet http snapshot nvml proc text"
 )
 
 violations=0
