@@ -49,7 +49,11 @@ setsid bash -c "for i in \$(seq 1 $extra); do sleep 3600 & done; wait" </dev/nul
 g=$!
 disown "$g"
 pgids+=("$g")
-for _ in $(seq 1 1200); do [ "$(pgrep -c -g "$g" || true)" -gt "$extra" ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do
+  n=$(pgrep -c -g "$g" 2>/dev/null || true)
+  [ "${n:-0}" -gt "$extra" ] && break
+  sleep 0.1
+done
 
 # An exporter; sets $url to where it serves. --per-process: 64 series more, the largest
 # exposition.
@@ -72,23 +76,32 @@ start_exporter shared --cache 60s
 shared=$url
 start_exporter fresh --cache 0
 fresh=$url
+# The same without the simulated driver: gpureap's own part of a fresh collection (the /proc
+# scan, doctor's quick checks, the text), apart from the simulator's (which locks and reads a
+# file per allocation on every call, where a real driver answers an ioctl).
+GPUREAP_NVML_LIBRARY=/nonexistent start_exporter nodriver --cache 0
+nodriver=$url
 
 # Scrape latency as Prometheus sees it: one connection, one request after the other, each
 # request's total time (curl reuses the connection for the URLs of one command line).
 scrape_times() {  # scrape_times URL N -> one time in seconds per line
   local urls=()
-  for _ in $(seq 1 "$2"); do urls+=("$1"); done
-  curl -s -o /dev/null -w '%{time_total}\n' "${urls[@]}"
+  for _ in $(seq 1 "$2"); do urls+=(-o /dev/null "$1"); done
+  curl -s -w '%{time_total}\n' "${urls[@]}"
 }
 scrape_times "$shared" 5 >/dev/null  # warm-up: the first collection, connections
 scrape_times "$fresh" 3 >/dev/null
 scrape_times "$shared" "$((runs * 5))" >"$state/shared.times"
 scrape_times "$fresh" "$runs" >"$state/fresh.times"
+scrape_times "$nodriver" 3 >/dev/null
+scrape_times "$nodriver" "$runs" >"$state/nodriver.times"
 smi=("$build/sim/bin/nvidia-smi" --query-gpu=index,uuid,name,memory.total,memory.used,memory.free --format=csv,noheader,nounits)
 hyperfine -N -i --style none --warmup 3 --runs "$runs" --export-json "$state/hf.json" \
   -n "gpureap ps --json" "$build/src/gpureap ps --json" \
   -n "nvidia-smi --query-gpu" "${smi[*]}" \
-  -n "gpureap --version" "$build/src/gpureap --version" >"$state/hyperfine.log" 2>&1 ||
+  -n "gpureap --version" "$build/src/gpureap --version" \
+  -n "ps --json, no driver" "env GPUREAP_NVML_LIBRARY=/nonexistent $build/src/gpureap ps --json" \
+  >"$state/hyperfine.log" 2>&1 ||
   { cat "$state/hyperfine.log" >&2; exit 1; }
 size=$(curl -s "$shared" | wc -c)
 collections=$(curl -s "$shared" | sed -n 's/^gpureap_collections_total \([0-9]*\)$/\1/p')
@@ -101,9 +114,10 @@ python3 - "$state" <<'PY'
 import json, statistics, sys
 state = sys.argv[1]
 ms = lambda path: statistics.median(float(l) for l in open(path) if l.strip()) * 1e3
-shared, fresh = ms(f"{state}/shared.times"), ms(f"{state}/fresh.times")
+shared, fresh, nodriver = (ms(f"{state}/{n}.times") for n in ("shared", "fresh", "nodriver"))
 hf = {r["command"]: r["median"] * 1e3 for r in json.load(open(f"{state}/hf.json"))["results"]}
 ps, smi, version = hf["gpureap ps --json"], hf["nvidia-smi --query-gpu"], hf["gpureap --version"]
+ps_nodriver = hf["ps --json, no driver"]
 print(f"\n{'per scrape':<44} {'median ms':>9} {'/ ps --json':>11} {'/ nvidia-smi':>12}   goal")
 rows = [("gpureap export, shared collection (--cache)", shared, "< 5 ms", shared < 5),
         ("gpureap export, fresh collection (--cache 0)", fresh, "< 50 ms", fresh < 50),
@@ -112,7 +126,9 @@ rows = [("gpureap export, shared collection (--cache)", shared, "< 5 ms", shared
 for name, value, goal, met in rows:
     verdict = "" if met is None else f"{goal} {'met' if met else 'MISSED'}"
     print(f"{name:<44} {value:>9.2f} {value / ps:>11.2f} {value / smi:>12.2f}   {verdict}")
-print(f"\ngpureap --version (start-up alone): {version:.2f} ms")
+print(f"\nwithout the simulated driver: a fresh collection {nodriver:.2f} ms, ps --json {ps_nodriver:.2f} ms "
+      f"(the rest of each is the simulator's)")
+print(f"gpureap --version (start-up alone): {version:.2f} ms")
 print("scrapes: curl's time_total per request on one kept-alive connection (what Prometheus waits);")
 print("ps --json and nvidia-smi: hyperfine medians (-N, 3 warm-ups), a process started per scrape.")
 PY
