@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -161,15 +162,14 @@ int run_export(const ExportOptions& options) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  // Neither is destroyed when a collection is still hung in the driver at the end: _exit.
-  auto* collector = new HostCollector(collector_options(options));
+  auto collector = std::make_unique<HostCollector>(collector_options(options));
   ExporterOptions exporter_options;
   exporter_options.listen = checked.listen;
   exporter_options.web = checked.web;
   exporter_options.max_scrapes = checked.max_scrapes;
   exporter_options.max_age = std::chrono::milliseconds(static_cast<long long>(checked.cache_seconds * 1000));
   exporter_options.log = say;
-  auto* exporter = new Exporter(*collector, exporter_options);
+  auto exporter = std::make_unique<Exporter>(*collector, exporter_options);
   std::string error;
   if (!exporter->start(error)) {
     say(fmt::format("cannot serve on {}: {}", checked.listen.text(), error));
@@ -192,13 +192,12 @@ int run_export(const ExportOptions& options) {
   if (accept_failed) say("stopped: accepting connections failed");
   const int status = accept_failed ? exit_code::kExportCannotServe : exit_code::kOk;
   if (!collection_ended) {
+    // Its thread still uses the collector and the exporter: neither may be destroyed.
     say("a collection is still waiting on the driver: exiting without it");
     std::fflush(stdout);
     std::fflush(stderr);
     ::_exit(status);
   }
-  delete exporter;
-  delete collector;
   return status;
 }
 

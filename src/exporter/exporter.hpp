@@ -28,7 +28,7 @@
 namespace gpureap {
 
 struct ExporterOptions {
-  ListenAddress listen;  // parse_listen_address(kDefaultListenAddress) by default
+  ListenAddress listen{"127.0.0.1", 9874, false, true};  // kDefaultListenAddress
   WebConfig web;
   unsigned max_scrapes = 10;  // /metrics requests served at once; more are answered 503
   // A collection younger than this is served as it is (--cache). 1 s: scrapers that ask

@@ -215,7 +215,7 @@ TEST(Export, TlsAndBasicAuthFromAWebConfigFile) {
   EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Basic realm=\"gpureap\", charset=\"UTF-8\"");
   tls.set_basic_auth("prometheus", "scrape you");
   r = tls.Get("/metrics");
-  ASSERT_TRUE(r);
+  ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << server.stderr_text();
   EXPECT_EQ(r->status, 401) << "a wrong password";
   tls.set_basic_auth("prometheus", "scrape me");
   r = tls.Get("/metrics");

@@ -15,6 +15,9 @@ TEST(ExporterListen, TheDefaultIsLoopbackOnAPortNoGpuExporterUses) {
   EXPECT_EQ(address->port, 9874);
   EXPECT_TRUE(address->loopback);
   for (int taken : {9400, 9835, 9445, 9100}) EXPECT_NE(address->port, taken);
+  const ExporterOptions defaults;
+  EXPECT_EQ(defaults.listen.text(), kDefaultListenAddress) << "watch's exporter listens there too unless told";
+  EXPECT_TRUE(defaults.listen.loopback);
 }
 
 TEST(ExporterListen, AcceptsIpv4Ipv6AndLocalhost) {

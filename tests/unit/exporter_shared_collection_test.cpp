@@ -104,7 +104,7 @@ TEST(ExporterSharedCollection, StopWakesWaitersAndSaysWhenACollectionIsStillHung
   static GateCollector collector(false);
   static SharedCollection shared(collector, 0s);
   auto waiting = std::async(std::launch::async, [&] { return shared.get(Clock::now() + 30s); });
-  ASSERT_TRUE(within([&] { return shared.waiting() == 1; }));
+  ASSERT_TRUE(within([&] { return shared.waiting() == 1 && collector.started() == 1; }));
   const auto asked = Clock::now();
   EXPECT_FALSE(shared.stop(100ms)) << "the collection is hung";
   EXPECT_LT(Clock::now() - asked, 2s);
