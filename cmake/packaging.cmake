@@ -3,11 +3,13 @@
 #
 #   bin/gpureap
 #   libexec/gpureap/gpureap-webhook   (watch's webhook: cpp-httplib kept out of gpureap itself)
-#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,watch,top}.1.gz   from the binary's --help
+#   lib/<multiarch>/gpureap/gpureap-http.so   the HTTP module `export` and `fleet` load (cpp-httplib)
+#   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,watch,export,fleet,top}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
 #   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml,
-#   examples/{slurm,kubernetes,systemd}/ (deploy/: the Slurm epilog and prolog, notes, units),
+#   examples/{slurm,kubernetes,systemd,prometheus}/ (deploy/: the Slurm epilog and prolog, notes,
+#   units, the exporter's DaemonSet, Prometheus rules and a Grafana dashboard),
 #   examples/watch-policy.toml (gpureap watch's policy, every key explained)
 #
 # The simulator (sim/) is a test fixture and is never installed.
@@ -18,6 +20,7 @@ set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # watch's webhook helper, where gpureap looks for it: <prefix>/libexec/gpureap/.
 install(TARGETS gpureap-webhook RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpureap)
+install(TARGETS gpureap_http_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/gpureap)  # where gpureap looks
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap
@@ -33,6 +36,9 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/docs/kill-json.md
   ${PROJECT_SOURCE_DIR}/docs/doctor-json.md
   ${PROJECT_SOURCE_DIR}/docs/reap-json.md
+  ${PROJECT_SOURCE_DIR}/docs/fleet-json.md
+  ${PROJECT_SOURCE_DIR}/docs/fleet.md
+  ${PROJECT_SOURCE_DIR}/docs/metrics.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 # ---------------------------------------------------------------------------------------------
@@ -46,10 +52,12 @@ if(GPUREAP_MAN_PAGES STREQUAL "ON" AND NOT GPUREAP_HELP2MAN)
 endif()
 if(GPUREAP_HELP2MAN AND NOT GPUREAP_MAN_PAGES STREQUAL "OFF")
   set(GPUREAP_DOCDIR ${CMAKE_INSTALL_FULL_DOCDIR})  # named in the pages' FILES and SEE ALSO
+  set(GPUREAP_HTTP_MODULE_DIR ${CMAKE_INSTALL_FULL_LIBDIR}/gpureap)
   set(man_out ${CMAKE_BINARY_DIR}/man)
   set(man_pages)
   set(man_includes)
-  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-watch gpureap-top)
+  foreach(page gpureap gpureap-ps gpureap-kill gpureap-doctor gpureap-run gpureap-reap gpureap-watch gpureap-export
+               gpureap-fleet gpureap-top)
     configure_file(${GPUREAP_PACKAGING_DIR}/man/${page}.h2m.in ${CMAKE_BINARY_DIR}/man-include/${page}.h2m @ONLY)
     list(APPEND man_includes ${CMAKE_BINARY_DIR}/man-include/${page}.h2m)
     list(APPEND man_pages ${man_out}/${page}.1.gz)

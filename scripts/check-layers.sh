@@ -15,8 +15,12 @@ declare -A allowed=(
   [doctor]="kill snapshot nvml proc text"
   [job]="kill snapshot nvml proc text"
   [watch]="kill snapshot nvml proc text"
+  [http]="text"
+  [fleet]="http text"
+  [metrics]="doctor kill snapshot nvml proc text"
+  [exporter]="metrics http doctor kill snapshot nvml proc text"
   [top]="doctor kill snapshot nvml proc text"
-  [cli]="doctor job kill top snapshot nvml proc text watch"
+  [cli]="doctor job kill watch exporter metrics fleet http top snapshot nvml proc text"
 )
 
 violations=0

@@ -37,12 +37,12 @@ for field in Package:gpureap Section:admin Architecture:"$arch"; do
   [ "$(dpkg-deb -f "$deb" "${field%%:*}")" = "${field#*:}" ] || die "$deb: ${field%%:*} is not ${field#*:}"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
-# gpureap links the C++ runtime, fmt, toml++ and RE2 statically: it needs the C library alone.
-# (gpureap-webhook, watch's webhook helper, needs cpp-httplib and through it the shared C++
-# runtime: the package depends on them for it.)
+# The C++ runtime, fmt, toml++ and RE2 are linked in statically: only the C library is left.
+# (libstdc++ and cpp-httplib come in through the HTTP module, which export and fleet load, and
+# gpureap-webhook, watch's webhook helper.)
 [[ $depends == *libc6* ]] ||
   die "$deb: Depends ($depends) does not name the C library: dpkg-shlibdeps did not run?"
-[[ $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* ]] ||
+[[ $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* && $depends != *yaml-cpp* ]] ||
   die "$deb: Depends ($depends) names a library gpureap links statically (CMakeLists.txt)"
 unpacked=$(mktemp -d)
 dpkg-deb -x "$deb" "$unpacked"
@@ -54,6 +54,8 @@ for library in $needed; do
     *) die "/usr/bin/gpureap needs $library: it links everything but the C library statically (CMakeLists.txt)" ;;
   esac
 done
+[[ $depends == *libcpp-httplib* ]] ||
+  die "$deb: Depends ($depends) does not name cpp-httplib, which the HTTP module of export and fleet needs"
 [ -n "$(dpkg-deb -f "$deb" Maintainer)" ] && [ -n "$(dpkg-deb -f "$deb" Description)" ] ||
   die "$deb: no Maintainer or Description"
 
@@ -65,6 +67,8 @@ for path in /usr/bin/gpureap \
   /usr/share/man/man1/gpureap-watch.1.gz /usr/share/doc/gpureap/examples/watch-policy.toml \
   /usr/share/man/man1/gpureap-top.1.gz \
   /usr/share/doc/gpureap/examples/systemd/gpureap-watch.service /usr/libexec/gpureap/gpureap-webhook \
+  /usr/share/man/man1/gpureap-export.1.gz "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/gpureap/gpureap-http.so" \
+  /usr/share/man/man1/gpureap-fleet.1.gz /usr/share/doc/gpureap/examples/prometheus/gpureap-alerts.yml \
   /usr/share/bash-completion/completions/gpureap /usr/share/zsh/vendor-completions/_gpureap \
   /usr/share/doc/gpureap/examples/config.toml /usr/share/doc/gpureap/README.md; do
   grep -qxF ".$path" <<<"$contents" || die "$deb does not contain $path"
@@ -113,6 +117,16 @@ say "installed gpureap $version"
 # --- Run the installed binary ----------------------------------------------------------------
 bin=/usr/bin/gpureap
 [ "$("$bin" --version)" = "gpureap $version" ] || die "$bin --version printed '$("$bin" --version)'"
+# Every start pays for the program's shared libraries: the C library alone (docs/performance.md).
+needed=$(LC_ALL=C readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+[[ $needed != *libstdc++* && $needed != *httplib* && $needed != *libssl* ]] ||
+  die "$bin needs $needed: cpp-httplib and the C++ runtime belong in the HTTP module only"
+# fleet loads the installed HTTP module: a closed port is status 20 (unreachable), not 1 (no module).
+set +e
+"$bin" fleet --prometheus http://127.0.0.1:1 --timeout 2 2>"$state/fleet.err"
+status=$?
+set -e
+[ "$status" -eq 20 ] || die "installed gpureap fleet exited $status (20 expected): $(cat "$state/fleet.err")"
 bash -c 'source /usr/share/bash-completion/completions/gpureap && complete -p gpureap' >/dev/null ||
   die "the installed bash completion does not load"
 example=/usr/share/doc/gpureap/examples/config.toml
@@ -136,6 +150,25 @@ json=$(run_ps --json) || die "installed gpureap ps --json exited $?"
 [[ $json == *"\"pid\": $pid"* || $json == *"\"pid\":$pid"* ]] || die "installed gpureap ps --json does not list PID $pid"
 say "installed $bin: --version, and ps shows the simulated GPU and its process (PID $pid):"
 echo "$table"
+
+# export loads its HTTP module from the installed path: serve, scrape once, stop with SIGTERM.
+GPUSIM_STATE_DIR=$state GPUREAP_DEV_DIR=$state/dev GPUREAP_NVML_LIBRARY=$nvml \
+  "$bin" export --listen 127.0.0.1:0 --no-kernel-log 2>"$state/export.err" &
+exporter=$!
+url=""
+for _ in $(seq 1 200); do
+  url=$(sed -n 's/.*serving \(http:[^ ]*\)$/\1/p' "$state/export.err")
+  [ -n "$url" ] && break
+  kill -0 "$exporter" 2>/dev/null || break
+  sleep 0.05
+done
+[ -n "$url" ] || die "installed gpureap export did not start: $(cat "$state/export.err")"
+metrics=$(curl -sf "$url") || die "GET $url failed"
+grep -q "gpureap_gpu_memory_used_bytes{gpu=\"0\",.*} 3221225472" <<<"$metrics" ||
+  die "installed gpureap export does not serve GPU 0's 3 GiB:"$'\n'"$metrics"
+kill -TERM "$exporter"
+wait "$exporter" || die "installed gpureap export exited $? on SIGTERM"
+say "installed $bin export: loaded its HTTP module, served $url, stopped on SIGTERM"
 
 # --- Remove ----------------------------------------------------------------------------------
 dpkg --purge gpureap >/dev/null

@@ -9,6 +9,8 @@
 
 #include "cli/doctor_command.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/export_command.hpp"
+#include "cli/fleet_command.hpp"
 #include "cli/kill_command.hpp"
 #include "cli/ps_command.hpp"
 #include "cli/run_command.hpp"
@@ -31,7 +33,7 @@ int main(int argc, char** argv) {
   // at its start); all of them for the top-level help and for `gpureap [ps options]`.
   const std::string_view first = argc > 1 ? argv[1] : "";
   const bool named = first == "ps" || first == "kill" || first == "doctor" || first == "run" || first == "reap" ||
-                     first == "watch" || first == "top";
+                     first == "watch" || first == "export" || first == "fleet" || first == "top";
   auto wanted = [&](std::string_view name) { return !named || first == name; };
   gpureap::PsOptions ps_options;
   CLI::App* ps = wanted("ps") ? gpureap::add_ps_command(app, ps_options) : nullptr;
@@ -45,6 +47,10 @@ int main(int argc, char** argv) {
   CLI::App* reap = wanted("reap") ? gpureap::add_reap_command(app, reap_options) : nullptr;
   gpureap::WatchOptions watch_options;
   CLI::App* watch = wanted("watch") ? gpureap::add_watch_command(app, watch_options) : nullptr;
+  gpureap::ExportOptions export_options;
+  CLI::App* exporter = wanted("export") ? gpureap::add_export_command(app, export_options) : nullptr;
+  gpureap::FleetOptions fleet_options;
+  CLI::App* fleet = wanted("fleet") ? gpureap::add_fleet_command(app, fleet_options) : nullptr;
   gpureap::TopOptions top_options;
   CLI::App* top = wanted("top") ? gpureap::add_top_command(app, top_options) : nullptr;
   auto got = [&app](CLI::App* command) { return command != nullptr && app.got_subcommand(command); };
@@ -73,6 +79,8 @@ int main(int argc, char** argv) {
     if (got(run)) return gpureap::run_run(run_options);
     if (got(reap)) return gpureap::run_reap(reap_options);
     if (got(watch)) return gpureap::run_watch(watch_options);
+    if (got(exporter)) return gpureap::run_export(export_options);
+    if (got(fleet)) return gpureap::run_fleet(fleet_options);
     if (got(top)) return gpureap::run_top(top_options);
     if (got(ps) || app.get_subcommands().empty()) return gpureap::run_ps(ps_options);
   } catch (const std::exception& error) {

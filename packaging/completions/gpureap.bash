@@ -26,7 +26,7 @@ _gpureap() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "ps kill doctor run reap watch top" -- "$cur"))
+        COMPREPLY=($(compgen -W "ps kill doctor run reap watch export fleet top" -- "$cur"))
       fi
       return
       ;;
@@ -74,6 +74,16 @@ _gpureap() {
       options="-h --help --policy --check-config --interval -n --dry-run --audit-log"
       values="--policy --check-config --interval --audit-log"
       ;;
+    fleet)
+      options="-h --help --prometheus --user --password-file --ca-file --insecure --timeout --host --gpu
+               --top --json -w --wide --color"
+      values="--prometheus --user --password-file --ca-file --timeout --host --gpu --top --color"
+      ;;
+    export)  # --- export ---
+      options="-h --help --listen --web-config --per-process --max-scrapes --cache --kernel-log
+               --no-kernel-log --once"
+      values="--listen --web-config --max-scrapes --cache --kernel-log"
+      ;;
     top)
       options="-h --help --interval --once --readonly --tree --sort --gpu --audit-log --color"
       values="--interval --sort --gpu --audit-log --color"
@@ -93,7 +103,8 @@ _gpureap() {
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
-      --audit-log | --kernel-log | --report | --evidence-dir | --policy | --check-config)
+      --audit-log | --kernel-log | --report | --evidence-dir | --policy | --check-config | --web-config | \
+        --password-file | --ca-file)
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;

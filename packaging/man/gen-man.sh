@@ -5,7 +5,7 @@
 # Usage: gen-man.sh GPUREAP_BINARY OUTPUT_DIR INCLUDE_DIR [HELP2MAN]
 set -euo pipefail
 binary=$1 out=$2 includes=$3 help2man=${4:-help2man}
-commands=(ps kill doctor run reap watch top)
+commands=(ps kill doctor run reap watch export fleet top)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -148,6 +148,7 @@ Result<Config> parse_config(const std::string& json_text) {
         fault.call = f.at("call").get<std::string>();
         fault.code = f.at("code").get<int>();
         if (auto g = f.find("gpu"); g != f.end() && !g->is_null()) fault.gpu = g->get<unsigned>();
+        fault.hang_ms = f.value("hang_ms", 0u);
         c.faults.push_back(std::move(fault));
       }
     }
@@ -167,7 +168,7 @@ std::string serialize_config(const Config& config) {
   json faults = json::array();
   for (const auto& f : config.faults) {
     faults.push_back(json{{"call", f.call}, {"code", f.code},
-                          {"gpu", f.gpu ? json(*f.gpu) : json(nullptr)}});
+                          {"gpu", f.gpu ? json(*f.gpu) : json(nullptr)}, {"hang_ms", f.hang_ms}});
   }
   return json{{"version", 1}, {"gpus", gpus}, {"faults", faults}}.dump(2) + "\n";
 }
@@ -198,12 +199,12 @@ bool fault_matches(const std::string& fault_call, const char* symbol) {
   return true;
 }
 
-std::optional<int> find_fault(const Config& config, const char* symbol, std::optional<unsigned> gpu) {
+const Fault* find_fault(const Config& config, const char* symbol, std::optional<unsigned> gpu) {
   for (const auto& f : config.faults) {
     if (f.gpu && f.gpu != gpu) continue;
-    if (fault_matches(f.call, symbol)) return f.code;
+    if (fault_matches(f.call, symbol)) return &f;
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 }  // namespace gpusim

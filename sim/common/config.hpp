@@ -65,11 +65,14 @@ struct Gpu {
   std::string pci_bus_id_legacy() const;  // "0000:17:00.0"
 };
 
-// Makes one NVML symbol (and its versioned variants) return `code`, on one GPU or all.
+// Makes one NVML symbol (and its versioned variants) return `code`, on one GPU or all; with
+// hang_ms, only after blocking that long with the library's lock held, as a driver stuck in
+// an ioctl blocks every other NVML call of the process.
 struct Fault {
   std::string call;
   int code = 0;
   std::optional<unsigned> gpu;
+  unsigned hang_ms = 0;
 };
 
 struct Config {
@@ -92,7 +95,7 @@ Status save_config(const std::string& path, const Config& config);
 // nvmlInit also covers nvmlInitWithFlags (the same operation).
 bool fault_matches(const std::string& fault_call, const char* symbol);
 
-// The code injected for `symbol` on `gpu` (nullopt = call without a device), if any.
-std::optional<int> find_fault(const Config& config, const char* symbol, std::optional<unsigned> gpu);
+// The fault injected for `symbol` on `gpu` (nullopt = call without a device), if any.
+const Fault* find_fault(const Config& config, const char* symbol, std::optional<unsigned> gpu);
 
 }  // namespace gpusim

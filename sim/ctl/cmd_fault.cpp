@@ -47,7 +47,7 @@ int run_fault(const Layout& layout, const FaultOptions& opts) {
     if (opts.has_gpu) {
       if (auto st = check_gpu_index(*cfg, opts.gpu); !st.ok()) return fail(st.error().message);
     }
-    Fault f{opts.call, opts.code, opts.has_gpu ? std::optional<unsigned>(opts.gpu) : std::nullopt};
+    Fault f{opts.call, opts.code, opts.has_gpu ? std::optional<unsigned>(opts.gpu) : std::nullopt, opts.hang_ms};
     // One fault per (call, gpu): a new code replaces the old one.
     std::erase_if(cfg->faults, [&](const Fault& x) { return x.call == f.call && x.gpu == f.gpu; });
     cfg->faults.push_back(std::move(f));

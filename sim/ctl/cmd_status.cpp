@@ -85,7 +85,8 @@ json status_json(const Layout& layout, const Config& cfg, const std::vector<Allo
   }
   json faults = json::array();
   for (const Fault& f : cfg.faults) {
-    faults.push_back(json{{"call", f.call}, {"code", f.code}, {"gpu", f.gpu ? json(*f.gpu) : json(nullptr)}});
+    faults.push_back(json{{"call", f.call}, {"code", f.code}, {"gpu", f.gpu ? json(*f.gpu) : json(nullptr)},
+                          {"hang_ms", f.hang_ms}});
   }
   return json{{"state_dir", layout.root()}, {"gpus", gpus}, {"allocations", allocs}, {"faults", faults}};
 }
@@ -128,7 +129,8 @@ void print_text(const Layout& layout, const Config& cfg, const std::vector<Alloc
     }
   }
   for (const Fault& f : cfg.faults) {
-    fmt::print("Fault: {} returns {}{}\n", f.call, f.code, f.gpu ? fmt::format(" on GPU {}", *f.gpu) : "");
+    fmt::print("Fault: {} returns {}{}{}\n", f.call, f.code, f.gpu ? fmt::format(" on GPU {}", *f.gpu) : "",
+               f.hang_ms ? fmt::format(" after hanging {} ms", f.hang_ms) : "");
   }
 }
 

@@ -32,6 +32,7 @@ struct FaultOptions {
   unsigned gpu = 0;
   bool has_gpu = false;
   bool clear = false;
+  unsigned hang_ms = 0;
 };
 int run_fault(const Layout& layout, const FaultOptions& opts);
 

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   auto* code_opt = fault_cmd->add_option("--code", fault.code, "nvmlReturn_t value to return");
   auto* gpu_opt = fault_cmd->add_option("--gpu", fault.gpu, "only calls on this GPU (default: all)");
   fault_cmd->add_flag("--clear", fault.clear, "remove faults (all, or those matching --call/--gpu)");
+  fault_cmd->add_option("--hang-ms", fault.hang_ms, "block the call this long (lock held, as a stuck driver) before it fails")
+      ->check(CLI::Range(0u, 3600000u));
 
   bool status_json = false;
   auto* status_cmd = app.add_subcommand("status", "show GPUs, memory, allocations and faults");

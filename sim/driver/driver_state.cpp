@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "common/clock.hpp"
 #include "common/file_io.hpp"
@@ -12,6 +14,15 @@
 namespace gpusim::driver {
 
 namespace {
+
+// The code of the fault injected for `symbol` on `gpu`, after its hang (the caller holds the
+// library's lock, so every other call of the process waits too, as behind a stuck driver).
+std::optional<int> apply_fault(const Config& config, const char* symbol, std::optional<unsigned> gpu) {
+  const Fault* fault = find_fault(config, symbol, gpu);
+  if (fault == nullptr) return std::nullopt;
+  if (fault->hang_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault->hang_ms));
+  return fault->code;
+}
 
 constexpr std::uint64_t kHandleMagic = 0x67707573696d4456ULL;  // "gpusimDV"
 
@@ -86,7 +97,7 @@ Call::Call(const char* symbol) : lock_(state().mu), symbol_(symbol) {
     return;
   }
   refresh(s);
-  if (auto code = find_fault(s.config, symbol_, std::nullopt)) rc_ = *code;
+  if (auto code = apply_fault(s.config, symbol_, std::nullopt)) rc_ = *code;
 }
 
 nvmlReturn_t Call::resolve(nvmlDevice_t handle, Target* out, OnLost on_lost) {
@@ -103,7 +114,7 @@ nvmlReturn_t Call::resolve(nvmlDevice_t handle, Target* out, OnLost on_lost) {
   if (d.magic != kHandleMagic || !d.present || d.gpu >= s.config.gpus.size()) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
-  if (auto code = find_fault(s.config, symbol_, d.gpu)) return *code;
+  if (auto code = apply_fault(s.config, symbol_, d.gpu)) return *code;
   const Gpu& gpu = s.config.gpus[d.gpu];
   if (gpu.lost && on_lost == OnLost::Fail) return NVML_ERROR_GPU_IS_LOST;
   out->handle = handle;
@@ -114,7 +125,7 @@ nvmlReturn_t Call::resolve(nvmlDevice_t handle, Target* out, OnLost on_lost) {
 }
 
 std::optional<int> Call::gpu_fault(unsigned gpu) const {
-  return find_fault(state().config, symbol_, gpu);
+  return apply_fault(state().config, symbol_, gpu);
 }
 
 const Config& Call::config() const { return state().config; }
@@ -149,7 +160,7 @@ nvmlReturn_t driver_init(const char* symbol, unsigned flags, bool legacy_v1) {
   if (::access(layout.dev("nvidiactl").c_str(), F_OK) != 0) return NVML_ERROR_DRIVER_NOT_LOADED;
   auto cfg = parse_config(raw.data);
   if (!cfg.ok()) return NVML_ERROR_UNKNOWN;
-  if (auto code = find_fault(*cfg, symbol, std::nullopt)) return *code;
+  if (auto code = apply_fault(*cfg, symbol, std::nullopt)) return *code;
   if (cfg->gpus.empty() && !(flags & NVML_INIT_FLAG_NO_GPUS)) return NVML_ERROR_DRIVER_NOT_LOADED;
   if (legacy_v1) {
     for (const Gpu& g : cfg->gpus) {

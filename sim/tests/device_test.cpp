@@ -1,7 +1,10 @@
 // Initialization, identity, telemetry, faults and the lost/no-permission states.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+
+#include <nlohmann/json.hpp>
 
 #include "harness.hpp"
 
@@ -208,6 +211,22 @@ TEST_F(Device, FaultsPerGpuAndPerCall) {
   EXPECT_EQ(nvml.fn<TemperatureFn>("nvmlDeviceGetTemperature")(nvml.device(0), NVML_TEMPERATURE_GPU, &t),
             NVML_SUCCESS);
   EXPECT_EQ(nvml.memory_v1(nvml.device(1), &m), NVML_ERROR_GPU_IS_LOST);
+}
+
+TEST_F(Device, AHangingFaultBlocksTheCallForItsTimeThenFails) {
+  ASSERT_EQ(ctl(dir.path(), {"fault", "--call", "nvmlDeviceGetTemperature", "--code", "10", "--gpu", "1", "--hang-ms",
+                             "300"})
+                .exit_status,
+            0);
+  Nvml nvml("r550");
+  ASSERT_EQ(nvml.init(dir.path()), NVML_SUCCESS);
+  unsigned t = 0;
+  const auto temperature = nvml.fn<TemperatureFn>("nvmlDeviceGetTemperature");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(temperature(nvml.device(1), NVML_TEMPERATURE_GPU, &t), NVML_ERROR_TIMEOUT);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  const auto status = ctl(dir.path(), {"status", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(status.out)["faults"][0]["hang_ms"], 300);
 }
 
 TEST_F(Device, Telemetry) {

@@ -22,6 +22,9 @@ constexpr int interrupted_by(int signal) { return 128 + signal; }
 // checks test exactly these), and:
 inline constexpr int kDoctorCouldNotRun = 11;  // bad option or unreadable input: no diagnosis made
 
+// export: 0 when a signal stopped it, 2 a bad option or web-config, and:
+inline constexpr int kExportCannotServe = 12;  // the address is in use or cannot be bound, TLS files refused, no HTTP module
+
 // run: the command's own status (128 + signal when a signal ended it), except these, chosen as
 // timeout(1) and env(1) do so that a wrapper's failure is told from the command's.
 inline constexpr int kRunLeftBehind = 123;      // a process of the job survived, or its GPU memory was not verified free
@@ -29,5 +32,12 @@ inline constexpr int kRunHung = 124;            // --hang-timeout: the job hung 
 inline constexpr int kRunCannotRun = 125;       // gpureap run itself failed: bad option, no cgroup entry, fork
 inline constexpr int kRunCannotExecute = 126;   // the command was found but could not be executed
 inline constexpr int kRunCommandNotFound = 127;
+
+// fleet: 0, 1, 2 as above; 5 when a host is down, its driver did not load or a GPU is lost (the
+// rest is still listed); and, before anything is listed:
+inline constexpr int kFleetUnreachable = 20;  // no connection, TLS refused, or no answer within --timeout
+inline constexpr int kFleetQueryFailed = 21;  // the server refused the credentials or failed the query
+inline constexpr int kFleetBadAnswer = 22;    // not the API's JSON, not a vector, or larger than the bound
+inline constexpr int kFleetNoHosts = 23;      // no host exports gpureap series (that --host/--gpu keep)
 
 }  // namespace gpureap::exit_code

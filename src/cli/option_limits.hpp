@@ -22,4 +22,13 @@ inline constexpr double kMaxPollIntervalSeconds = 60;
 inline constexpr double kMinHangTimeoutSeconds = 1;
 inline constexpr double kMaxHangTimeoutSeconds = 7 * 86400.0;
 
+// export --max-scrapes: each waiting scrape holds a thread; export --cache: beyond a minute a
+// dashboard would show memory long freed as still in use.
+inline constexpr double kMaxScrapes = 1000;
+inline constexpr double kMaxExportCacheSeconds = 60;
+
+// fleet --timeout: every query together; a Prometheus that needs minutes for these is broken.
+inline constexpr double kMinFleetTimeoutSeconds = 0.1;
+inline constexpr double kMaxFleetTimeoutSeconds = 300;
+
 }  // namespace gpureap::option_limits

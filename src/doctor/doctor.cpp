@@ -21,7 +21,7 @@ Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptio
   if (snapshot.driver.loaded) check_memory(source, snapshot, options, diagnosis);
   check_zombies(snapshot, diagnosis);
   check_blocked_processes(snapshot, options.settle_seconds, diagnosis);
-  check_ipc(snapshot, options, diagnosis);
+  if (options.check_ipc) check_ipc(snapshot, options, diagnosis);
   check_kernel_log(snapshot, options, diagnosis);
   if (snapshot.processes_not_inspected > 0) {
     std::string names;

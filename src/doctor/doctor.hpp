@@ -12,6 +12,7 @@
 
 #include "doctor/finding.hpp"
 #include "doctor/ipc_leftovers.hpp"
+#include "doctor/xid_event.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {
@@ -27,6 +28,9 @@ struct DoctorOptions {
   // A dead GPU job's shared memory file is removed by --fix only once unwritten this long
   // (--ipc-min-age): a job being restarted may still reattach it.
   double ipc_min_age_seconds = 600;
+  // Leftover System V and /dev/shm objects: off for the exporter, whose scrapes must stay
+  // cheap (finding who still maps a /dev/shm file reads every process's maps).
+  bool check_ipc = true;
 };
 
 // What --fix may do, each tied to the finding that showed it.
@@ -67,5 +71,9 @@ void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis);
 void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis);
 void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
+
+// The NVML index of the GPU at this PCI location (the function ignored), nullopt when the
+// driver lists none there: an Xid line names the GPU by PCI address only.
+std::optional<unsigned> gpu_at_pci(const Snapshot& snapshot, const PciLocation& pci);
 
 }  // namespace gpureap

@@ -65,9 +65,13 @@ class LineSplitter {
       const std::string_view piece = chunk.substr(0, newline);
       if (partial_.size() < kMaxLineLength)
         partial_.append(piece.substr(0, kMaxLineLength - partial_.size()));
-      if (newline == std::string_view::npos) return;
+      if (newline == std::string_view::npos) {
+        pending_ += piece.size();
+        return;
+      }
       take_line(partial_, out_);
       partial_.clear();
+      pending_ = 0;
       chunk.remove_prefix(newline + 1);
     }
   }
@@ -75,11 +79,16 @@ class LineSplitter {
   void finish() {
     if (!partial_.empty()) take_line(partial_, out_);
     partial_.clear();
+    pending_ = 0;
   }
+
+  // Bytes of the line not yet ended by a newline (as fed, before the length cut).
+  std::uint64_t pending() const { return pending_; }
 
  private:
   KernelLogRead& out_;
   std::string partial_;
+  std::uint64_t pending_ = 0;
 };
 
 std::string kmsg_open_error(const std::string& path, int err) {
@@ -126,31 +135,34 @@ std::string kernel_log_file_problem(const std::string& path) {
                      path, what);
 }
 
-KernelLogRead read_kernel_log_file(const std::string& path) {
-  KernelLogRead out;
-  out.source = path;
+namespace {
+
+// A saved log opened for reading, or no descriptor and the reason in out.error.
+procfs::unique_fd open_saved_log(const std::string& path, struct stat& st, KernelLogRead& out) {
   if (std::string problem = kernel_log_file_problem(path); !problem.empty()) {
     out.error = std::move(problem);
-    return out;
+    return {};
   }
-  const int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK);
-  if (fd < 0) {
-    const int err = errno;
-    out.error = fmt::format("cannot read kernel log file {}: {}", path, errno_text(err));
-    return out;
+  procfs::unique_fd fd(open_cloexec(path, O_RDONLY | O_NONBLOCK));
+  if (!fd) {
+    out.error = fmt::format("cannot read kernel log file {}: {}", path, errno_text(errno));
+    return {};
   }
-  const procfs::unique_fd closer(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced since the check
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced since the check
     out.error = fmt::format("kernel log file {} is not a regular file", path);
-    return out;
+    return {};
   }
-  LineSplitter lines(out);
-  bool skip_partial_line = false;
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxKernelLogBytes) {
-    // The newest part is what matters: read the last kMaxKernelLogBytes, from a line start.
-    const auto start = static_cast<off_t>(static_cast<std::uint64_t>(st.st_size) - kMaxKernelLogBytes);
-    if (::lseek(fd, start, SEEK_SET) == start) skip_partial_line = true;
+  return fd;
+}
+
+// Feeds the lines from `start` to the end of the file (at most kMaxKernelLogBytes, for at most
+// kKernelLogReadSeconds) into `lines`; the first, partial one is skipped when start is not a
+// line start. Returns the offset where reading stopped.
+std::uint64_t read_lines_from(int fd, const std::string& path, std::uint64_t start, bool skip_partial_line,
+                              LineSplitter& lines, KernelLogRead& out) {
+  if (start > 0 && ::lseek(fd, static_cast<off_t>(start), SEEK_SET) != static_cast<off_t>(start)) {
+    out.error = fmt::format("cannot seek in kernel log file {}: {}", path, errno_text(errno));
+    return start;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKernelLogReadSeconds);
   std::size_t total = 0;
@@ -181,25 +193,12 @@ KernelLogRead read_kernel_log_file(const std::string& path) {
     }
     lines.feed(chunk);
   }
-  lines.finish();
-  return out;
+  return start + total;
 }
 
-KernelLogRead read_kmsg(const std::string& path) {
-  KernelLogRead out;
-  out.source = path;
-  // O_NONBLOCK: at the end of the buffer read() says EAGAIN instead of waiting for news.
-  const int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK);
-  if (fd < 0) {
-    out.error = kmsg_open_error(path, errno);
-    return out;
-  }
-  const procfs::unique_fd closer(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && !S_ISCHR(st.st_mode)) return read_kernel_log_file(path);
-
-  // Each read() returns exactly one record: "prio,seq,usec,flags;text\n" and dictionary
-  // lines after it, which we drop.
+// Each read() of /dev/kmsg returns exactly one record: "prio,seq,usec,flags;text\n" and
+// dictionary lines after it, which we drop. Reads until no record is left (EAGAIN).
+void read_kmsg_records(int fd, const std::string& path, KernelLogRead& out) {
   std::vector<char> buffer(kKmsgBufferSize);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKernelLogReadSeconds);
   for (std::size_t reads = 0; reads < kMaxKmsgRecords; ++reads) {
@@ -225,6 +224,85 @@ KernelLogRead read_kmsg(const std::string& path) {
     const std::string_view record(buffer.data(), static_cast<std::size_t>(got));
     take_line(record.substr(0, record.find('\n')), out);
   }
+}
+
+}  // namespace
+
+KernelLogRead read_kernel_log_file(const std::string& path) {
+  // The newest part is what matters: the last kMaxKernelLogBytes, from a line start; a saved
+  // file is complete, so its last line counts even without a newline.
+  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path);
+  return follower.read_file(true);
+}
+
+KernelLogRead read_kmsg(const std::string& path) {
+  KernelLogRead out;
+  out.source = path;
+  // O_NONBLOCK: at the end of the buffer read() says EAGAIN instead of waiting for news.
+  const procfs::unique_fd fd(open_cloexec(path, O_RDONLY | O_NONBLOCK));
+  if (!fd) {
+    out.error = kmsg_open_error(path, errno);
+    return out;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && !S_ISCHR(st.st_mode)) return read_kernel_log_file(path);
+  read_kmsg_records(fd.get(), path, out);
+  return out;
+}
+
+KernelLogFollower::KernelLogFollower(Kind kind, std::string path) : kind_(kind), path_(std::move(path)) {}
+
+KernelLogRead KernelLogFollower::read_new() {
+  return kind_ == Kind::Kmsg && !kmsg_is_file_ ? read_new_kmsg() : read_file(false);
+}
+
+KernelLogRead KernelLogFollower::read_new_kmsg() {
+  KernelLogRead out;
+  out.source = path_;
+  if (!kmsg_) {
+    // O_NONBLOCK: at the end of the buffer read() says EAGAIN instead of waiting for news.
+    kmsg_ = procfs::unique_fd(open_cloexec(path_, O_RDONLY | O_NONBLOCK));
+    if (!kmsg_) {
+      out.error = kmsg_open_error(path_, errno);
+      return out;
+    }
+    struct stat st {};
+    if (::fstat(kmsg_.get(), &st) == 0 && !S_ISCHR(st.st_mode)) {
+      kmsg_ = procfs::unique_fd();
+      kmsg_is_file_ = true;
+      return read_file(false);
+    }
+  }
+  out.lines_read = lines_;
+  read_kmsg_records(kmsg_.get(), path_, out);
+  lines_ = out.lines_read;
+  return out;
+}
+
+KernelLogRead KernelLogFollower::read_file(bool to_the_end) {
+  KernelLogRead out;
+  out.source = path_;
+  struct stat st {};
+  const procfs::unique_fd fd = open_saved_log(path_, st, out);
+  if (!fd) return out;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const bool replaced = !file_seen_ || st.st_dev != device_ || st.st_ino != inode_ || size < offset_;
+  std::uint64_t start = replaced ? 0 : offset_;
+  bool skip_partial_line = false;
+  if (size - start > kMaxKernelLogBytes) {  // more than one read's worth: the newest part
+    start = size - kMaxKernelLogBytes;
+    skip_partial_line = true;
+  }
+  out.lines_read = lines_;
+  LineSplitter lines(out);
+  const std::uint64_t end = read_lines_from(fd.get(), path_, start, skip_partial_line, lines, out);
+  if (to_the_end) lines.finish();
+  if (out.error) return out;
+  file_seen_ = true;
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
+  offset_ = end - lines.pending();  // a line still being written is read whole next time
+  lines_ = out.lines_read;
   return out;
 }
 

@@ -5,12 +5,14 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "doctor/xid_event.hpp"
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 
@@ -39,5 +41,36 @@ KernelLogRead read_kmsg(const std::string& path = "/dev/kmsg");
 
 // The lines of `text` as read_kernel_log_file reads a file's; for logs already in memory.
 KernelLogRead scan_kernel_log_text(std::string_view text, std::string source);
+
+// A kernel log read as it grows (the exporter's Xid counters): each read_new() returns what
+// was logged since the previous call, everything the log holds on the first. /dev/kmsg stays
+// open between calls. A saved file is opened again each time and read from where the last
+// call stopped, whole lines only (a line being written is taken next time), and from its start
+// when it was replaced or truncated (log rotation); at most kMaxKernelLogBytes a call, the
+// newest. Line numbers count from the first read. An error leaves the position as it was.
+class KernelLogFollower {
+ public:
+  enum class Kind { Kmsg, SavedFile };
+  KernelLogFollower(Kind kind, std::string path);
+
+  KernelLogRead read_new();
+  const std::string& path() const { return path_; }
+
+ private:
+  friend KernelLogRead read_kernel_log_file(const std::string& path);
+  KernelLogRead read_new_kmsg();
+  // A saved file from where the last call stopped; to_the_end takes a last line without a
+  // newline too (a file known to be complete).
+  KernelLogRead read_file(bool to_the_end);
+
+  Kind kind_;
+  std::string path_;
+  procfs::unique_fd kmsg_;
+  bool kmsg_is_file_ = false;  // a regular file given as the kmsg path (tests): read as saved
+  bool file_seen_ = false;
+  std::uint64_t device_ = 0, inode_ = 0;
+  std::uint64_t offset_ = 0;  // the end of the last whole line read
+  std::size_t lines_ = 0;
+};
 
 }  // namespace gpureap

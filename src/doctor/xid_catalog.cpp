@@ -131,6 +131,26 @@ std::optional<Recovery> recovery_from_message(std::string_view message) {
 
 }  // namespace
 
+Severity xid_severity(XidAction action) {
+  switch (action) {
+    case XidAction::ResetGpu:
+    case XidAction::PowerCycle:
+    case XidAction::DrainAndReset:
+    case XidAction::NodeReboot:
+    case XidAction::CheckNvlink:
+      return Severity::Critical;
+    case XidAction::Trend:
+    case XidAction::Informational:
+    case XidAction::Unknown:
+      return Severity::Warning;
+    case XidAction::ApplicationFault:
+    case XidAction::Secondary:
+    case XidAction::None:
+      return Severity::Info;
+  }
+  return Severity::Warning;
+}
+
 std::string_view xid_action_name(XidAction action) {
   switch (action) {
     case XidAction::ApplicationFault: return "application-fault";

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "doctor/finding.hpp"
 #include "doctor/xid_event.hpp"
 
 namespace gpureap {
@@ -24,6 +25,12 @@ enum class XidAction {
   None,              // Xid 154: the driver no longer asks for anything
   Unknown,           // not in our table, or a 154 whose message we cannot read
 };
+
+// How serious an Xid of this action is: critical when the GPU needs a reset, a power cycle, a
+// drain or its links checked; a warning for trends and what is not in the catalog; information
+// for application faults. doctor's findings, the fleet view and the critical-Xid alert rule
+// (deploy/prometheus/gpureap-alerts.yml) use this one split.
+Severity xid_severity(XidAction action);
 
 // "application-fault", "secondary", "reset-gpu", ... (stable; used in JSON output).
 std::string_view xid_action_name(XidAction action);

@@ -18,34 +18,6 @@
 namespace gpureap {
 namespace {
 
-Severity severity_for(XidAction action) {
-  switch (action) {
-    case XidAction::ResetGpu:
-    case XidAction::PowerCycle:
-    case XidAction::DrainAndReset:
-    case XidAction::NodeReboot:
-    case XidAction::CheckNvlink:
-      return Severity::Critical;
-    case XidAction::Trend:
-    case XidAction::Informational:
-    case XidAction::Unknown:
-      return Severity::Warning;
-    case XidAction::ApplicationFault:
-    case XidAction::Secondary:
-    case XidAction::None:
-      return Severity::Info;
-  }
-  return Severity::Warning;
-}
-
-std::optional<unsigned> gpu_for(const Snapshot& snapshot, const PciLocation& pci) {
-  for (const auto& gpu : snapshot.gpus) {
-    const auto location = parse_pci_bus_id(gpu.reading.pci_bus_id);
-    if (location && same_pci_device(*location, pci)) return gpu.reading.index;
-  }
-  return std::nullopt;
-}
-
 nlohmann::json event_json(const XidEvent& e, std::optional<double> age) {
   return {{"time", e.time_text},
           {"age_seconds", age ? nlohmann::json(*age) : nlohmann::json(nullptr)},
@@ -97,6 +69,14 @@ void add_remedies(Finding& f, const XidInfo& info, const std::string& gpu_arg) {
 
 }  // namespace
 
+std::optional<unsigned> gpu_at_pci(const Snapshot& snapshot, const PciLocation& pci) {
+  for (const auto& gpu : snapshot.gpus) {
+    const auto location = parse_pci_bus_id(gpu.reading.pci_bus_id);
+    if (location && same_pci_device(*location, pci)) return gpu.reading.index;
+  }
+  return std::nullopt;
+}
+
 void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
   if (options.no_kernel_log) return;
   const KernelLogRead log = options.kernel_log.empty() ? read_kmsg(options.kmsg_path) : read_kernel_log_file(options.kernel_log);
@@ -146,8 +126,8 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     const XidInfo info = describe_xid(last);
     Finding f;
     f.id = FindingId::Xid;
-    f.severity = severity_for(info.action);
-    f.gpu = gpu_for(snapshot, last.pci);
+    f.severity = xid_severity(info.action);
+    f.gpu = gpu_at_pci(snapshot, last.pci);
     const std::string where = f.gpu ? fmt::format("GPU {} ({})", *f.gpu, pci_text(last.pci)) : "PCI " + pci_text(last.pci);
     f.summary = fmt::format("{}: Xid {} ({}){}: {}", where, last.xid, info.meaning,
                             events.size() > 1 ? fmt::format(", {} times", events.size()) : std::string(), info.advice);

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -171,6 +174,32 @@ DirEntryView entry_at(const char* record) {
   // struct dirent64 from getdents64 is 8-byte aligned within the buffer.
   const auto* entry = reinterpret_cast<const struct dirent64*>(record);
   return DirEntryView{entry->d_name, entry->d_type, entry->d_reclen};
+}
+
+std::optional<std::string> read_bounded_file(const std::string& path, std::size_t max_bytes, std::string_view what,
+                                             std::string& error) {
+  const unique_fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
+    error = fmt::format("{} {}: cannot open it: {}", what, path, std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string text;
+  error.clear();
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
+    error = fmt::format("{} {} is not a regular file", what, path);
+  } else if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    error = fmt::format("{} {} is larger than {} bytes", what, path, max_bytes);
+  } else {
+    char buffer[8192];
+    ssize_t n = 0;
+    while ((n = ::read(fd.get(), buffer, sizeof(buffer))) > 0 && text.size() <= max_bytes) {
+      text.append(buffer, static_cast<std::size_t>(n));
+    }
+    if (n < 0) error = fmt::format("{} {}: cannot read it: {}", what, path, std::strerror(errno));
+  }
+  if (!error.empty()) return std::nullopt;
+  return text;
 }
 
 }  // namespace gpureap::procfs

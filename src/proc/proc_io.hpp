@@ -50,6 +50,13 @@ int write_all(int fd, std::string_view data);
 enum class OutputMode { Append, Truncate };
 unique_fd open_output_file(const std::string& path, OutputMode mode, std::string& why);
 
+// The text of a configuration-like file, read only from a regular file of at most max_bytes:
+// a FIFO, a device such as /dev/zero or a directory is an error, never a hang or silence.
+// nullopt with one line in `error` that names the file as "<what> <path>" ("configuration
+// file /etc/gpureap/config.toml is not a regular file").
+std::optional<std::string> read_bounded_file(const std::string& path, std::size_t max_bytes, std::string_view what,
+                                             std::string& error);
+
 // openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_CLOEXEC), plus O_NOFOLLOW when asked.
 Fd open_dir_at(int dirfd, const char* name, bool no_follow);
 

@@ -25,16 +25,9 @@
 namespace gpureap::test {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 // argv[1..] of a process, joined by spaces ("" when gone).
 std::string args_of(pid_t pid) {
-  std::string text = read_text("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string text = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
   for (char& c : text) {
     if (c == '\0') c = ' ';
   }
@@ -43,7 +36,7 @@ std::string args_of(pid_t pid) {
 
 std::vector<pid_t> children_of(pid_t pid) {
   std::vector<pid_t> out;
-  std::istringstream text(read_text("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  std::istringstream text(read_text_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
   for (pid_t child = 0; text >> child;) out.push_back(child);
   return out;
 }
@@ -123,7 +116,7 @@ TEST(KillSafety, CgroupKillIsNotWrittenOnceEveryMemberHasExited) {
   for (pid_t pid : cgroup.pids()) seen += std::to_string(pid) + " " + process_state(pid) + " " + args_of(pid) + "; ";
   EXPECT_EQ(next_step.size(), 1u) << "the process that appeared after the plan had exited was ended; in the cgroup: "
                                   << seen << report.dump(2);
-  EXPECT_EQ(read_text(cgroup.path() + "/cgroup.freeze"), "0\n") << "gpureap left the cgroup frozen";
+  EXPECT_EQ(read_text_file(cgroup.path() + "/cgroup.freeze"), "0\n") << "gpureap left the cgroup frozen";
 }
 
 off_t size_of(const std::string& path) {
@@ -166,7 +159,7 @@ int kill_interrupted_after(const SimHost& host, const std::vector<std::string>& 
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
   }
-  err = read_text(err_path);
+  err = read_text_file(err_path);
   return status;
 }
 

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -43,6 +45,10 @@ std::vector<char*> c_array(std::vector<std::string>& strings) {
 // In the forked child: process group, user, environment, exec. Never returns.
 [[noreturn]] void exec_child(std::vector<std::string> argv, const SpawnOptions& options) {
   if (options.new_process_group) setpgid(0, 0);
+  if (!options.stdin_path.empty()) {
+    const int in = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0 || dup2(in, STDIN_FILENO) < 0) _exit(126);
+  }
   auto env = build_env(options.env);
   if (options.uid) {
     const passwd* pw = getpwuid(*options.uid);
@@ -74,6 +80,13 @@ std::string library_for(const std::string& generation) {
 }  // namespace
 
 std::string gpureap_binary() { return GPUREAP_BINARY; }
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
 
 bool running_as_root() { return geteuid() == 0; }
 

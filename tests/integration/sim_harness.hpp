@@ -24,6 +24,7 @@ struct SpawnOptions {
   std::map<std::string, std::string> env;  // added to the harness environment
   std::optional<uid_t> uid;                // run as this user (needs root)
   bool new_process_group = true;
+  std::string stdin_path;                  // the command's stdin; "" leaves the harness's
 };
 
 // Runs a program to completion (argv[0] is a path), capturing stdout and stderr.
@@ -117,6 +118,8 @@ template <typename Predicate>
 bool eventually(Predicate predicate, int timeout_ms = 5000);
 
 std::string gpureap_binary();
+// The whole file, or "" when it cannot be read.
+std::string read_text_file(const std::string& path);
 constexpr unsigned long long GiB = 1ull << 30;
 constexpr unsigned long long MiB = 1ull << 20;
 

@@ -1,0 +1,74 @@
+#include "http/http_client.hpp"
+
+namespace gpureap {
+namespace {
+
+int status_trampoline(void* context, int status, const char* location) {
+  const auto* request = static_cast<const HttpGet*>(context);
+  return request->on_status(status, location != nullptr ? location : "") ? 1 : 0;
+}
+
+int body_trampoline(void* context, const char* data, std::size_t length) {
+  const auto* request = static_cast<const HttpGet*>(context);
+  return request->on_body(std::string_view(data, length)) ? 1 : 0;
+}
+
+}  // namespace
+
+std::unique_ptr<HttpClient> HttpClient::open(const HttpClientConfig& config, std::string& error) {
+  const gpureap_http_module_api* api = load_http_module("", error);
+  if (api == nullptr) return nullptr;
+  const gpureap_http_client_config c{config.https ? 1 : 0,
+                                     config.host.c_str(),
+                                     config.port,
+                                     config.basic_auth ? config.user.c_str() : nullptr,
+                                     config.basic_auth ? config.password.c_str() : nullptr,
+                                     config.ca_file.c_str(),
+                                     config.verify_certificate ? 1 : 0};
+  void* client = api->client_open(&c);
+  if (client == nullptr) {
+    error = "the HTTP module refused the connection settings";
+    return nullptr;
+  }
+  std::unique_ptr<HttpClient> wrapped(new HttpClient());
+  wrapped->api_ = api;
+  wrapped->client_ = client;
+  return wrapped;
+}
+
+HttpClient::~HttpClient() {
+  if (client_ != nullptr) api_->client_close(client_);
+}
+
+gpureap_http_error HttpClient::get(const HttpGet& request) {
+  std::vector<const char*> params;
+  params.reserve(request.params.size() * 2);
+  for (const auto& [name, value] : request.params) {
+    params.push_back(name.c_str());
+    params.push_back(value.c_str());
+  }
+  const gpureap_http_get r{request.path.c_str(),   params.data(),      request.params.size(), request.timeout_us,
+                           const_cast<HttpGet*>(&request), &status_trampoline, &body_trampoline};
+  return static_cast<gpureap_http_error>(api_->client_get(client_, &r));
+}
+
+std::string http_error_text(gpureap_http_error error) {
+  switch (error) {
+    case GPUREAP_HTTP_OK: return "no error";
+    case GPUREAP_HTTP_CONNECTION: return "the connection failed (refused, no route, or the name does not resolve)";
+    case GPUREAP_HTTP_CONNECTION_TIMEOUT: return "the connection was not accepted in time";
+    case GPUREAP_HTTP_READ: return "the connection broke or went silent while reading the answer";
+    case GPUREAP_HTTP_WRITE: return "the connection broke while sending the query";
+    case GPUREAP_HTTP_TLS_HANDSHAKE: return "the TLS handshake failed (is it https? the right port?)";
+    case GPUREAP_HTTP_TLS_CA_FILE: return "the CA certificates could not be loaded (--ca-file)";
+    case GPUREAP_HTTP_TLS_UNTRUSTED:
+      return "the server's certificate was not trusted (give its CA with --ca-file, or --insecure)";
+    case GPUREAP_HTTP_COMPRESSION: return "the answer's compression was corrupt";
+    case GPUREAP_HTTP_CANCELED: return "the transfer was stopped";
+    case GPUREAP_HTTP_OTHER: return "the request failed";
+    case GPUREAP_HTTP_OUT_OF_MEMORY: return "the answer's headers did not end before the memory limit";
+  }
+  return "the request failed";
+}
+
+}  // namespace gpureap

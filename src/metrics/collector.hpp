@@ -1,0 +1,82 @@
+// Where the exporter's metrics come from (exporter/exporter.hpp serves them):
+//   HostCollector       `gpureap export`: a snapshot, doctor's quick checks and the Xid
+//                       counters, collected when a scrape asks;
+//   PublishedCollector  a program with a loop of its own (`watch`): it publishes each round's
+//                       families and scrapes get the latest, with no collection of their own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "doctor/doctor.hpp"
+#include "metrics/metric_set.hpp"
+#include "metrics/snapshot_metrics.hpp"
+#include "metrics/xid_tracker.hpp"
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  // One collection. The exporter calls it on a thread of its own, one call at a time, and
+  // never keeps a scrape waiting beyond its deadline for it: it may block (a hung driver) or
+  // throw (then the last good collection is served, marked stale).
+  virtual MetricSet collect() = 0;
+};
+
+// default_snapshot_options() in the Holders scope, as `ps` reads: the processes holding GPU
+// device files with their trees, zombies and unreadable ones in full; one look at the others.
+SnapshotOptions collection_snapshot_options();
+
+struct HostCollectorOptions {
+  SnapshotOptions snapshot = collection_snapshot_options();
+  SnapshotMetricsOptions metrics;
+  bool kernel_log = true;  // count Xid events (--no-kernel-log: not)
+  XidTrackerOptions xid;
+  // Families added to every collection after gpureap's own (another program's counters).
+  std::function<void(MetricSet&)> extra_families;
+  // Told once per new problem (the driver, the kernel log): one line for a person.
+  std::function<void(const std::string&)> on_problem;
+};
+
+// The doctor checks a scrape can afford: nothing that sleeps or re-measures (a release in
+// progress then reads as a leak for the scrapes it lasts), no leftover shared memory (it reads
+// every process's maps), no kernel log (the Xid counters read it incrementally).
+DoctorOptions quick_doctor_options();
+
+class HostCollector : public Collector {
+ public:
+  explicit HostCollector(HostCollectorOptions options);
+  ~HostCollector() override;
+
+  MetricSet collect() override;
+
+ private:
+  void report(const std::string& source, const std::string& problem);
+  void add_error_metrics(MetricSet& metrics) const;
+
+  HostCollectorOptions options_;
+  SnapshotSource source_;
+  std::optional<XidTracker> xids_;
+  std::uint64_t nvml_errors_ = 0, proc_errors_ = 0, kernel_log_errors_ = 0;
+  std::map<std::string, std::string> last_problem_;  // per source: told once until it changes
+};
+
+class PublishedCollector : public Collector {
+ public:
+  void publish(MetricSet metrics);
+  // What was published last (nothing before the first publish).
+  MetricSet collect() override;
+
+ private:
+  std::mutex mutex_;
+  MetricSet latest_;
+};
+
+}  // namespace gpureap

@@ -1,0 +1,194 @@
+// The exporter over real HTTP (the HTTP module, cpp-httplib's client): routes, the scrape cap,
+// the scrape timeout a hung collection cannot stretch, basic auth.
+#include "exporter/exporter.hpp"
+
+#include <crypt.h>
+
+#include <cstring>
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "exporter_test_support.hpp"
+
+namespace gpureap {
+namespace {
+
+using namespace std::chrono_literals;
+using test::GateCollector;
+using test::within;
+
+// An exporter on 127.0.0.1 (a free port), serving on a thread of its own until destroyed.
+class RunningExporter {
+ public:
+  RunningExporter(Collector& collector, ExporterOptions options) {
+    std::string error;
+    options.listen = *parse_listen_address("127.0.0.1:0", error);
+    options.http_module = GPUREAP_HTTP_MODULE;
+    exporter_ = std::make_unique<Exporter>(collector, std::move(options));
+    if (!exporter_->start(error)) throw std::runtime_error(error);
+    server_ = std::thread([this] { exporter_->serve(); });
+  }
+  ~RunningExporter() {
+    exporter_->stop(5s);
+    server_.join();
+  }
+  Exporter& exporter() { return *exporter_; }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", exporter_->address().port);
+    c.set_read_timeout(20, 0);
+    return c;
+  }
+
+ private:
+  std::unique_ptr<Exporter> exporter_;
+  std::thread server_;
+};
+
+TEST(ExporterHttp, ServesMetricsHealthAndALandingPage) {
+  GateCollector collector;
+  RunningExporter running(collector, {});
+  auto client = running.client();
+  auto r = client.Get("/metrics");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_NE(r->body.find("gpureap_test_collection 1\n"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("gpureap_collection_stale 0\n"), std::string::npos);
+  EXPECT_NE(r->body.find("gpureap_collections_total 1\n"), std::string::npos);
+  EXPECT_NE(r->body.find("gpureap_scrapes_rejected_total{reason=\"too-many\"} 0\n"), std::string::npos);
+  r = client.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "ok\n");
+  r = client.Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("href=\"metrics\""), std::string::npos);
+  r = client.Get("/metrics/../etc/passwd");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  r = client.Post("/metrics", "x", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
+}
+
+TEST(ExporterHttp, TheScrapeTimeoutHoldsWhileTheCollectionHangsAndHealthStillAnswers) {
+  GateCollector collector;
+  ExporterOptions options;
+  options.max_age = 0ms;
+  RunningExporter running(collector, options);
+  auto client = running.client();
+  const auto good = client.Get("/metrics");
+  ASSERT_TRUE(good);
+  const std::size_t at = good->body.find("gpureap_test_collection ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string last_good = good->body.substr(at, good->body.find('\n', at) - at + 1);
+  collector.set_open(false);  // the driver hangs from now on
+  const auto asked = std::chrono::steady_clock::now();
+  const auto r = client.Get("/metrics", {{"X-Prometheus-Scrape-Timeout-Seconds", "1"}});
+  const auto took = std::chrono::steady_clock::now() - asked;
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("gpureap_collection_stale 1\n"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find(last_good), std::string::npos) << "the last good collection";
+  EXPECT_GE(took, 450ms) << "it waited for the collection as long as it could";
+  EXPECT_LT(took, 1s) << "but answered within the timeout Prometheus sent";
+  // Scrapes waiting on the hung collection hold no worker that /healthz needs.
+  std::vector<std::future<httplib::Result>> waiting;
+  for (int i = 0; i < 3; ++i) {
+    waiting.push_back(std::async(std::launch::async, [&] {
+      return running.client().Get("/metrics", {{"X-Prometheus-Scrape-Timeout-Seconds", "3"}});
+    }));
+  }
+  ASSERT_TRUE(within([&] { return running.exporter().scrapes_in_progress() == 3; }));
+  const auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  collector.set_open(true);
+  for (auto& w : waiting) {
+    const auto answer = w.get();
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200);
+  }
+}
+
+TEST(ExporterHttp, BeyondMaxScrapesTheAnswerIs503AndCounted) {
+  GateCollector collector(false);
+  ExporterOptions options;
+  options.max_scrapes = 2;
+  RunningExporter running(collector, options);
+  std::vector<std::future<httplib::Result>> waiting;
+  for (int i = 0; i < 2; ++i) {
+    waiting.push_back(std::async(std::launch::async, [&] { return running.client().Get("/metrics"); }));
+  }
+  ASSERT_TRUE(within([&] { return running.exporter().scrapes_in_progress() == 2; }));
+  auto client = running.client();
+  const auto third = client.Get("/metrics");
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->status, 503);
+  EXPECT_EQ(third->get_header_value("Retry-After"), "1");
+  collector.set_open(true);
+  for (auto& w : waiting) {
+    const auto answer = w.get();
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200);
+  }
+  const auto after = client.Get("/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->body.find("gpureap_scrapes_rejected_total{reason=\"too-many\"} 1\n"), std::string::npos);
+}
+
+TEST(ExporterHttp, NoCollectionInTimeAndNoneBeforeIs503) {
+  GateCollector collector(false);
+  RunningExporter running(collector, {});
+  auto client = running.client();
+  const auto r = client.Get("/metrics", {{"X-Prometheus-Scrape-Timeout-Seconds", "0.4"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  collector.set_open(true);
+  const auto after = client.Get("/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->body.find("gpureap_scrapes_rejected_total{reason=\"timeout\"} 1\n"), std::string::npos);
+}
+
+TEST(ExporterHttp, BasicAuthRefusesAMissingOrWrongPassword) {
+  crypt_data data;
+  std::memset(&data, 0, sizeof(data));
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  ASSERT_NE(crypt_gensalt_rn("$2y$", 4, nullptr, 0, salt, sizeof(salt)), nullptr);
+  ExporterOptions options;
+  options.web.basic_auth_users = {{"prometheus", crypt_r("good one", salt, &data)}};
+  GateCollector collector;
+  RunningExporter running(collector, options);
+  auto client = running.client();
+  auto r = client.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Basic realm=\"gpureap\", charset=\"UTF-8\"");
+  EXPECT_EQ(r->body.find("gpureap_"), std::string::npos) << "nothing of the metrics";
+  client.set_basic_auth("prometheus", "bad one");
+  r = client.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = client.Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401) << "the landing page too";
+  client.set_basic_auth("prometheus", "good one");
+  r = client.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("gpureap_scrapes_rejected_total{reason=\"unauthorized\"} 3\n"), std::string::npos) << r->body;
+  auto anonymous = running.client();
+  r = anonymous.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << "a liveness probe needs no password";
+}
+
+}  // namespace
+}  // namespace gpureap
