@@ -69,6 +69,14 @@ bool ensure_evidence_dir(std::string& dir, std::vector<std::string>& notes) {
 
 void merge(std::vector<TargetOutcome>& ended, const std::vector<TargetResult>& results, bool after_kill) {
   for (const auto& r : results) {
+    // Exited on its own between the listing and the first signal (a DataLoader worker whose
+    // rank had just died, still delivering its parent-death signal): nothing of the job was
+    // left there, and nothing was done to it.
+    const bool ended_by_itself = r.signals.empty() && (r.outcome == KillOutcome::AlreadyGone || r.outcome == KillOutcome::Zombie);
+    const pid_t pid = r.pid;
+    if (ended_by_itself && std::none_of(ended.begin(), ended.end(), [pid](const TargetOutcome& t) { return t.pid == pid; })) {
+      continue;
+    }
     auto it = std::find_if(ended.begin(), ended.end(), [&](const TargetOutcome& t) { return t.pid == r.pid; });
     if (it == ended.end()) {
       ended.push_back(TargetOutcome{});
