@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "proc/proc_io.hpp"
+#include "proc/spawn_hygiene.hpp"
 #include "watch/notify_channels.hpp"
 
 extern char** environ;
@@ -74,6 +75,8 @@ ChildRun run_with_input(const std::vector<std::string>& argv, const std::string&
   posix_spawn_file_actions_adddup2(&files, in_read.get(), STDIN_FILENO);
   posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&files, err_write.get(), STDERR_FILENO);
+  // A refusal leaves only close-on-exec descriptors closed, as before; not worth failing the notice.
+  (void)close_inherited_descriptors(files);
   // The daemon blocks its signals (a signalfd reads them) and ignores SIGPIPE: the child
   // starts with neither.
   posix_spawnattr_t attr;

@@ -245,6 +245,7 @@ class WatchDaemon {
         case DecisionKind::Gone: settled("gone", d, "it ended or stopped using a GPU"); break;
       }
     }
+    if (options_.on_look) options_.on_look(look);
   }
 
   WatchEvent event_for(WatchEventKind kind, const Decision& d, std::string message) const {

@@ -26,8 +26,6 @@
 namespace gpureap::test {
 namespace {
 
-// Looks every 100 ms, all of /proc every 300 ms.
-constexpr const char* kFast = "interval = \"100ms\"\nfull_scan_interval = \"300ms\"\n";
 
 std::string enforce_header(const SimHost& host) {
   return std::string("mode = \"enforce\"\n") + kFast + "audit_log = \"" + host.state_dir() + "/audit.log\"\n" +
