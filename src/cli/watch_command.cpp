@@ -112,7 +112,10 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "Exit status: 0 stopped by SIGTERM/SIGINT, or --check-config found the file valid; 2 usage error: a bad\n"
       "option, an invalid policy (file:line:column: why), enforce without an audit log, an audit log that\n"
       "cannot be opened, a GPU the policy names that this host lacks, a webhook without gpureap-webhook\n"
-      "(installed in ../libexec/gpureap/ beside gpureap); 1 internal error.\n\n"
+      "(installed in ../libexec/gpureap/ beside gpureap); 12 --listen cannot serve (the address is in use,\n"
+      "TLS files refused, no HTTP module); 1 internal error.\n\n"
+      "--listen serves /metrics as `gpureap export` does (docs/metrics.md): the families of the last full scan\n"
+      "and the gpureap_watch_* counters, published after every look; a scrape never reads the driver.\n\n"
       "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG ([kill] protect, audit_log), GPUREAP_NVML_LIBRARY,\n"
       "GPUREAP_DEV_DIR.");
   refuse_empty(watch->add_option("--policy", options.policy, "The policy file (TOML; default /etc/gpureap/watch.toml)"),
