@@ -32,19 +32,6 @@ namespace {
 
 constexpr const char* kWatchCommand = "gpureap watch";
 
-// gpureap-webhook beside this program: in its directory (a build tree), or in
-// <prefix>/libexec/gpureap/ for <prefix>/bin/gpureap (installed). "" when neither has it.
-std::string find_webhook_helper() {
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return {};
-  for (const auto& candidate : {self.parent_path() / "gpureap-webhook",
-                                self.parent_path().parent_path() / "libexec" / "gpureap" / "gpureap-webhook"}) {
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return {};
-}
-
 // How long a stop waits for the exporter: its collections only copy what was published.
 constexpr auto kServerStopGrace = std::chrono::seconds(2);
 
@@ -111,8 +98,8 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "/usr/share/doc/gpureap/examples/watch-policy.toml and .../examples/systemd/gpureap-watch.service.\n\n"
       "Exit status: 0 stopped by SIGTERM/SIGINT, or --check-config found the file valid; 2 usage error: a bad\n"
       "option, an invalid policy (file:line:column: why), enforce without an audit log, an audit log that\n"
-      "cannot be opened, a GPU the policy names that this host lacks, a webhook without gpureap-webhook\n"
-      "(installed in ../libexec/gpureap/ beside gpureap); 12 --listen cannot serve (the address is in use,\n"
+      "cannot be opened, a GPU the policy names that this host lacks, a webhook without the HTTP module\n"
+      "(gpureap-http.so, installed with gpureap); 12 --listen cannot serve (the address is in use,\n"
       "TLS files refused, no HTTP module); 1 internal error.\n\n"
       "--listen serves /metrics as `gpureap export` does (docs/metrics.md): the families of the last full scan\n"
       "and the gpureap_watch_* counters, published after every look; a scrape never reads the driver.\n\n"
@@ -197,7 +184,6 @@ int run_watch(WatchOptions options) {
   daemon.protect = config->protect;
   daemon.snapshot = default_snapshot_options();
   daemon.log_fd = STDERR_FILENO;
-  daemon.webhook_helper = find_webhook_helper();
   auto policy = load_policy(options.policy, error);
   if (!policy) {
     std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
