@@ -101,6 +101,19 @@ TEST(WatchListen, ServesHostAndCounterFamiliesThatPromtoolAcceptsAndSurvivesSigh
   EXPECT_TRUE(s.value("gpureap_collections_total"));
   EXPECT_TRUE(s.all("gpureap_process_gpu_memory_bytes").empty()) << "per-process series only with --per-process";
   EXPECT_EQ(promtool_check(got.body, host.state_dir()), "");
+  // Every family served is docs/metrics.md's, with its type and labels.
+  const auto contract = metrics_contract();
+  for (const auto& [name, type] : s.types) {
+    const auto it = contract.find(name);
+    ASSERT_NE(it, contract.end()) << name << " is served but not in docs/metrics.md";
+    EXPECT_EQ(it->second.type.substr(0, type.size()), type) << name;
+    const std::set<std::string> want(it->second.labels.begin(), it->second.labels.end());
+    for (const auto* sample : s.all(name)) {
+      std::set<std::string> labels;
+      for (const auto& [label, value] : sample->labels) labels.insert(label);
+      EXPECT_EQ(labels, want) << name;
+    }
+  }
 
   // The notification command inherited stdin, stdout, stderr and nothing of the server's.
   std::ifstream fds(host.state_dir() + "/fds.txt");
@@ -147,6 +160,27 @@ TEST(WatchListen, CountsATerminationInEnforceAndSparesBystanders) {
   EXPECT_FALSE(s.value("gpureap_process_gpu_memory_bytes", {{"pid", std::to_string(idle.pid)}}));
   EXPECT_EQ(watch.stop(SIGINT), 0);
   for (pid_t pid : {service.pid, working.pid, working.workers[0]}) EXPECT_TRUE(running(pid)) << pid;
+}
+
+// Whether `pid` has the HTTP module mapped.
+bool maps_http_module(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  return text.str().find("gpureap-http.so") != std::string::npos;
+}
+
+TEST(WatchListen, LoadsTheHttpModuleOnlyWhenItServes) {
+  SimHost host;
+  const std::string policy = write_file(host, "policy.toml", std::string(kFast) + idle_terminate_rule());
+  BackgroundWatch plain(host, policy);
+  ASSERT_TRUE(plain.wait_for("start"));
+  EXPECT_FALSE(maps_http_module(plain.pid()));
+  BackgroundWatch serving(host, policy, {"--listen", "127.0.0.1:0"});
+  ASSERT_TRUE(serving.wait_for("start"));
+  EXPECT_TRUE(maps_http_module(serving.pid()));
+  EXPECT_EQ(plain.stop(), 0);
+  EXPECT_EQ(serving.stop(), 0);
 }
 
 TEST(WatchListen, RefusesServeOptionsWithoutListenAndAnAddressInUse) {
