@@ -2,8 +2,8 @@
 # the package, scripts/package-check.sh installs it and runs it on the simulator.
 #
 #   bin/gpureap
-#   libexec/gpureap/gpureap-webhook   (watch's webhook: cpp-httplib kept out of gpureap itself)
-#   lib/<multiarch>/gpureap/gpureap-http.so   the HTTP module `export` and `fleet` load (cpp-httplib)
+#   lib/<multiarch>/gpureap/gpureap-http.so   the HTTP module `export`, `fleet` and `watch` (--listen,
+#                                             a webhook) load (cpp-httplib)
 #   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,watch,export,fleet,top}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
 #   share/zsh/vendor-completions/_gpureap
@@ -18,8 +18,6 @@ include(GNUInstallDirs)
 set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
 install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# watch's webhook helper, where gpureap looks for it: <prefix>/libexec/gpureap/.
-install(TARGETS gpureap-webhook RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpureap)
 install(TARGETS gpureap_http_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/gpureap)  # where gpureap looks
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target (fuzz/*_fuzz.cpp) for SECONDS each on a copy of its seed corpus
-# (fuzz/corpus/<name>/), one after the other, and prints the executions each reached.
+# (fuzz/corpus/<name>/), as many at once as there are cores, and prints the executions each reached.
 # Exit status 1 when any target crashed, leaked, hung or broke a property; its input is kept.
 #
 #   scripts/fuzz.sh SECONDS [TARGET...]      e.g. scripts/fuzz.sh 5, scripts/fuzz.sh 60 proc_stat
@@ -60,22 +60,41 @@ trap 'rm -rf "$work"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# One target: its libFuzzer run, then its status in $work/<name>.status.
+run_target() {
+  local name=$1 binary=$build/fuzz/${1}_fuzz corpus=$work/$1 status=0
+  mkdir -p "$corpus"
+  [[ -d $root/fuzz/corpus/$name ]] && cp -r "$root/fuzz/corpus/$name/." "$corpus/"
+  "$binary" -max_total_time="$seconds" -max_len="$(max_len "$name")" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" \
+    "$corpus" >"$artifacts/$name.log" 2>&1 || status=$?
+  echo "$status" >"$work/$name.status"
+}
+
+# As many targets at once as there are cores: each is one single-threaded process, and CI's
+# few seconds per target otherwise add up one after the other.
+parallel=$(nproc)
+running=0
+for name in "${targets[@]}"; do
+  [[ -x $build/fuzz/${name}_fuzz ]] || continue
+  run_target "$name" &
+  running=$((running + 1))
+  if [[ $running -ge $parallel ]]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+
 failed=()
 printf '%-18s %12s %8s  %s\n' target executions exec/s result
 for name in "${targets[@]}"; do
-  binary=$build/fuzz/${name}_fuzz
-  if [[ ! -x $binary ]]; then
+  if [[ ! -x $build/fuzz/${name}_fuzz ]]; then
     printf '%-18s %12s %8s  %s\n' "$name" - - "not built (its module is missing; fuzz/CMakeLists.txt)"
     continue
   fi
-  corpus=$work/$name
-  mkdir -p "$corpus"
-  [[ -d $root/fuzz/corpus/$name ]] && cp -r "$root/fuzz/corpus/$name/." "$corpus/"
   log=$artifacts/$name.log
-  status=0
-  "$binary" -max_total_time="$seconds" -max_len="$(max_len "$name")" -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" \
-    "$corpus" >"$log" 2>&1 || status=$?
+  status=$(cat "$work/$name.status")
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   if [[ $status -eq 0 ]]; then

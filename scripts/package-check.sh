@@ -38,8 +38,7 @@ for field in Package:gpureap Section:admin Architecture:"$arch"; do
 done
 depends=$(dpkg-deb -f "$deb" Depends)
 # The C++ runtime, fmt, toml++ and RE2 are linked in statically: only the C library is left.
-# (libstdc++ and cpp-httplib come in through the HTTP module, which export and fleet load, and
-# gpureap-webhook, watch's webhook helper.)
+# (libstdc++ and cpp-httplib come in through the HTTP module, which export, fleet and watch load.)
 [[ $depends == *libc6* ]] ||
   die "$deb: Depends ($depends) does not name the C library: dpkg-shlibdeps did not run?"
 [[ $depends != *libfmt* && $depends != *libtomlplusplus* && $depends != *libre2* && $depends != *yaml-cpp* ]] ||
@@ -66,7 +65,7 @@ for path in /usr/bin/gpureap \
   /usr/share/man/man1/gpureap-reap.1.gz /usr/share/doc/gpureap/examples/slurm/epilog.sh \
   /usr/share/man/man1/gpureap-watch.1.gz /usr/share/doc/gpureap/examples/watch-policy.toml \
   /usr/share/man/man1/gpureap-top.1.gz \
-  /usr/share/doc/gpureap/examples/systemd/gpureap-watch.service /usr/libexec/gpureap/gpureap-webhook \
+  /usr/share/doc/gpureap/examples/systemd/gpureap-watch.service \
   /usr/share/man/man1/gpureap-export.1.gz "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/gpureap/gpureap-http.so" \
   /usr/share/man/man1/gpureap-fleet.1.gz /usr/share/doc/gpureap/examples/prometheus/gpureap-alerts.yml \
   /usr/share/bash-completion/completions/gpureap /usr/share/zsh/vendor-completions/_gpureap \

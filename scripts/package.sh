@@ -13,7 +13,7 @@ dir=${GPUREAP_PACKAGE_DIR:-$root/build-release}
 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DGPUREAP_BUILD_TESTS=OFF \
   -DCMAKE_INSTALL_PREFIX=/usr -DGPUREAP_MAN_PAGES=ON -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
-cmake --build "$dir" --target gpureap gpureap-webhook gpureap_man -j "$(nproc)"
+cmake --build "$dir" --target gpureap gpureap_man -j "$(nproc)"
 rm -f "$dir"/gpureap_*.deb
 cpack --config "$dir/CPackConfig.cmake" -B "$dir" -G DEB >"$dir/cpack.log" 2>&1 ||
   { cat "$dir/cpack.log" >&2; echo "package.sh: cpack failed (log above)" >&2; exit 1; }

@@ -71,8 +71,9 @@ _gpureap() {
               --audit-log --color"
       ;;
     watch)
-      options="-h --help --policy --check-config --interval -n --dry-run --audit-log"
-      values="--policy --check-config --interval --audit-log"
+      options="-h --help --policy --check-config --interval -n --dry-run --audit-log
+               --listen --web-config --per-process --max-scrapes"
+      values="--policy --check-config --interval --audit-log --listen --web-config --max-scrapes"
       ;;
     fleet)
       options="-h --help --prometheus --user --password-file --ca-file --insecure --timeout --host --gpu

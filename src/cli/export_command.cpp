@@ -13,6 +13,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/option_limits.hpp"
+#include "cli/serve_options.hpp"
 #include "cli/terminal_io.hpp"
 #include "doctor/kernel_log.hpp"
 #include "exporter/exporter.hpp"
@@ -35,9 +36,7 @@ void say(const std::string& line) {
 }
 
 struct CheckedOptions {
-  ListenAddress listen;
-  WebConfig web;
-  unsigned max_scrapes = 10;
+  ServeOptions serve;
   double cache_seconds = 1;
 };
 
@@ -50,19 +49,8 @@ std::string check(const ExportOptions& o, CheckedOptions& out) {
   if (o.kernel_log && o.no_kernel_log) return "--kernel-log and --no-kernel-log contradict each other";
   if (o.once && (o.listen || o.web_config)) return "--once prints one collection to stdout: --listen and --web-config do not apply";
   std::string error;
-  const auto listen = parse_listen_address(o.listen.value_or(std::string(kDefaultListenAddress)), error);
-  if (!listen) return error;
-  out.listen = *listen;
-  double max_scrapes = 0;
-  if (error = check_number_option("--max-scrapes", o.max_scrapes, option_limits::kMaxScrapes, "scrapes", max_scrapes);
-      !error.empty()) {
-    return error;
-  }
-  if (max_scrapes < 1 || max_scrapes != static_cast<unsigned>(max_scrapes)) {
-    return fmt::format("--max-scrapes {}: give a whole number from 1 to {}", sanitize_for_terminal(o.max_scrapes),
-                       option_limits::kMaxScrapes);
-  }
-  out.max_scrapes = static_cast<unsigned>(max_scrapes);
+  // The web-config is read last, as before: a bad --cache or --kernel-log is told first.
+  if (error = check_serve_options({o.listen, std::nullopt, o.max_scrapes}, out.serve); !error.empty()) return error;
   if (error = check_duration_option("--cache", o.cache, option_limits::kMaxExportCacheSeconds, out.cache_seconds);
       !error.empty()) {
     return error;
@@ -72,11 +60,7 @@ std::string check(const ExportOptions& o, CheckedOptions& out) {
       return "--kernel-log " + problem;
     }
   }
-  if (o.web_config) {
-    const auto web = load_web_config(*o.web_config, error);
-    if (!web) return "--web-config: " + error;
-    out.web = *web;
-  }
+  if (o.web_config) return check_serve_options({o.listen, o.web_config, o.max_scrapes}, out.serve);
   return {};
 }
 
@@ -87,19 +71,6 @@ HostCollectorOptions collector_options(const ExportOptions& o) {
   options.xid.kernel_log_file = o.kernel_log.value_or("");
   options.on_problem = say;
   return options;
-}
-
-// What a person should know about where it listens: per-process labels name users and
-// command lines, and basic auth without TLS sends passwords in clear text.
-void warn_about_exposure(const ExportOptions& o, const CheckedOptions& c) {
-  if (c.listen.loopback) return;
-  if (!c.web.basic_auth()) {
-    say(fmt::format("listening on {}, beyond this host, without authentication{}: consider --web-config with "
-                    "basic_auth_users and TLS",
-                    c.listen.text(), o.per_process ? " (--per-process shows users and command lines)" : ""));
-  } else if (!c.web.tls()) {
-    say("basic auth without TLS: passwords cross the network in clear text (add tls_server_config)");
-  }
 }
 
 int print_once(const ExportOptions& o) {
@@ -164,19 +135,19 @@ int run_export(const ExportOptions& options) {
 
   auto collector = std::make_unique<HostCollector>(collector_options(options));
   ExporterOptions exporter_options;
-  exporter_options.listen = checked.listen;
-  exporter_options.web = checked.web;
-  exporter_options.max_scrapes = checked.max_scrapes;
+  exporter_options.listen = checked.serve.listen;
+  exporter_options.web = checked.serve.web;
+  exporter_options.max_scrapes = checked.serve.max_scrapes;
   exporter_options.max_age = std::chrono::milliseconds(static_cast<long long>(checked.cache_seconds * 1000));
   exporter_options.log = say;
   auto exporter = std::make_unique<Exporter>(*collector, exporter_options);
   std::string error;
   if (!exporter->start(error)) {
-    say(fmt::format("cannot serve on {}: {}", checked.listen.text(), error));
+    say(fmt::format("cannot serve on {}: {}", checked.serve.listen.text(), error));
     return exit_code::kExportCannotServe;
   }
-  say(fmt::format("serving {}/metrics", exporter->address().url(checked.web.tls())));
-  warn_about_exposure(options, checked);
+  say(fmt::format("serving {}/metrics", exporter->address().url(checked.serve.web.tls())));
+  warn_about_exposure(checked.serve, options.per_process, say);
 
   bool accept_failed = false;
   std::thread server([&] {

@@ -114,14 +114,14 @@ std::string failure_line(const QueryFailure& failure, const std::string& url, do
 }
 
 // Usage errors: one line, or "" when the options make sense. Fills in the client's options.
-std::string check_options(FleetOptions& options, PrometheusUrl& url, PrometheusClientOptions& client,
+std::string check_options(FleetOptions& options, HttpUrl& url, PrometheusClientOptions& client,
                           std::optional<CommandPattern>& host_pattern) {
   if (!options.empty_option.empty()) {
     return fmt::format("gpureap fleet: {} was given an empty value (an unset variable?)", options.empty_option);
   }
   if (options.prometheus.empty()) return "gpureap fleet: give the server: --prometheus http://HOST:9090";
   std::string why;
-  auto parsed = parse_prometheus_url(options.prometheus, why);
+  auto parsed = parse_http_url(options.prometheus, why);
   if (!parsed) {
     // A URL with credentials in it is not repeated: the error would copy the password into logs.
     if (options.prometheus.find('@') != std::string::npos) return "gpureap fleet: --prometheus: " + why;
@@ -246,7 +246,7 @@ CLI::App* add_fleet_command(CLI::App& app, FleetOptions& options) {
 }
 
 int run_fleet(FleetOptions options) {
-  PrometheusUrl url;
+  HttpUrl url;
   PrometheusClientOptions client_options;
   std::optional<CommandPattern> host_pattern;
   if (auto error = check_options(options, url, client_options, host_pattern); !error.empty()) {

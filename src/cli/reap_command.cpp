@@ -34,7 +34,7 @@
 namespace gpureap {
 namespace {
 
-constexpr const char* kCommand = "gpureap reap";
+constexpr const char* kReapCommand = "gpureap reap";
 
 std::string usage_check(ReapOptions& options) {
   if (!options.empty_option.empty()) {
@@ -47,7 +47,7 @@ std::string usage_check(ReapOptions& options) {
            "--user/--uid (the job's owner); nothing was signalled";
   }
   if (!owner) return "gpureap reap: name what the job owns: --cgroup PATH, or --user/--uid (narrowed by --gpus)";
-  if (auto error = check_user_names(options.users, kCommand); !error.empty()) return error;
+  if (auto error = check_user_names(options.users, kReapCommand); !error.empty()) return error;
   for (const auto& uid : options.uids) {
     if (uid.empty() || uid.size() > 10 || !std::all_of(uid.begin(), uid.end(), [](unsigned char c) { return c >= '0' && c <= '9'; }) ||
         !resolve_user(uid)) {

@@ -1,8 +1,14 @@
 #include "cli/watch_command.hpp"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <thread>
 #include <filesystem>
 #include <iostream>
 
@@ -10,8 +16,11 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/selection_checks.hpp"
+#include "cli/serve_options.hpp"
 #include "cli/terminal_io.hpp"
+#include "cli/watch_metrics.hpp"
 #include "cli/watch_render.hpp"
+#include "exporter/exporter.hpp"
 #include "kill/kill_config.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
@@ -23,18 +32,50 @@ namespace {
 
 constexpr const char* kWatchCommand = "gpureap watch";
 
-// gpureap-webhook beside this program: in its directory (a build tree), or in
-// <prefix>/libexec/gpureap/ for <prefix>/bin/gpureap (installed). "" when neither has it.
-std::string find_webhook_helper() {
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return {};
-  for (const auto& candidate : {self.parent_path() / "gpureap-webhook",
-                                self.parent_path().parent_path() / "libexec" / "gpureap" / "gpureap-webhook"}) {
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return {};
+// How long a stop waits for the exporter: its collections only copy what was published.
+constexpr auto kServerStopGrace = std::chrono::seconds(2);
+
+void say(const std::string& line) {
+  const std::string text = std::string(kWatchCommand) + ": " + sanitize_for_terminal(line) + "\n";
+  std::fputs(text.c_str(), stderr);
 }
+
+// /metrics served beside the daemon (--listen): an Exporter over what each look publishes.
+class MetricsServer {
+ public:
+  MetricsServer(const ServeOptions& serve, const CounterBoard& counters, bool per_process)
+      : publisher_(collector_, counters, SnapshotMetricsOptions{per_process}) {
+    ExporterOptions options;
+    options.listen = serve.listen;
+    options.web = serve.web;
+    options.max_scrapes = serve.max_scrapes;
+    options.max_age = std::chrono::milliseconds(0);  // a collection is a copy of the published set
+    options.log = say;
+    exporter_ = std::make_unique<Exporter>(collector_, options);
+  }
+  ~MetricsServer() {
+    if (server_.joinable()) {
+      exporter_->stop(kServerStopGrace);
+      server_.join();
+    }
+  }
+
+  bool start(std::string& error) {
+    if (!exporter_->start(error)) return false;
+    server_ = std::thread([this] {
+      if (!exporter_->serve()) say("stopped serving /metrics: accepting connections failed");
+    });
+    return true;
+  }
+  const ListenAddress& address() const { return exporter_->address(); }
+  void on_look(const Look& look) { publisher_.on_look(look); }
+
+ private:
+  PublishedCollector collector_;
+  WatchMetricsPublisher publisher_;
+  std::unique_ptr<Exporter> exporter_;
+  std::thread server_;
+};
 
 }  // namespace
 
@@ -57,8 +98,11 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "/usr/share/doc/gpureap/examples/watch-policy.toml and .../examples/systemd/gpureap-watch.service.\n\n"
       "Exit status: 0 stopped by SIGTERM/SIGINT, or --check-config found the file valid; 2 usage error: a bad\n"
       "option, an invalid policy (file:line:column: why), enforce without an audit log, an audit log that\n"
-      "cannot be opened, a GPU the policy names that this host lacks, a webhook without gpureap-webhook\n"
-      "(installed in ../libexec/gpureap/ beside gpureap); 1 internal error.\n\n"
+      "cannot be opened, a GPU the policy names that this host lacks, a webhook without the HTTP module\n"
+      "(gpureap-http.so, installed with gpureap); 12 --listen cannot serve (the address is in use,\n"
+      "TLS files refused, no HTTP module); 1 internal error.\n\n"
+      "--listen serves /metrics as `gpureap export` does (docs/metrics.md): the families of the last full scan\n"
+      "and the gpureap_watch_* counters, published after every look; a scrape never reads the driver.\n\n"
       "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG ([kill] protect, audit_log), GPUREAP_NVML_LIBRARY,\n"
       "GPUREAP_DEV_DIR.");
   refuse_empty(watch->add_option("--policy", options.policy, "The policy file (TOML; default /etc/gpureap/watch.toml)"),
@@ -73,6 +117,16 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
   refuse_empty(watch->add_option("--audit-log", options.audit_log,
                                  "Append one JSON line per signal to this file (mode 0600), over the policy's audit_log"),
                options.empty_option);
+  refuse_empty(watch->add_option("--listen", options.listen,
+                                 "Serve /metrics (as export does) on IP:PORT or [IPv6]:PORT, e.g. 127.0.0.1:9874 (port 0: any free one)"),
+               options.empty_option);
+  refuse_empty(watch->add_option("--web-config", options.web_config,
+                                 "With --listen: TLS and basic auth, in the YAML of Prometheus's exporter-toolkit"),
+               options.empty_option);
+  watch->add_flag("--per-process", options.per_process,
+                  "With --listen: one series per GPU process, labelled with its pid, user, container and command");
+  watch->add_option("--max-scrapes", options.max_scrapes,
+                    "With --listen: scrapes served at once; more are answered 503, 1 to 1000 (default 10)");
   return watch;
 }
 
@@ -90,6 +144,18 @@ int run_watch(WatchOptions options) {
     }
     write_out(render_policy_summary(*policy));
     return exit_code::kOk;
+  }
+  const bool serve_asked = options.web_config || options.per_process || options.max_scrapes != "10";
+  if (serve_asked && !options.listen) {
+    std::cerr << kWatchCommand << ": --web-config, --per-process and --max-scrapes apply to --listen, which was not given\n";
+    return exit_code::kUsage;
+  }
+  ServeOptions serve;
+  if (options.listen) {
+    if (error = check_serve_options({options.listen, options.web_config, options.max_scrapes}, serve); !error.empty()) {
+      std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+      return exit_code::kUsage;
+    }
   }
   WatchDaemonOptions daemon;
   daemon.policy_path = options.policy;
@@ -118,7 +184,6 @@ int run_watch(WatchOptions options) {
   daemon.protect = config->protect;
   daemon.snapshot = default_snapshot_options();
   daemon.log_fd = STDERR_FILENO;
-  daemon.webhook_helper = find_webhook_helper();
   auto policy = load_policy(options.policy, error);
   if (!policy) {
     std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
@@ -130,6 +195,23 @@ int run_watch(WatchOptions options) {
     return exit_code::kUsage;
   }
   CounterBoard counters;
+  std::unique_ptr<MetricsServer> server;
+  if (options.listen) {
+    // The signals the daemon reads from its signalfd are blocked before the server's threads
+    // start, so that every thread inherits the mask and none of them is killed by SIGTERM.
+    sigset_t daemon_signals;
+    sigemptyset(&daemon_signals);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&daemon_signals, sig);
+    pthread_sigmask(SIG_BLOCK, &daemon_signals, nullptr);
+    server = std::make_unique<MetricsServer>(serve, counters, options.per_process);
+    if (!server->start(error)) {
+      say(fmt::format("cannot serve on {}: {}", serve.listen.text(), error));
+      return exit_code::kExportCannotServe;
+    }
+    say(fmt::format("serving {}/metrics", server->address().url(serve.web.tls())));
+    warn_about_exposure(serve, options.per_process, say);
+    daemon.on_look = [&server](const Look& look) { server->on_look(look); };
+  }
   const int status = run_watch_daemon(std::move(*effective), daemon, counters, error);
   if (!error.empty()) std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
   return status;

@@ -2,6 +2,7 @@
 // policy file that prints what its rules will do.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,11 @@ struct WatchOptions {
   bool dry_run = false;
   std::string audit_log;
   std::string empty_option;  // the first option given an empty value
+  // --listen: serve /metrics in-process (as `export` does); without it no HTTP is loaded.
+  std::optional<std::string> listen;
+  std::optional<std::string> web_config;
+  bool per_process = false;
+  std::string max_scrapes = "10";
 };
 
 CLI::App* add_watch_command(CLI::App& app, WatchOptions& options);

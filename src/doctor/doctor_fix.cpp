@@ -19,6 +19,7 @@
 #include "doctor/ipc_removal.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
+#include "proc/spawn_hygiene.hpp"
 
 extern char** environ;
 
@@ -205,6 +206,7 @@ FixResult reset_gpu(unsigned gpu, std::chrono::milliseconds timeout) {
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_adddup2(&files, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&files, out[1], STDERR_FILENO);
+  (void)close_inherited_descriptors(files);  // nvidia-smi holds nothing of gpureap's
   const std::string index = std::to_string(gpu);
   std::vector<char*> argv = {const_cast<char*>("nvidia-smi"), const_cast<char*>("-r"), const_cast<char*>("-i"),
                              const_cast<char*>(index.c_str()), nullptr};

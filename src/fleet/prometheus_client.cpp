@@ -18,7 +18,7 @@ bool success(int status) { return status >= 200 && status <= 299; }
 
 }  // namespace
 
-PrometheusClient::PrometheusClient(PrometheusUrl url, PrometheusClientOptions options)
+PrometheusClient::PrometheusClient(HttpUrl url, PrometheusClientOptions options)
     : url_(std::move(url)),
       options_(std::move(options)),
       deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "fleet/prometheus_url.hpp"
+#include "http/http_url.hpp"
 #include "fleet/query_result.hpp"
 #include "http/http_client.hpp"
 
@@ -32,7 +32,7 @@ struct PrometheusClientOptions {
 
 class PrometheusClient {
  public:
-  PrometheusClient(PrometheusUrl url, PrometheusClientOptions options);
+  PrometheusClient(HttpUrl url, PrometheusClientOptions options);
   ~PrometheusClient();
   PrometheusClient(const PrometheusClient&) = delete;
   PrometheusClient& operator=(const PrometheusClient&) = delete;
@@ -41,11 +41,11 @@ class PrometheusClient {
   // what the server does: failures come back in QueryResult::failure.
   QueryResult query(const std::string& promql, std::optional<double> at = std::nullopt);
 
-  const PrometheusUrl& url() const { return url_; }
+  const HttpUrl& url() const { return url_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
 
  private:
-  PrometheusUrl url_;
+  HttpUrl url_;
   PrometheusClientOptions options_;
   std::chrono::steady_clock::time_point deadline_;
   std::unique_ptr<HttpClient> http_;

@@ -3,13 +3,15 @@
 namespace gpureap {
 namespace {
 
+template <typename Request>
 int status_trampoline(void* context, int status, const char* location) {
-  const auto* request = static_cast<const HttpGet*>(context);
+  const auto* request = static_cast<const Request*>(context);
   return request->on_status(status, location != nullptr ? location : "") ? 1 : 0;
 }
 
+template <typename Request>
 int body_trampoline(void* context, const char* data, std::size_t length) {
-  const auto* request = static_cast<const HttpGet*>(context);
+  const auto* request = static_cast<const Request*>(context);
   return request->on_body(std::string_view(data, length)) ? 1 : 0;
 }
 
@@ -48,8 +50,20 @@ gpureap_http_error HttpClient::get(const HttpGet& request) {
     params.push_back(value.c_str());
   }
   const gpureap_http_get r{request.path.c_str(),   params.data(),      request.params.size(), request.timeout_us,
-                           const_cast<HttpGet*>(&request), &status_trampoline, &body_trampoline};
+                           const_cast<HttpGet*>(&request), &status_trampoline<HttpGet>, &body_trampoline<HttpGet>};
   return static_cast<gpureap_http_error>(api_->client_get(client_, &r));
+}
+
+gpureap_http_error HttpClient::post(const HttpPost& request) {
+  const gpureap_http_post r{request.path.c_str(),
+                            request.content_type.c_str(),
+                            request.body.data(),
+                            request.body.size(),
+                            request.timeout_us,
+                            const_cast<HttpPost*>(&request),
+                            &status_trampoline<HttpPost>,
+                            &body_trampoline<HttpPost>};
+  return static_cast<gpureap_http_error>(api_->client_post(client_, &r));
 }
 
 std::string http_error_text(gpureap_http_error error) {

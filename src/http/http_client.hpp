@@ -1,5 +1,5 @@
 // An HTTP(S) client of one server, through the HTTP module (gpureap-http.so, see
-// http_module_abi.hpp), in C++ terms: a GET with callbacks for the status and the body.
+// http_module_abi.hpp), in C++ terms: a GET or a POST with callbacks for the status and the body.
 #pragma once
 
 #include <functional>
@@ -32,6 +32,15 @@ struct HttpGet {
   std::function<bool(std::string_view piece)> on_body;
 };
 
+struct HttpPost {
+  std::string path;  // with its query, as given
+  std::string content_type = "application/json";
+  std::string body;
+  long long timeout_us = 10'000'000;  // for each wait
+  std::function<bool(int status, std::string_view location)> on_status;
+  std::function<bool(std::string_view piece)> on_body;
+};
+
 class HttpClient {
  public:
   // Loads the module (where gpureap is installed: http_module_candidates). nullptr, with one
@@ -43,6 +52,7 @@ class HttpClient {
 
   // GPUREAP_HTTP_OK when a response came back (its status went to on_status).
   gpureap_http_error get(const HttpGet& request);
+  gpureap_http_error post(const HttpPost& request);
 
  private:
   HttpClient() = default;

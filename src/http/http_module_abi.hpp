@@ -1,5 +1,6 @@
 // The boundary between gpureap and its HTTP module, gpureap-http.so, which holds cpp-httplib:
-// the server of `gpureap export` and the client of `gpureap fleet`.
+// the server of `gpureap export` and `watch --listen`, the client of `gpureap fleet` and of
+// watch's webhook.
 //
 // Why a module: Debian ships cpp-httplib as a shared library built with OpenSSL, zlib and
 // brotli, on the shared libstdc++. Linked into gpureap it would cost every command ~4 ms of
@@ -10,7 +11,7 @@
 
 #include <stddef.h>
 
-#define GPUREAP_HTTP_MODULE_ABI 2
+#define GPUREAP_HTTP_MODULE_ABI 3
 #define GPUREAP_HTTP_MODULE_ENTRY "gpureap_http_module"
 
 extern "C" {
@@ -51,7 +52,7 @@ struct gpureap_http_server_config {
   void* context;
 };
 
-// ---- The client (fleet) ----
+// ---- The client (fleet, watch's webhook) ----
 
 struct gpureap_http_client_config {
   int https;                  // 0: http, 1: https
@@ -91,6 +92,19 @@ struct gpureap_http_get {
   int (*on_body)(void* context, const char* data, size_t length);
 };
 
+// A POST of one body (watch's webhook): the answer's body goes to on_body as it arrives, and
+// its status to on_status once the answer is complete (on_status's return value is ignored).
+struct gpureap_http_post {
+  const char* path;  // with its query, as given
+  const char* content_type;
+  const char* body;
+  size_t body_size;
+  long long timeout_us;  // for each wait: connecting, every read and write
+  void* context;
+  int (*on_status)(void* context, int status, const char* location);
+  int (*on_body)(void* context, const char* data, size_t length);
+};
+
 struct gpureap_http_module_api {
   unsigned abi;         // GPUREAP_HTTP_MODULE_ABI
   const char* version;  // the gpureap version it was built as
@@ -105,6 +119,8 @@ struct gpureap_http_module_api {
   // A GET; GPUREAP_HTTP_OK when a response came back (its status went to on_status).
   int (*client_get)(void* client, const struct gpureap_http_get* request);
   void (*client_close)(void* client);
+  // A POST; GPUREAP_HTTP_OK when a response came back (its status went to on_status).
+  int (*client_post)(void* client, const struct gpureap_http_post* request);
 };
 
 // The module's one exported symbol (GPUREAP_HTTP_MODULE_ENTRY).

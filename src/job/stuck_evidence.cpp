@@ -17,6 +17,7 @@
 
 #include "proc/debugger_commands.hpp"
 #include "proc/proc_io.hpp"
+#include "proc/spawn_hygiene.hpp"
 
 extern char** environ;
 
@@ -35,6 +36,7 @@ std::string run_tool(const std::vector<std::string>& argv, const std::string& ou
   posix_spawn_file_actions_adddup2(&actions, out.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out.get(), STDERR_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  (void)close_inherited_descriptors(actions);  // a debugger holds nothing of gpureap's
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   sigset_t none;

@@ -13,8 +13,7 @@ std::chrono::milliseconds millis(double seconds) {
 
 }  // namespace
 
-Notifier::Notifier(const EventLog& log, CounterBoard& counters, std::string webhook_helper)
-    : log_(log), counters_(counters), webhook_helper_(std::move(webhook_helper)) {
+Notifier::Notifier(const EventLog& log, CounterBoard& counters) : log_(log), counters_(counters) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -101,7 +100,7 @@ void Notifier::deliver(const WatchEvent& event, const NotifySettings& settings) 
     record("command", run_notify_command(argv, json, millis(settings.command_timeout_seconds)));
   }
   if (!settings.webhook.empty()) {
-    record("webhook", post_webhook(webhook_helper_, settings.webhook, json, millis(settings.webhook_timeout_seconds)));
+    record("webhook", post_webhook(settings.webhook, json, millis(settings.webhook_timeout_seconds)));
   }
 }
 

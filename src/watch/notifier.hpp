@@ -22,9 +22,7 @@ class Notifier {
  public:
   static constexpr std::size_t kMaxQueued = 256;
 
-  // `webhook_helper`: the gpureap-webhook program ("" when none was found: a policy with a
-  // webhook is then refused before it gets here).
-  Notifier(const EventLog& log, CounterBoard& counters, std::string webhook_helper);
+  Notifier(const EventLog& log, CounterBoard& counters);
   ~Notifier();  // stop(0) if not stopped
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
@@ -41,7 +39,6 @@ class Notifier {
 
   const EventLog& log_;
   CounterBoard& counters_;
-  const std::string webhook_helper_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<WatchEvent> queue_;

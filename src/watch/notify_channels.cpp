@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "http/http_client.hpp"
 #include "proc/proc_io.hpp"
+#include "proc/spawn_hygiene.hpp"
 #include "watch/notify_channels.hpp"
 
 extern char** environ;
@@ -20,7 +22,8 @@ namespace gpureap {
 namespace {
 
 constexpr std::size_t kMaxStderrBytes = 4096;
-constexpr int kWebhookTimedOut = 3;  // gpureap-webhook's status for a timeout (src/webhook_main.cpp)
+constexpr int kWebhookPhases = 3;  // connecting, sending, reading: each bounded by the timeout
+constexpr std::size_t kMaxWebhookAnswerBytes = 64 * 1024;
 
 // The first line of what the command wrote to stderr, for the log (sanitised there).
 std::string first_line(const std::string& text) {
@@ -74,6 +77,8 @@ ChildRun run_with_input(const std::vector<std::string>& argv, const std::string&
   posix_spawn_file_actions_adddup2(&files, in_read.get(), STDIN_FILENO);
   posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&files, err_write.get(), STDERR_FILENO);
+  // A refusal leaves only close-on-exec descriptors closed, as before; not worth failing the notice.
+  (void)close_inherited_descriptors(files);
   // The daemon blocks its signals (a signalfd reads them) and ignores SIGPIPE: the child
   // starts with neither.
   posix_spawnattr_t attr;
@@ -150,17 +155,53 @@ Delivery run_notify_command(const std::vector<std::string>& argv, const std::str
   return {DeliveryOutcome::Failed, describe_status(run.status) + (run.said.empty() ? "" : ": " + run.said)};
 }
 
-Delivery post_webhook(const std::string& helper, const std::string& url, const std::string& json,
-                      std::chrono::milliseconds timeout) {
-  // The helper bounds each phase by the timeout; this bounds the whole (three phases and its start).
-  const ChildRun run = run_with_input({helper, url, std::to_string(timeout.count())}, json, 3 * timeout + std::chrono::seconds(1));
-  if (!run.spawn_error.empty()) return {DeliveryOutcome::Failed, run.spawn_error};
-  const int code = WIFEXITED(run.status) ? WEXITSTATUS(run.status) : -1;
-  if (run.timed_out || code == kWebhookTimedOut) {
-    return {DeliveryOutcome::TimedOut, run.said.empty() ? "no answer within the timeout" : run.said};
+std::optional<WebhookTarget> parse_webhook_url(const std::string& url, std::string& error) {
+  const auto scheme_end = url.find("://");
+  const auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  auto origin = parse_http_url(url.substr(0, path_start), error);
+  if (!origin) return std::nullopt;
+  return WebhookTarget{std::move(*origin), path_start == std::string::npos ? "/" : url.substr(path_start)};
+}
+
+Delivery post_webhook(const std::string& url, const std::string& json, std::chrono::milliseconds timeout) {
+  std::string error;
+  const auto target = parse_webhook_url(url, error);
+  if (!target) return {DeliveryOutcome::Failed, "the webhook URL: " + error};
+  HttpClientConfig config;
+  config.https = target->origin.scheme == UrlScheme::Https;
+  config.host = target->origin.host;
+  config.port = target->origin.port;
+  config.verify_certificate = true;
+  const auto client = HttpClient::open(config, error);
+  if (!client) return {DeliveryOutcome::Failed, error};
+  // Each wait is bounded by the timeout; a server that trickles its answer by the whole.
+  const auto deadline = std::chrono::steady_clock::now() + kWebhookPhases * timeout;
+  bool past_deadline = false;
+  int status = 0;
+  std::size_t answer_bytes = 0;
+  HttpPost post;
+  post.path = target->path;
+  post.body = json;
+  post.timeout_us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+  post.on_status = [&](int s, std::string_view) {
+    status = s;
+    return true;
+  };
+  post.on_body = [&](std::string_view piece) {  // read and dropped: only the status counts
+    answer_bytes += piece.size();
+    past_deadline = std::chrono::steady_clock::now() > deadline;
+    return !past_deadline && answer_bytes <= kMaxWebhookAnswerBytes;
+  };
+  const gpureap_http_error result = client->post(post);
+  if (past_deadline || result == GPUREAP_HTTP_CONNECTION_TIMEOUT || result == GPUREAP_HTTP_READ ||
+      result == GPUREAP_HTTP_WRITE) {
+    return {DeliveryOutcome::TimedOut, "POST " + target->origin.text() + ": " + http_error_text(result)};
   }
-  if (code == 0) return {DeliveryOutcome::Sent, ""};
-  return {DeliveryOutcome::Failed, run.said.empty() ? describe_status(run.status) : run.said};
+  if (result != GPUREAP_HTTP_OK) {  // also an answer past kMaxWebhookAnswerBytes
+    return {DeliveryOutcome::Failed, "POST " + target->origin.text() + ": " + http_error_text(result)};
+  }
+  if (status >= 200 && status < 300) return {DeliveryOutcome::Sent, ""};
+  return {DeliveryOutcome::Failed, fmt::format("POST {}: HTTP {}", target->origin.text(), status)};
 }
 
 }  // namespace gpureap

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "http/http_url.hpp"
 
 namespace gpureap {
 
@@ -24,11 +27,18 @@ struct Delivery {
 Delivery run_notify_command(const std::vector<std::string>& argv, const std::string& json,
                             std::chrono::milliseconds timeout);
 
-// POST `json` (application/json) to an http:// or https:// URL through `helper`
-// (gpureap-webhook: cpp-httplib, which gpureap itself does not load); https verifies the
+// POST `json` (application/json) to an http:// or https:// URL through the HTTP module's
+// client (gpureap-http.so, loaded only when a policy has a webhook); https verifies the
 // server's certificate against the system's CAs; each of connecting, sending and reading the
-// answer is bounded by the timeout. Sent on a 2xx status.
-Delivery post_webhook(const std::string& helper, const std::string& url, const std::string& json,
-                      std::chrono::milliseconds timeout);
+// answer is bounded by the timeout, and the whole by three times it. Sent on a 2xx status.
+Delivery post_webhook(const std::string& url, const std::string& json, std::chrono::milliseconds timeout);
+
+// The webhook URL split as the client needs it: its origin (parsed as fleet's URLs are) and
+// the rest, path and query, sent as written ("/" when none). nullopt with one phrase in `error`.
+struct WebhookTarget {
+  HttpUrl origin;
+  std::string path;
+};
+std::optional<WebhookTarget> parse_webhook_url(const std::string& url, std::string& error);
 
 }  // namespace gpureap

@@ -243,6 +243,7 @@ Look Observer::full_look() {
     const pid_t pid = f.facts.pid;
     followed_.insert_or_assign(pid, std::move(f));
   }
+  look.snapshot = std::shared_ptr<const Snapshot>(std::move(snapshot));
   return finish(std::move(look), look.driver_readable ? &reading : nullptr);
 }
 

@@ -98,6 +98,9 @@ struct Look {
   // Followed processes this look could not judge (their GPU or the driver could not be read):
   // what rules know of them stays as it was.
   std::set<std::pair<pid_t, std::uint64_t>> frozen;
+  // A full scan's snapshot (its details loaded for the candidates); null after a quick look.
+  // Kept only for whoever reads looks after the rules (watch --listen publishes metrics of it).
+  std::shared_ptr<const Snapshot> snapshot;
 };
 
 class Observer {

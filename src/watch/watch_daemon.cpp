@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "http/http_module.hpp"
 #include "kill/audit_log.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/user_names.hpp"
@@ -101,7 +102,7 @@ class WatchDaemon {
         log_(options.log_fd),
         counters_(counters),
         observer_(options.snapshot, 300),
-        notifier_(log_, counters_, options.webhook_helper) {}
+        notifier_(log_, counters_) {}
 
   ~WatchDaemon() { notifier_.stop(std::chrono::milliseconds(0)); }
 
@@ -245,6 +246,7 @@ class WatchDaemon {
         case DecisionKind::Gone: settled("gone", d, "it ended or stopped using a GPU"); break;
       }
     }
+    if (options_.on_look) options_.on_look(look);
   }
 
   WatchEvent event_for(WatchEventKind kind, const Decision& d, std::string message) const {
@@ -408,10 +410,10 @@ std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemon
         policy.source);
     return std::nullopt;
   }
-  if (!policy.notify.webhook.empty() && options.webhook_helper.empty()) {
-    error = fmt::format("{}: notify.webhook needs gpureap-webhook, which is not installed beside gpureap "
-                        "(in its directory or ../libexec/gpureap/)",
-                        policy.source);
+  // The webhook is sent by the HTTP module's client: a policy with one is refused unless it
+  // loads (loaded only then: a daemon without a webhook or --listen runs without HTTP code).
+  if (std::string why; !policy.notify.webhook.empty() && load_http_module("", why) == nullptr) {
+    error = fmt::format("{}: notify.webhook needs the HTTP module: {}", policy.source, why);
     return std::nullopt;
   }
   error.clear();

@@ -6,12 +6,14 @@
 // an action, and queued notifications get a few seconds to go out.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "snapshot/snapshot.hpp"
+#include "watch/observation.hpp"
 #include "watch/policy.hpp"
 #include "watch/watch_counters.hpp"
 
@@ -27,13 +29,15 @@ struct WatchDaemonOptions {
   std::string config_audit_log;             // [kill] audit_log of the configuration file
   std::vector<std::string> protect;         // [kill] protect names
   int log_fd = 2;                           // one line per event (journald reads stderr)
-  std::string webhook_helper;               // gpureap-webhook's path; "" when it is not installed
   SnapshotOptions snapshot;
+  // Called on the daemon's thread after the rules have judged each look (the first included):
+  // `watch --listen` publishes its metrics from it. Must not block.
+  std::function<void(const Look&)> on_look;
 };
 
 // The policy as the options change it (interval, dry run) and the audit log it will use; ""
 // in `error` when it may run, else one line (enforce without an audit log, a webhook without
-// gpureap-webhook).
+// the HTTP module).
 struct EffectivePolicy {
   std::shared_ptr<const Policy> policy;
   std::string audit_log;

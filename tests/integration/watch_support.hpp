@@ -23,6 +23,9 @@
 
 namespace gpureap::test {
 
+// Policy lines for tests: looks every 100 ms, all of /proc every 300 ms.
+inline constexpr const char* kFast = "interval = \"100ms\"\nfull_scan_interval = \"300ms\"\n";
+
 struct WatchLine {
   int priority = -1;  // the <N> prefix; -1 when the line has none
   std::string event;
@@ -129,6 +132,20 @@ class BackgroundWatch {
         std::string all;
         for (const auto& l : lines_) all += l.raw + "\n";
         ADD_FAILURE() << "no line event=" << event << " with the fields asked for; the log was:\n" << all;
+        return std::nullopt;
+      }
+    }
+  }
+
+  // The first line whose raw text contains `needle` (lines without key=value: "serving ...").
+  std::optional<WatchLine> wait_for_text(const std::string& needle, int timeout_ms = 10000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (std::size_t next = 0;;) {
+      for (; next < lines_.size(); ++next) {
+        if (lines_[next].raw.find(needle) != std::string::npos) return lines_[next];
+      }
+      if (!read_more(deadline)) {
+        ADD_FAILURE() << "no line with \"" << needle << "\" within " << timeout_ms << " ms";
         return std::nullopt;
       }
     }

@@ -3,7 +3,10 @@
 // would happen) and in enforce (the process ends, the memory is verified freed), with the grace
 // period, the cap, reloads, notifications and a webhook; bystanders (a PPID-1 service, a running
 // job's worker, a plain process) survive next to every target. Intervals are sub-second.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -26,8 +29,6 @@
 namespace gpureap::test {
 namespace {
 
-// Looks every 100 ms, all of /proc every 300 ms.
-constexpr const char* kFast = "interval = \"100ms\"\nfull_scan_interval = \"300ms\"\n";
 
 std::string enforce_header(const SimHost& host) {
   return std::string("mode = \"enforce\"\n") + kFast + "audit_log = \"" + host.state_dir() + "/audit.log\"\n" +
@@ -364,6 +365,51 @@ TEST(Watch, TheWebhookReceivesTheEvent) {
   const auto event = nlohmann::json::parse(bodies[0]);
   EXPECT_EQ(event["event"], "notice");
   EXPECT_EQ(event["process"]["pid"], old.pid);
+}
+
+TEST(Watch, AWebhookThatNeverAnswersTimesOutAndTheDaemonCarriesOn) {
+  SimHost host;
+  auto old = host.start({"--alloc", "0:1GiB"});
+  // Accepts the connection (the kernel's backlog) and never reads or answers.
+  const int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(silent, 4), 0);
+  socklen_t length = sizeof address;
+  getsockname(silent, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 std::string(kFast) + "[notify]\nwebhook = \"http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) +
+                     "/hook?team=gpu\"\nwebhook_timeout = \"300ms\"\n" +
+                     "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"notify\"\n");
+  BackgroundWatch watch(host, policy);
+  const auto timed_out = watch.wait_for("notification", {{"channel", "webhook"}});
+  ASSERT_TRUE(timed_out);
+  EXPECT_EQ(timed_out->field("outcome"), "timeout") << timed_out->raw;
+  EXPECT_TRUE(watch.wait_for("scan")) << "the looks go on";
+  EXPECT_EQ(watch.stop(), 0);
+  close(silent);
+  EXPECT_TRUE(running(old.pid));
+}
+
+TEST(Watch, AWebhookWithoutTheHttpModuleIsRefusedAtStart) {
+  SimHost host;
+  // The binary alone, away from the build tree's gpureap-http.so.
+  const std::string lonely = host.state_dir() + "/bin/gpureap";
+  std::filesystem::create_directories(host.state_dir() + "/bin");
+  std::filesystem::copy_file(gpureap_binary(), lonely);
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 std::string(kFast) + "[notify]\nwebhook = \"http://127.0.0.1:9/hook\"\n" +
+                     "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"1h\"\naction = \"notify\"\n");
+  SpawnOptions options;
+  options.env = host.env();
+  const auto result = run_command({lonely, "watch", "--policy", policy}, options);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("notify.webhook needs the HTTP module"), std::string::npos) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
 }
 
 TEST(Watch, ALostGpuFreezesItsProcessesAndTheDaemonCarriesOn) {

@@ -1,20 +1,20 @@
-#include "fleet/prometheus_url.hpp"
+#include "http/http_url.hpp"
 
 #include <gtest/gtest.h>
 
 namespace gpureap {
 namespace {
 
-PrometheusUrl parsed(const std::string& text) {
+HttpUrl parsed(const std::string& text) {
   std::string error;
-  auto url = parse_prometheus_url(text, error);
+  auto url = parse_http_url(text, error);
   EXPECT_TRUE(url) << text << ": " << error;
-  return url.value_or(PrometheusUrl{});
+  return url.value_or(HttpUrl{});
 }
 
 std::string refused(const std::string& text) {
   std::string error;
-  EXPECT_FALSE(parse_prometheus_url(text, error)) << text;
+  EXPECT_FALSE(parse_http_url(text, error)) << text;
   return error;
 }
 

@@ -27,6 +27,14 @@ int error_code(httplib::Error error) {
   }
 }
 
+void set_timeouts(httplib::ClientImpl& client, long long timeout_us) {
+  const time_t seconds = static_cast<time_t>(timeout_us / 1000000);
+  const time_t micros = static_cast<time_t>(timeout_us % 1000000);
+  client.set_connection_timeout(seconds, micros);
+  client.set_read_timeout(seconds, micros);
+  client.set_write_timeout(seconds, micros);
+}
+
 }  // namespace
 
 void* open(const gpureap_http_client_config* config) {
@@ -51,14 +59,11 @@ void* open(const gpureap_http_client_config* config) {
   }
 }
 
+
 int get(void* handle, const gpureap_http_get* request) {
   auto* client = static_cast<httplib::ClientImpl*>(handle);
   try {
-    const time_t seconds = static_cast<time_t>(request->timeout_us / 1000000);
-    const time_t micros = static_cast<time_t>(request->timeout_us % 1000000);
-    client->set_connection_timeout(seconds, micros);
-    client->set_read_timeout(seconds, micros);
-    client->set_write_timeout(seconds, micros);
+    set_timeouts(*client, request->timeout_us);
     httplib::Params params;
     for (std::size_t i = 0; i < request->param_count; ++i) {
       params.emplace(request->params[2 * i], request->params[2 * i + 1]);
@@ -76,6 +81,34 @@ int get(void* handle, const gpureap_http_get* request) {
   } catch (const std::bad_alloc&) {
     // cpp-httplib 0.11 bounds each header line but not their number: headers without end grow
     // until the caller's memory limit (fleet sets one) makes an allocation fail here.
+    return GPUREAP_HTTP_OUT_OF_MEMORY;
+  } catch (...) {
+    return GPUREAP_HTTP_OTHER;
+  }
+}
+
+int post(void* handle, const gpureap_http_post* request) {
+  auto* client = static_cast<httplib::ClientImpl*>(handle);
+  try {
+    set_timeouts(*client, request->timeout_us);
+    // A request of our own, so that the answer's body is streamed to on_body (which bounds it)
+    // rather than gathered whole.
+    httplib::Request req;
+    req.method = "POST";
+    req.path = request->path;
+    req.headers.emplace("Content-Type", request->content_type);
+    req.body.assign(request->body, request->body_size);
+    req.content_receiver = [request](const char* data, std::size_t length, std::uint64_t, std::uint64_t) {
+      return request->on_body(request->context, data, length) != 0;
+    };
+    const auto result = client->send(req);
+    if (!result) return error_code(result.error());
+    // The status from the result: a request's own response_handler is not called by the
+    // library's send() (0.11.4 as Debian builds it).
+    const std::string location = result->get_header_value("Location");
+    request->on_status(request->context, result->status, location.c_str());
+    return GPUREAP_HTTP_OK;
+  } catch (const std::bad_alloc&) {
     return GPUREAP_HTTP_OUT_OF_MEMORY;
   } catch (...) {
     return GPUREAP_HTTP_OTHER;

@@ -194,7 +194,8 @@ const gpureap_http_module_api kApi{GPUREAP_HTTP_MODULE_ABI,
                                    destroy,
                                    gpureap_http_module_client::open,
                                    gpureap_http_module_client::get,
-                                   gpureap_http_module_client::close};
+                                   gpureap_http_module_client::close,
+                                   gpureap_http_module_client::post};
 
 }  // namespace
 

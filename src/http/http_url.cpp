@@ -1,4 +1,4 @@
-#include "fleet/prometheus_url.hpp"
+#include "http/http_url.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -33,13 +33,13 @@ std::optional<int> parse_port(std::string_view digits) {
 
 }  // namespace
 
-std::string PrometheusUrl::text() const {
+std::string HttpUrl::text() const {
   const bool v6 = host.find(':') != std::string::npos;
   return fmt::format("{}://{}{}{}:{}{}", scheme == UrlScheme::Https ? "https" : "http", v6 ? "[" : "", host,
                      v6 ? "]" : "", port, base_path);
 }
 
-std::optional<PrometheusUrl> parse_prometheus_url(std::string_view text, std::string& error) {
+std::optional<HttpUrl> parse_http_url(std::string_view text, std::string& error) {
   if (text.size() > kMaxUrlBytes) {
     error = fmt::format("the URL is {} bytes long; at most {} are accepted", text.size(), kMaxUrlBytes);
     return std::nullopt;
@@ -48,7 +48,7 @@ std::optional<PrometheusUrl> parse_prometheus_url(std::string_view text, std::st
     error = "the URL holds spaces, control characters or non-ASCII bytes (percent-encode them)";
     return std::nullopt;
   }
-  PrometheusUrl url;
+  HttpUrl url;
   std::string_view rest;
   if (starts_with_ignoring_case(text, "http://")) {
     url.scheme = UrlScheme::Http;

@@ -1,0 +1,201 @@
+// `gpureap watch --listen`: the daemon serves /metrics from its own looks (the snapshot
+// families of its last full scan and its gpureap_watch_* counters), scraped over HTTP while it
+// acts on real processes; a notification command it spawns while serving holds no socket.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include "export_support.hpp"
+#include "kill_support.hpp"
+#include "sim_harness.hpp"
+#include "watch_support.hpp"
+
+namespace gpureap::test {
+namespace {
+
+std::string idle_terminate_rule() {
+  return "[[rule]]\nname = \"idle\"\ncondition = \"idle\"\nidle_for = \"300ms\"\naction = \"terminate\"\ngrace = \"0s\"\n";
+}
+
+// The port from "gpureap watch: serving http://127.0.0.1:PORT/metrics".
+int serving_port(BackgroundWatch& watch) {
+  const auto line = watch.wait_for_text("serving http://127.0.0.1:");
+  if (!line) return 0;
+  const auto at = line->raw.find("127.0.0.1:") + 10;
+  return std::stoi(line->raw.substr(at));
+}
+
+struct Scraped {
+  std::string body;
+  Scrape parsed;
+};
+
+Scraped scrape(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(5, 0);
+  const auto response = client.Get("/metrics");
+  if (!response) {
+    ADD_FAILURE() << "GET /metrics failed: " << httplib::to_string(response.error());
+    return {};
+  }
+  EXPECT_EQ(response->status, 200) << response->body;
+  return {response->body, parse_exposition(response->body)};
+}
+
+// Scrapes until `ready` holds for what it got (a counter moves within an interval or two).
+Scraped scrape_until(int port, const std::function<bool(const Scrape&)>& ready) {
+  Scraped last;
+  eventually([&] {
+    last = scrape(port);
+    return ready(last.parsed);
+  });
+  return last;
+}
+
+TEST(WatchListen, ServesHostAndCounterFamiliesThatPromtoolAcceptsAndSurvivesSighup) {
+  SimHost host;
+  auto idle = host.start({"--alloc", "0:1GiB"});
+  const Service service(host);
+  // The notification command lists the descriptors it was started with (ls's own: the
+  // directory it reads is one more, under /proc).
+  const std::string script =
+      write_file(host, "fds.sh", "#!/bin/sh\nexec ls -l /proc/self/fd/ > \"$(dirname \"$0\")/fds.txt\"\n");
+  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  const std::string policy = write_file(host, "policy.toml",
+                                        std::string(kFast) + "[notify]\ncommand = [\"" + script + "\"]\n" +
+                                            idle_terminate_rule());
+  BackgroundWatch watch(host, policy, {"--listen", "127.0.0.1:0"});
+  const int port = serving_port(watch);
+  ASSERT_GT(port, 0);
+  // Held open while the notification runs: an accepted socket as well as the listening one.
+  httplib::Client keep_alive("127.0.0.1", port);
+  keep_alive.set_keep_alive(true);
+  ASSERT_TRUE(keep_alive.Get("/healthz"));
+
+  const auto would = watch.wait_for("would-terminate", {{"pid", std::to_string(idle.pid)}});
+  ASSERT_TRUE(would);
+  const Scraped got = scrape_until(port, [](const Scrape& s) {
+    return s.value("gpureap_watch_notifications_total", {{"channel", "command"}, {"outcome", "sent"}}).value_or(0) >= 2;
+  });
+  const Scrape& s = got.parsed;
+  EXPECT_GE(s.value("gpureap_watch_policy_matches_total", {{"rule", "idle"}, {"action", "terminate"}}).value_or(0), 1);
+  EXPECT_EQ(s.value("gpureap_watch_terminations_total", {{"reason", "idle"}, {"outcome", "dry-run"}}), 1);
+  for (const char* outcome : {"exited", "killed", "survived", "refused"}) {
+    EXPECT_EQ(s.value("gpureap_watch_terminations_total", {{"reason", "idle"}, {"outcome", outcome}}), 0) << outcome;
+  }
+  EXPECT_EQ(s.value("gpureap_watch_memory_freed_bytes_total"), 0);
+  EXPECT_EQ(s.value("gpureap_watch_terminations_capped_total"), 0);
+  // The snapshot's families, as export serves them, and the exporter's own.
+  EXPECT_EQ(s.value("gpureap_gpu_memory_used_bytes", {{"gpu", "0"}}), 1.0 * GiB);
+  EXPECT_EQ(s.value("gpureap_driver_up"), 1);
+  EXPECT_EQ(s.value("gpureap_user_gpu_memory_bytes", {{"user", "root"}}), 1.0 * GiB);
+  EXPECT_TRUE(s.value("gpureap_collections_total"));
+  EXPECT_TRUE(s.all("gpureap_process_gpu_memory_bytes").empty()) << "per-process series only with --per-process";
+  EXPECT_EQ(promtool_check(got.body, host.state_dir()), "");
+  // Every family served is docs/metrics.md's, with its type and labels.
+  const auto contract = metrics_contract();
+  for (const auto& [name, type] : s.types) {
+    const auto it = contract.find(name);
+    ASSERT_NE(it, contract.end()) << name << " is served but not in docs/metrics.md";
+    EXPECT_EQ(it->second.type.substr(0, type.size()), type) << name;
+    const std::set<std::string> want(it->second.labels.begin(), it->second.labels.end());
+    for (const auto* sample : s.all(name)) {
+      std::set<std::string> labels;
+      for (const auto& [label, value] : sample->labels) labels.insert(label);
+      EXPECT_EQ(labels, want) << name;
+    }
+  }
+
+  // The notification command inherited stdin, stdout, stderr and nothing of the server's.
+  std::ifstream fds(host.state_dir() + "/fds.txt");
+  ASSERT_TRUE(fds) << "the notification command did not run";
+  std::set<int> seen;
+  for (std::string line; std::getline(fds, line);) {
+    static const std::regex entry(R"( (\d+) -> (.*)$)");
+    std::smatch m;
+    if (!std::regex_search(line, m, entry)) continue;
+    EXPECT_EQ(m[2].str().find("socket:"), std::string::npos) << "inherited: " << line;
+    if (m[2].str().rfind("/proc/", 0) != 0) seen.insert(std::stoi(m[1].str()));
+  }
+  EXPECT_EQ(seen, (std::set<int>{0, 1, 2}));
+
+  watch.signal(SIGHUP);
+  ASSERT_TRUE(watch.wait_for("reload"));
+  EXPECT_TRUE(scrape(port).parsed.value("gpureap_watch_terminations_total", {{"reason", "idle"}, {"outcome", "dry-run"}}))
+      << "still serving after a reload";
+  EXPECT_EQ(watch.stop(), 0);
+  EXPECT_FALSE(httplib::Client("127.0.0.1", port).Get("/healthz")) << "the port is closed after the stop";
+  EXPECT_TRUE(running(idle.pid));
+  EXPECT_TRUE(running(service.pid));
+}
+
+TEST(WatchListen, CountsATerminationInEnforceAndSparesBystanders) {
+  SimHost host;
+  const Service service(host);                                                    // PPID 1, holds GPU 0's file
+  auto working = host.start({"--alloc", "0:1GiB", "--workers", "1", "--sm-util", "40"});  // a running job
+  auto idle = host.start({"--alloc", "0:2GiB"});
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 std::string("mode = \"enforce\"\n") + kFast + "audit_log = \"" + host.state_dir() + "/audit.log\"\n" +
+                     "[terminate]\nkill_timeout = \"2s\"\nverify_timeout = \"5s\"\n" + idle_terminate_rule());
+  BackgroundWatch watch(host, policy, {"--listen", "127.0.0.1:0", "--per-process"});
+  const int port = serving_port(watch);
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(watch.wait_for("terminate", {{"pid", std::to_string(idle.pid)}}));
+  const Scrape s = scrape_until(port, [](const Scrape& s) {
+                     return s.value("gpureap_gpu_memory_used_bytes", {{"gpu", "0"}}) == 1.0 * GiB;  // a scan after it
+                   }).parsed;
+  EXPECT_EQ(s.value("gpureap_watch_terminations_total", {{"reason", "idle"}, {"outcome", "exited"}}), 1);
+  EXPECT_EQ(s.value("gpureap_watch_memory_freed_bytes_total"), 2.0 * GiB);
+  EXPECT_EQ(s.value("gpureap_process_gpu_memory_bytes", {{"pid", std::to_string(working.pid)}}), 1.0 * GiB);
+  EXPECT_FALSE(s.value("gpureap_process_gpu_memory_bytes", {{"pid", std::to_string(idle.pid)}}));
+  EXPECT_EQ(watch.stop(SIGINT), 0);
+  for (pid_t pid : {service.pid, working.pid, working.workers[0]}) EXPECT_TRUE(running(pid)) << pid;
+}
+
+// Whether `pid` has the HTTP module mapped.
+bool maps_http_module(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  return text.str().find("gpureap-http.so") != std::string::npos;
+}
+
+TEST(WatchListen, LoadsTheHttpModuleOnlyWhenItServes) {
+  SimHost host;
+  const std::string policy = write_file(host, "policy.toml", std::string(kFast) + idle_terminate_rule());
+  BackgroundWatch plain(host, policy);
+  ASSERT_TRUE(plain.wait_for("start"));
+  EXPECT_FALSE(maps_http_module(plain.pid()));
+  BackgroundWatch serving(host, policy, {"--listen", "127.0.0.1:0"});
+  ASSERT_TRUE(serving.wait_for("start"));
+  EXPECT_TRUE(maps_http_module(serving.pid()));
+  EXPECT_EQ(plain.stop(), 0);
+  EXPECT_EQ(serving.stop(), 0);
+}
+
+TEST(WatchListen, RefusesServeOptionsWithoutListenAndAnAddressInUse) {
+  SimHost host;
+  const std::string policy = write_file(host, "policy.toml", std::string(kFast) + idle_terminate_rule());
+  const auto without = host.gpureap({"watch", "--policy", policy, "--per-process"});
+  EXPECT_EQ(without.exit_code, 2);
+  EXPECT_NE(without.err.find("apply to --listen"), std::string::npos) << without.err;
+  httplib::Server taken;
+  const int port = taken.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  const auto in_use = host.gpureap({"watch", "--policy", policy, "--listen", "127.0.0.1:" + std::to_string(port)});
+  EXPECT_EQ(in_use.exit_code, 12);
+  EXPECT_NE(in_use.err.find("cannot serve on 127.0.0.1:" + std::to_string(port)), std::string::npos) << in_use.err;
+}
+
+}  // namespace
+}  // namespace gpureap::test
