@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -215,6 +216,11 @@ TEST(RunJob, ManyLeftoversUnderALowOpenFileLimitAreAllEnded) {
   if (bystander == 0) {
     for (;;) pause();
   }
+  // Ended however the test ends: a failed assertion returns early.
+  const std::shared_ptr<void> end_bystander(nullptr, [bystander](void*) {
+    kill(bystander, SIGKILL);
+    waitpid(bystander, nullptr, 0);
+  });
   BackgroundRun run(host, {"--kill-timeout", "2", "--no-cgroup"},
                     {"/bin/sh", "-c", "i=0; while [ $i -lt 120 ]; do sleep 300 & i=$((i+1)); done; exit 0"}, false,
                     {"/usr/bin/prlimit", "--nofile=40:40", "--"});
@@ -226,8 +232,6 @@ TEST(RunJob, ManyLeftoversUnderALowOpenFileLimitAreAllEnded) {
     EXPECT_FALSE(running(e["pid"].get<pid_t>())) << e.dump();
   }
   EXPECT_TRUE(running(bystander));
-  kill(bystander, SIGKILL);
-  waitpid(bystander, nullptr, 0);
 }
 
 TEST(RunJob, ARankIgnoringSigtermIsKilledAfterTheKillTimeout) {
