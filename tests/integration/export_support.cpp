@@ -271,7 +271,11 @@ ExportServer::ExportServer(const SimHost& host, std::vector<std::string> args, b
     args.push_back("127.0.0.1:0");
   }
   args.insert(args.begin(), {gpureap_binary(), "export"});
-  const auto env = host.env();
+  SpawnOptions options;
+  options.env = host.env();
+  options.new_process_group = false;  // setsid below
+  const PreparedExec exec(args, options);
+  const std::string stderr_path = stderr_path_;
   pid_ = fork();
   if (pid_ == 0) {
     setsid();
@@ -279,14 +283,9 @@ ExportServer::ExportServer(const SimHost& host, std::vector<std::string> args, b
     dup2(null, STDIN_FILENO);
     dup2(null, STDOUT_FILENO);
     // Not the test's own stderr: an exporter left running by a failed test would keep ctest's pipe open.
-    const int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) dup2(err, STDERR_FILENO);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+    exec.exec_in_child(false);
   }
   // "gpureap export: serving http://127.0.0.1:41234/metrics"
   eventually(

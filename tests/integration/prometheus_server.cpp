@@ -40,6 +40,13 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
   for (const auto& [name, value] : env) environment.push_back(name + "=" + value);
+  // Built before fork(): a child that allocates can deadlock on a lock another thread of the
+  // test held at the fork (sim_harness.hpp, PreparedExec).
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (auto& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_ = ::fork();
   if (pid_ == 0) {
     ::setsid();
@@ -50,11 +57,6 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const
       ::dup2(log, STDERR_FILENO);
     }
     if (null >= 0) ::dup2(null, STDIN_FILENO);
-    std::vector<char*> args, envp;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (auto& e : environment) envp.push_back(e.data());
-    envp.push_back(nullptr);
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);
   }

@@ -45,21 +45,20 @@ class BackgroundRun {
     argv.insert(argv.end(), command.begin(), command.end());
     int out[2];
     if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    const auto env = host.env();
+    SpawnOptions options;
+    options.env = host.env();
+    options.env["SIM"] = GPUSIM_CUDA_BINARY;
+    options.env["RECORDER"] = SIGNAL_RECORDER_BINARY;
+    options.new_process_group = false;  // its own session below, or the test's (same_session)
+    const PreparedExec exec(argv, options);  // no allocation after fork()
+    const std::string stderr_path = stderr_;
     pid_ = fork();
     if (pid_ == 0) {
       if (!same_session) setsid();
       dup2(out[1], STDOUT_FILENO);
-      const int err = open(stderr_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (err >= 0) dup2(err, STDERR_FILENO);
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      setenv("SIM", GPUSIM_CUDA_BINARY, 1);
-      setenv("RECORDER", SIGNAL_RECORDER_BINARY, 1);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
+      exec.exec_in_child(false);
     }
     close(out[1]);
     out_ = out[0];

@@ -42,26 +42,6 @@ std::vector<char*> c_array(std::vector<std::string>& strings) {
   return out;
 }
 
-// In the forked child: process group, user, environment, exec. Never returns.
-[[noreturn]] void exec_child(std::vector<std::string> argv, const SpawnOptions& options) {
-  if (options.new_process_group) setpgid(0, 0);
-  if (!options.stdin_path.empty()) {
-    const int in = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in < 0 || dup2(in, STDIN_FILENO) < 0) _exit(126);
-  }
-  auto env = build_env(options.env);
-  if (options.uid) {
-    const passwd* pw = getpwuid(*options.uid);
-    const gid_t gid = pw != nullptr ? pw->pw_gid : static_cast<gid_t>(*options.uid);
-    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(*options.uid) != 0) _exit(126);
-  }
-  auto args = c_array(argv);
-  auto envp = c_array(env);
-  execve(args[0], args.data(), envp.data());
-  dprintf(STDERR_FILENO, "exec %s failed: %s\n", args[0], strerror(errno));
-  _exit(127);
-}
-
 int wait_with_timeout(pid_t pid, int timeout_ms, bool* timed_out) {
   int status = 0;
   const bool done = eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout_ms);
@@ -112,6 +92,7 @@ bool can_unshare_pid() {
 CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptions& options, int timeout_ms) {
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  const PreparedExec exec(argv, options);
   const pid_t pid = fork();
   if (pid == 0) {
     // No controlling terminal: a command that asks for confirmation must not find the
@@ -119,7 +100,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptio
     setsid();
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
-    exec_child(argv, options);
+    exec.exec_in_child(!options.stdin_path.empty());
   }
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -254,10 +235,11 @@ SimProcess SimHost::start_program(const std::string& program, const std::vector<
   SpawnOptions options;
   options.env = env();
   options.uid = uid;
+  const PreparedExec exec(argv, options);
   const pid_t child = fork();
   if (child == 0) {
     dup2(out_pipe[1], STDOUT_FILENO);
-    exec_child(argv, options);
+    exec.exec_in_child(false);
   }
   close(out_pipe[1]);
   setpgid(child, child);  // both sides, so the group exists before we might signal it
@@ -359,6 +341,32 @@ const nlohmann::json& gpu_entry(const nlohmann::json& ps, unsigned index) {
     if (g["index"] == index) return g;
   }
   return kMissing;
+}
+
+PreparedExec::PreparedExec(std::vector<std::string> command, const SpawnOptions& options)
+    : argv(std::move(command)), env(build_env(options.env)), new_process_group(options.new_process_group),
+      uid(options.uid) {
+  args = c_array(argv);
+  envp = c_array(env);
+  if (!options.stdin_path.empty()) stdin_fd = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (uid) {
+    const passwd* pw = getpwuid(*uid);
+    gid = pw != nullptr ? pw->pw_gid : static_cast<gid_t>(*uid);
+  }
+}
+
+PreparedExec::~PreparedExec() {
+  if (stdin_fd >= 0) close(stdin_fd);
+}
+
+void PreparedExec::exec_in_child(bool stdin_wanted) const {
+  if (new_process_group) setpgid(0, 0);
+  if (stdin_wanted && (stdin_fd < 0 || dup2(stdin_fd, STDIN_FILENO) < 0)) _exit(126);
+  if (uid && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(*uid) != 0)) _exit(126);
+  execve(args[0], args.data(), envp.data());
+  static const char kFailed[] = "exec failed\n";
+  (void)!write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
+  _exit(127);
 }
 
 }  // namespace gpureap::test

@@ -27,6 +27,27 @@ struct SpawnOptions {
   std::string stdin_path;                  // the command's stdin; "" leaves the harness's
 };
 
+// Everything exec needs, built before fork(): the tests fork from processes that run threads
+// (the export, fleet and watch tests serve HTTP in-process), and a child that allocates after
+// fork() can deadlock on an allocator lock another thread held at the fork (seen: Fleet tests
+// under ASan killed after 20 s with no output, 2 runs in 24). Build one, fork, and in the child
+// use only async-signal-safe calls (open, dup2, setsid) before exec_in_child.
+struct PreparedExec {
+  PreparedExec(std::vector<std::string> command, const SpawnOptions& options);
+  ~PreparedExec();
+  PreparedExec(const PreparedExec&) = delete;
+  PreparedExec& operator=(const PreparedExec&) = delete;
+  // Process group (options.new_process_group), stdin (options.stdin_path), user, execve.
+  [[noreturn]] void exec_in_child(bool stdin_wanted) const;
+
+  std::vector<std::string> argv, env;
+  std::vector<char*> args, envp;
+  bool new_process_group = true;
+  int stdin_fd = -1;
+  std::optional<uid_t> uid;
+  gid_t gid = 0;
+};
+
 // Runs a program to completion (argv[0] is a path), capturing stdout and stderr.
 CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptions& options = {},
                           int timeout_ms = 30000);

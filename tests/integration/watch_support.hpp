@@ -87,8 +87,11 @@ class BackgroundWatch {
     argv.insert(argv.end(), args.begin(), args.end());
     int err[2];
     if (pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    auto env = host.env();
-    for (const auto& [k, v] : extra_env) env[k] = v;
+    SpawnOptions options;
+    options.env = host.env();
+    for (const auto& [k, v] : extra_env) options.env[k] = v;
+    options.new_process_group = false;  // setsid below
+    const PreparedExec exec(argv, options);
     pid_ = fork();
     if (pid_ == 0) {
       setsid();
@@ -96,12 +99,7 @@ class BackgroundWatch {
       const int null = open("/dev/null", O_RDWR);
       dup2(null, STDIN_FILENO);
       dup2(null, STDOUT_FILENO);
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> c_args;
-      for (auto& a : argv) c_args.push_back(a.data());
-      c_args.push_back(nullptr);
-      execv(c_args[0], c_args.data());
-      _exit(127);
+      exec.exec_in_child(false);
     }
     close(err[1]);
     err_ = err[0];
