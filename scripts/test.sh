@@ -18,7 +18,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 if grep -q '^GPUREAP_FUZZ:BOOL=ON' "$root/build-asan/CMakeCache.txt"; then
   step "fuzzing, a few seconds per target (scripts/fuzz.sh SECONDS for longer runs)"
-  GPUREAP_FUZZ_BUILD_DIR="$root/build-asan" "$root/scripts/fuzz.sh" "${GPUREAP_FUZZ_SECONDS:-3}"
+  GPUREAP_FUZZ_BUILD_DIR="$root/build-asan" "$root/scripts/fuzz.sh" "${GPUREAP_FUZZ_SECONDS:-2}"
 else
   echo "fuzzing skipped: the libFuzzer targets need clang"
 fi
