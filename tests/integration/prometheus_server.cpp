@@ -15,8 +15,6 @@
 
 #include "sim_harness.hpp"
 
-extern char** environ;
-
 namespace gpureap::test {
 
 int free_loopback_port() {
@@ -37,16 +35,10 @@ int free_loopback_port() {
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                                      const std::string& log_path)
     : log_path_(log_path) {
-  std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
-  for (const auto& [name, value] : env) environment.push_back(name + "=" + value);
-  // Built before fork(): a child that allocates can deadlock on a lock another thread of the
-  // test held at the fork (sim_harness.hpp, PreparedExec).
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (auto& e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  SpawnOptions options;
+  options.env = env;
+  options.new_process_group = false;  // setsid below
+  const PreparedExec exec(argv, options);  // nothing is allocated after fork()
   pid_ = ::fork();
   if (pid_ == 0) {
     ::setsid();
@@ -57,8 +49,7 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const
       ::dup2(log, STDERR_FILENO);
     }
     if (null >= 0) ::dup2(null, STDIN_FILENO);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
+    exec.exec_in_child(false);
   }
 }
 
