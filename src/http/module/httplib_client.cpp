@@ -49,6 +49,7 @@ void* open(const gpureap_http_client_config* config) {
       client = std::make_unique<httplib::ClientImpl>(config->host, config->port);
     }
     client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);  // a request's headers and body are separate writes (see the server)
     client->set_follow_location(false);  // a redirect is reported, never followed
     if (config->basic_user != nullptr) {
       client->set_basic_auth(config->basic_user, config->basic_password ? config->basic_password : "");
