@@ -2,7 +2,14 @@
 // the scrape timeout a hung collection cannot stretch, basic auth.
 #include "exporter/exporter.hpp"
 
+#include <arpa/inet.h>
 #include <crypt.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <future>
@@ -76,6 +83,52 @@ TEST(ExporterHttp, ServesMetricsHealthAndALandingPage) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 405);
   EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
+}
+
+// The local port of a TCP socket, or of its peer; 0 when it is not an IPv4 socket.
+int socket_port(int fd, bool peer) {
+  sockaddr_in address{};
+  socklen_t size = sizeof address;
+  auto* raw = reinterpret_cast<sockaddr*>(&address);
+  if ((peer ? getpeername(fd, raw, &size) : getsockname(fd, raw, &size)) != 0) return 0;
+  return address.sin_family == AF_INET ? ntohs(address.sin_port) : 0;
+}
+
+// httplib writes a response's headers and its body in two writes: with Nagle's algorithm the
+// body waited for the scraper's delayed ACK, 40 ms on each keep-alive scrape after the first.
+TEST(ExporterHttp, ItsConnectionsSendWithoutNagleDelay) {
+  GateCollector collector;
+  RunningExporter running(collector, {});
+  const int port = running.exporter().address().port;
+  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(client, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n";
+  ASSERT_EQ(write(client, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  char answer[64];
+  ASSERT_GT(read(client, answer, sizeof answer), 0) << "the server accepted and answered";
+  const int client_port = socket_port(client, false);
+  // The accepted socket is in this process (the exporter serves on a thread of the test).
+  int accepted = -1;
+  DIR* fds = opendir("/proc/self/fd");
+  ASSERT_NE(fds, nullptr);
+  while (const dirent* entry = readdir(fds)) {
+    const int fd = std::atoi(entry->d_name);
+    struct stat st {};
+    if (fd == client || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (socket_port(fd, false) == port && socket_port(fd, true) == client_port) accepted = fd;
+  }
+  closedir(fds);
+  ASSERT_GE(accepted, 0) << "the server's end of the connection";
+  int nodelay = 0;
+  socklen_t size = sizeof nodelay;
+  ASSERT_EQ(getsockopt(accepted, IPPROTO_TCP, TCP_NODELAY, &nodelay, &size), 0);
+  EXPECT_NE(nodelay, 0);
+  close(client);
 }
 
 TEST(ExporterHttp, TheScrapeTimeoutHoldsWhileTheCollectionHangsAndHealthStillAnswers) {
