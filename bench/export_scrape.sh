@@ -16,44 +16,13 @@ build=${GPUREAP_BUILD:-$root/build}
 for tool in hyperfine curl python3; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is not installed (scripts/setup-deps.sh)" >&2; exit 2; }
 done
-extra=2000
-pid_max=$(cat /proc/sys/kernel/pid_max)
-[ $((extra + 1000)) -le "$pid_max" ] || { echo "bench: kernel.pid_max must be above $((extra + 1000))" >&2; exit 2; }
-
-state=$(mktemp -d /tmp/gpureap-export-bench-XXXXXX)
-pgids=()
-exporters=()
-cleanup() {
-  for p in "${exporters[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$state"
-}
-trap cleanup EXIT
-
-export GPUSIM_STATE_DIR="$state" GPUREAP_DEV_DIR="$state/dev" NO_COLOR=1
-export GPUREAP_NVML_LIBRARY="$build/sim/drivers/r550/libnvidia-ml.so.1"
-"$build/sim/gpusim" init --gpus 8 --memory 80GiB >/dev/null
-
+source "$root/bench/sim_host.sh"
+sim_host_need_pids 2000
+sim_host_begin
 # 64 GPU processes, 8 per GPU, in one process group per GPU.
-for gpu in 0 1 2 3 4 5 6 7; do
-  setsid bash -c "for i in 1 2 3 4 5 6 7 8; do '$build/sim/gpusim-cuda' --alloc $gpu:2GiB >>'$state/ready.$gpu' & done; wait" \
-    </dev/null >/dev/null 2>&1 &
-  pgids+=($!)
-done
-for gpu in 0 1 2 3 4 5 6 7; do
-  for _ in $(seq 1 400); do [ "$(grep -c READY "$state/ready.$gpu" 2>/dev/null || true)" -ge 8 ] && break; sleep 0.05; done
-done
+sim_host_gpu_processes 8 --alloc 2GiB
 # 2,000 other processes that hold no GPU file: every collection still looks at each.
-setsid bash -c "for i in \$(seq 1 $extra); do sleep 3600 & done; wait" </dev/null >/dev/null 2>&1 &
-g=$!
-disown "$g"
-pgids+=("$g")
-for _ in $(seq 1 1200); do
-  n=$(pgrep -c -g "$g" 2>/dev/null || true)
-  [ "${n:-0}" -gt "$extra" ] && break
-  sleep 0.1
-done
+sim_host_grow_others 2000
 
 # An exporter; sets $url to where it serves. --per-process: 64 series more, the largest
 # exposition.
@@ -61,7 +30,7 @@ start_exporter() {  # start_exporter NAME ARGS...
   local name=$1
   shift
   "$build/src/gpureap" export --listen 127.0.0.1:0 --per-process "$@" </dev/null >/dev/null 2>"$state/$name.err" &
-  exporters+=($!)
+  sim_host_kill_at_exit $!
   url=""
   for _ in $(seq 1 400); do
     url=$(sed -n 's/.*serving \(http:[^ ]*\)$/\1/p' "$state/$name.err")
@@ -107,7 +76,7 @@ size=$(curl -s "$shared" | wc -c)
 collections=$(curl -s "$shared" | sed -n 's/^gpureap_collections_total \([0-9]*\)$/\1/p')
 printf 'host: %s cores, load average %s; 8 simulated GPUs (r550), %s GPU processes, %s processes in all; %s runs\n' \
   "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(grep -hc READY "$state"/ready.* | paste -sd+ | bc)" \
-  "$(printf '%s\n' /proc/[0-9]* | wc -l)" "$runs"
+  "$(sim_host_process_count)" "$runs"
 echo "exposition: $size bytes with --per-process; the shared exporter ran $collections collection(s) for $((runs * 5 + 6)) scrapes"
 
 python3 - "$state" <<'PY'

@@ -17,51 +17,12 @@ build=${GPUREAP_BUILD:-$root/build}
 command -v hyperfine >/dev/null || { echo "bench: hyperfine not installed (scripts/setup-deps.sh installs it)" >&2; exit 2; }
 IFS=, read -r -a size_list <<<"$sizes"
 mapfile -t size_list < <(printf '%s\n' "${size_list[@]}" | sort -n -u)
-largest=${size_list[-1]}
-pid_max=$(cat /proc/sys/kernel/pid_max)
-if [ $((largest + 1000)) -gt "$pid_max" ]; then
-  echo "bench: $largest extra processes need kernel.pid_max above $((largest + 1000)) (it is $pid_max)" >&2; exit 2
-fi
-
-state=$(mktemp -d /tmp/gpureap-bench-XXXXXX)
-pgids=()
-cleanup() {
-  for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$state"
-}
-trap cleanup EXIT
-
-export GPUSIM_STATE_DIR="$state" GPUREAP_DEV_DIR="$state/dev"
-export GPUREAP_NVML_LIBRARY="$build/sim/drivers/r550/libnvidia-ml.so.1" NO_COLOR=1
-"$build/sim/gpusim" init --gpus 8 --memory 80GiB >/dev/null
-
+source "$root/bench/sim_host.sh"
+sim_host_need_pids "${size_list[-1]}"
+sim_host_begin
 # GPU workloads: 8 training jobs with 4 DataLoader workers each, one per GPU.
-for gpu in 0 1 2 3 4 5 6 7; do
-  setsid "$build/sim/gpusim-cuda" --alloc "$gpu:20GiB" --workers 4 >"$state/ready.$gpu" &
-  pgids+=($!)
-done
-for gpu in 0 1 2 3 4 5 6 7; do
-  for _ in $(seq 1 200); do grep -q READY "$state/ready.$gpu" 2>/dev/null && break; sleep 0.05; done
-done
+sim_host_gpu_processes 1 --alloc 20GiB --workers 4
 files=("$state"/dev/nvidiactl "$state"/dev/nvidia-uvm "$state"/dev/nvidia[0-9]*)
-
-# Extra processes that hold no GPU file (each a sleep with its own 3 descriptors): every tool
-# must still look at each of them. Added in batches, one process group per batch.
-extra_now=0
-grow_to() {
-  local want=$1 add=$(( $1 - extra_now ))
-  [ "$add" -gt 0 ] || return 0
-  setsid bash -c "for i in \$(seq 1 $add); do sleep 3600 & done; wait" </dev/null >/dev/null 2>&1 &
-  local g=$!
-  disown "$g"  # killed by process group at exit, without a job notice
-  pgids+=("$g")
-  for _ in $(seq 1 1200); do
-    [ "$(pgrep -c -g "$g" || true)" -gt "$add" ] && break
-    sleep 0.1
-  done
-  extra_now=$want
-}
 
 printf 'host: %s cores, load average %s; 8 simulated GPUs (r550), 40 GPU processes; %s runs per command\n' \
   "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$runs"
@@ -70,8 +31,9 @@ holders=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["h
 echo "holders of the device files: gpureap $holders processes; fuser $(fuser "${files[@]}" 2>/dev/null | tr ' ' '\n' | grep -c .) (process, file) pairs"
 
 for extra in "${size_list[@]}"; do
-  grow_to "$extra"
-  procs=$(printf '%s\n' /proc/[0-9]* | wc -l)
+  # Extra processes that hold no GPU file: every tool must still look at each of them.
+  sim_host_grow_others "$extra"
+  procs=$(sim_host_process_count)
   echo "$procs" >"$state/procs.$extra"
   # One interleaved session per size: the ratios compare runs taken under the same load.
   hyperfine -N -i --style none --warmup 3 --runs "$runs" --export-json "$state/hf.$extra.json" \

@@ -22,40 +22,18 @@ for tool in tmux watch python3; do
   command -v "$tool" >/dev/null || { echo "bench: $tool not installed (scripts/setup-deps.sh installs it)" >&2; exit 2; }
 done
 
-state=$(mktemp -d /tmp/gpureap-bench-XXXXXX)
+source "$root/bench/sim_host.sh"
+sim_host_need_pids "$extra"
+sim_host_begin
+unset NO_COLOR  # top is measured as its users see it, in colour
 socket="$state/tmux.sock"
-pgids=()
-cleanup() {
-  tmux -S "$socket" kill-server 2>/dev/null || true
-  for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$state"
-}
-trap cleanup EXIT
-
-export GPUSIM_STATE_DIR="$state" GPUREAP_DEV_DIR="$state/dev"
-export GPUREAP_NVML_LIBRARY="$build/sim/drivers/r550/libnvidia-ml.so.1"
+stop_tmux() { tmux -S "$socket" kill-server 2>/dev/null; }
+sim_host_at_exit stop_tmux
 export GPUREAP_CONFIG="$state/config.toml"
 : >"$GPUREAP_CONFIG"
-"$build/sim/gpusim" init --gpus 8 --memory 80GiB >/dev/null
-
-for gpu in 0 1 2 3 4 5 6 7; do
-  setsid "$build/sim/gpusim-cuda" --alloc "$gpu:20GiB" --workers 4 --sm-util 40 >"$state/ready.$gpu" &
-  pgids+=($!)
-done
-for gpu in 0 1 2 3 4 5 6 7; do
-  for _ in $(seq 1 200); do grep -q READY "$state/ready.$gpu" 2>/dev/null && break; sleep 0.05; done
-done
-if [ "$extra" -gt 0 ]; then
-  setsid bash -c "for i in \$(seq 1 $extra); do sleep 3600 & done; wait" </dev/null >/dev/null 2>&1 &
-  g=$!
-  disown "$g"
-  pgids+=("$g")
-  for _ in $(seq 1 1200); do
-    [ "$(pgrep -c -g "$g" || true)" -gt "$extra" ] && break
-    sleep 0.1
-  done
-fi
+# 8 jobs with 4 forked workers each, one per GPU, with per-process utilization samples.
+sim_host_gpu_processes 1 --alloc 20GiB --workers 4 --sm-util 40
+sim_host_grow_others "$extra"
 
 # Two windows of one private server, each 120x40 without a status bar.
 printf 'set -g status off\n' >"$state/tmux.conf"
@@ -80,7 +58,7 @@ for _ in $(seq 1 100); do tmux_ capture-pane -p -t bench:0 | grep -q "GPU 7 " &&
 tmux_ capture-pane -p -t bench:0 | grep -q "GPU 7 " || { echo "bench: gpureap top showed no GPU 7:" >&2; tmux_ capture-pane -p -t bench:0 >&2; exit 1; }
 sleep 3  # warm-up: the first refreshes load the driver and fill the user-name cache
 
-procs=$(printf '%s\n' /proc/[0-9]* | wc -l)
+procs=$(sim_host_process_count)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 - "$top_pid" "$watch_pid" "$seconds" "$state" "$procs" "$load_start" "$(nproc)" "$nvitop_pid" <<'PY'
 import os, subprocess, sys, time

@@ -22,37 +22,15 @@ build=${GPUREAP_BUILD:-$root/build}
 [ -x "$build/src/gpureap" ] && [ -x "$build/sim/gpusim-cuda" ] && [ -x "$build/sim/bin/nvidia-smi" ] ||
   "$root/scripts/build.sh" release >/dev/null
 
-state=$(mktemp -d /tmp/gpureap-bench-XXXXXX)
-pgids=()
-watch_pid=""
-cleanup() {
-  [ -n "$watch_pid" ] && kill -KILL "$watch_pid" 2>/dev/null || true
-  for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$state"
-}
-trap cleanup EXIT
-
-export GPUSIM_STATE_DIR="$state" GPUREAP_DEV_DIR="$state/dev"
-export GPUREAP_NVML_LIBRARY="$build/sim/drivers/r550/libnvidia-ml.so.1" NO_COLOR=1
-"$build/sim/gpusim" init --gpus 8 --memory 80GiB >/dev/null
-
+source "$root/bench/sim_host.sh"
+sim_host_need_pids 2000
+sim_host_begin
 # 64 GPU processes: 8 idle "python3" jobs of 1 GiB on each GPU, one process group per GPU.
-for gpu in 0 1 2 3 4 5 6 7; do
-  setsid bash -c "for i in 1 2 3 4 5 6 7 8; do '$build/sim/gpusim-cuda' --name /usr/bin/python3 --alloc $gpu:1GiB & done; wait" \
-    </dev/null >"$state/ready.$gpu" 2>&1 &
-  pgids+=($!)
-done
-for gpu in 0 1 2 3 4 5 6 7; do
-  for _ in $(seq 1 400); do [ "$(grep -c READY "$state/ready.$gpu" 2>/dev/null)" = 8 ] && break; sleep 0.05; done
-done
+sim_host_gpu_processes 8 --alloc 1GiB --name /usr/bin/python3
 # 2,000 other processes.
-setsid bash -c 'for i in $(seq 1 2000); do sleep 3600 & done; wait' </dev/null >/dev/null 2>&1 &
-others=$!
-pgids+=("$others")
-for _ in $(seq 1 1200); do [ "$(pgrep -c -g "$others" || true)" -gt 2000 ] && break; sleep 0.1; done
+sim_host_grow_others 2000
 listed=$("$build/sim/bin/nvidia-smi" --query-compute-apps=pid --format=csv,noheader | wc -l)
-procs=$(printf '%s\n' /proc/[0-9]* | wc -l)
+procs=$(sim_host_process_count)
 
 user=$(id -un)
 cat >"$state/policy.toml" <<EOF
@@ -80,6 +58,7 @@ printf 'host: %s cores, load average %s; 8 simulated GPUs (r550), %s GPU process
 # The daemon: started, then measured from its first look on (start-up is reported apart).
 "$build/src/gpureap" watch --policy "$state/policy.toml" 2>"$state/watch.log" &
 watch_pid=$!
+sim_host_kill_at_exit "$watch_pid"
 for _ in $(seq 1 400); do grep -q 'event=start' "$state/watch.log" 2>/dev/null && break; sleep 0.05; done
 grep -q 'event=start' "$state/watch.log" || { cat "$state/watch.log" >&2; exit 1; }
 start_ticks=$(cpu_ticks "$watch_pid")
@@ -104,7 +83,6 @@ rss=$(status_kib "$watch_pid" VmRSS)
 hwm=$(status_kib "$watch_pid" VmHWM)
 kill -TERM "$watch_pid"
 wait "$watch_pid" || true
-watch_pid=""
 found=$(grep -c 'Found potential stale process' "$state/cleaner.out" || true)
 looks_noticed=$(grep -c 'event=notice' "$state/watch.log" || true)
 full_scans=$(grep -c 'event=scan' "$state/watch.log" || true)
