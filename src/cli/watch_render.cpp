@@ -90,6 +90,7 @@ std::string render_policy_summary(const Policy& p) {
   if (!p.notify.webhook.empty()) {
     out += fmt::format("webhook: {} (timeout {})\n", sanitize_for_terminal(p.notify.webhook),
                        format_short_duration(p.notify.webhook_timeout_seconds));
+    if (!p.notify.webhook_ca_file.empty()) out += fmt::format("webhook CA: {}\n", sanitize_for_terminal(p.notify.webhook_ca_file));
   }
   if (!p.exclude.empty()) out += fmt::format("never touched: {}\n", exclusion(p.exclude));
   for (const Rule& r : p.rules) {

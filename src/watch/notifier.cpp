@@ -100,7 +100,7 @@ void Notifier::deliver(const WatchEvent& event, const NotifySettings& settings) 
     record("command", run_notify_command(argv, json, millis(settings.command_timeout_seconds)));
   }
   if (!settings.webhook.empty()) {
-    record("webhook", post_webhook(settings.webhook, json, millis(settings.webhook_timeout_seconds)));
+    record("webhook", post_webhook(settings.webhook, settings.webhook_ca_file, json, millis(settings.webhook_timeout_seconds)));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -142,6 +143,16 @@ ChildRun run_with_input(const std::vector<std::string>& argv, const std::string&
   return run;
 }
 
+// The client's words, but naming the policy's key where fleet's would name its options.
+std::string webhook_error_text(gpureap_http_error error) {
+  switch (error) {
+    case GPUREAP_HTTP_TLS_UNTRUSTED:
+      return "the server's certificate was not trusted (name its CA in notify.webhook_ca_file)";
+    case GPUREAP_HTTP_TLS_CA_FILE: return "the CA certificates of notify.webhook_ca_file could not be loaded";
+    default: return http_error_text(error);
+  }
+}
+
 }  // namespace
 
 Delivery run_notify_command(const std::vector<std::string>& argv, const std::string& json,
@@ -158,12 +169,30 @@ Delivery run_notify_command(const std::vector<std::string>& argv, const std::str
 std::optional<WebhookTarget> parse_webhook_url(const std::string& url, std::string& error) {
   const auto scheme_end = url.find("://");
   const auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-  auto origin = parse_http_url(url.substr(0, path_start), error);
+  const std::string origin_text = url.substr(0, path_start);
+  // The path and query too are sent as written: what a request line cannot carry is refused.
+  if (std::any_of(url.begin(), url.end(), [](unsigned char c) { return c <= ' ' || c >= 0x7f; })) {
+    error = "the URL holds spaces, control characters or non-ASCII bytes (percent-encode them)";
+    return std::nullopt;
+  }
+  // Before the origin's own parse, whose message speaks of fleet's options.
+  if (scheme_end != std::string::npos && origin_text.find('@', scheme_end) != std::string::npos) {
+    error = "credentials in the URL (user:password@) are refused: the URL is shown by --check-config and a password "
+            "there would travel to every log; a webhook that needs a secret takes it in its path, over https";
+    return std::nullopt;
+  }
+  auto origin = parse_http_url(origin_text, error);
   if (!origin) return std::nullopt;
-  return WebhookTarget{std::move(*origin), path_start == std::string::npos ? "/" : url.substr(path_start)};
+  std::string path = path_start == std::string::npos ? "/" : url.substr(path_start);
+  if (path.find('#') != std::string::npos) {
+    error = "the URL must not have a fragment (#...): it is never sent to a server";
+    return std::nullopt;
+  }
+  return WebhookTarget{std::move(*origin), std::move(path)};
 }
 
-Delivery post_webhook(const std::string& url, const std::string& json, std::chrono::milliseconds timeout) {
+Delivery post_webhook(const std::string& url, const std::string& ca_file, const std::string& json,
+                      std::chrono::milliseconds timeout) {
   std::string error;
   const auto target = parse_webhook_url(url, error);
   if (!target) return {DeliveryOutcome::Failed, "the webhook URL: " + error};
@@ -172,6 +201,7 @@ Delivery post_webhook(const std::string& url, const std::string& json, std::chro
   config.host = target->origin.host;
   config.port = target->origin.port;
   config.verify_certificate = true;
+  config.ca_file = ca_file;
   const auto client = HttpClient::open(config, error);
   if (!client) return {DeliveryOutcome::Failed, error};
   // Each wait is bounded by the timeout; a server that trickles its answer by the whole.
@@ -198,7 +228,7 @@ Delivery post_webhook(const std::string& url, const std::string& json, std::chro
     return {DeliveryOutcome::TimedOut, "POST " + target->origin.text() + ": " + http_error_text(result)};
   }
   if (result != GPUREAP_HTTP_OK) {  // also an answer past kMaxWebhookAnswerBytes
-    return {DeliveryOutcome::Failed, "POST " + target->origin.text() + ": " + http_error_text(result)};
+    return {DeliveryOutcome::Failed, "POST " + target->origin.text() + ": " + webhook_error_text(result)};
   }
   if (status >= 200 && status < 300) return {DeliveryOutcome::Sent, ""};
   return {DeliveryOutcome::Failed, fmt::format("POST {}: HTTP {}", target->origin.text(), status)};

@@ -29,12 +29,16 @@ Delivery run_notify_command(const std::vector<std::string>& argv, const std::str
 
 // POST `json` (application/json) to an http:// or https:// URL through the HTTP module's
 // client (gpureap-http.so, loaded only when a policy has a webhook); https verifies the
-// server's certificate against the system's CAs; each of connecting, sending and reading the
-// answer is bounded by the timeout, and the whole by three times it. Sent on a 2xx status.
-Delivery post_webhook(const std::string& url, const std::string& json, std::chrono::milliseconds timeout);
+// server's certificate against the CAs of `ca_file` (PEM), or the system's when it is empty;
+// each of connecting, sending and reading the answer is bounded by the timeout, and the whole
+// by three times it. Sent on a 2xx status.
+Delivery post_webhook(const std::string& url, const std::string& ca_file, const std::string& json,
+                      std::chrono::milliseconds timeout);
 
 // The webhook URL split as the client needs it: its origin (parsed as fleet's URLs are) and
-// the rest, path and query, sent as written ("/" when none). nullopt with one phrase in `error`.
+// the rest, path and query, sent as written ("/" when none). nullopt with one phrase in `error`
+// for what the client cannot send: credentials (user:password@), a fragment, anything fleet's
+// URLs refuse (another scheme, control characters, a port out of range).
 struct WebhookTarget {
   HttpUrl origin;
   std::string path;

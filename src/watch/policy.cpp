@@ -12,6 +12,7 @@
 #include "text/byte_size.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
+#include "watch/notify_channels.hpp"
 
 namespace gpureap {
 namespace {
@@ -99,6 +100,19 @@ class PolicyReader {
     std::string text = string(node, key, "a file path (a string)");
     if (text.empty() || text.front() != '/') fail(node, fmt::format("{} must be an absolute path", key));
     return text;
+  }
+
+  // A PEM file of CA certificates, read now so that a missing or wrong file is told with its
+  // place (the HTTP module reads it again at each delivery, after a reload too).
+  std::string ca_file(const toml::node& node, std::string_view key) const {
+    std::string file = path(node, key);
+    std::string error;
+    const auto text = read_config_text(file, key, error);
+    if (!text) fail(node, sanitize_for_terminal(error));
+    if (text->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      fail(node, fmt::format("{} {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", key, sanitize_for_terminal(file)));
+    }
+    return file;
   }
 
   std::int64_t integer(const toml::node& node, std::string_view key, std::int64_t min, std::int64_t max) const {
@@ -220,8 +234,9 @@ class PolicyReader {
 
   NotifySettings notify(const toml::node& node) const {
     const toml::table& t = table(node, "notify");
-    known(t, {"command", "command_timeout", "webhook", "webhook_timeout"}, "notify.");
+    known(t, {"command", "command_timeout", "webhook", "webhook_timeout", "webhook_ca_file"}, "notify.");
     NotifySettings out;
+    bool webhook_https = false;
     if (const auto* v = t.get("command")) {
       out.command = strings(*v, "notify.command", "arguments (the program first, an absolute path)");
       if (out.command.empty() || out.command.front().front() != '/') {
@@ -233,14 +248,16 @@ class PolicyReader {
     }
     if (const auto* v = t.get("webhook")) {
       out.webhook = string(*v, "notify.webhook", "a URL (a string)");
-      const bool http = out.webhook.rfind("http://", 0) == 0 && out.webhook.size() > 7;
-      const bool https = out.webhook.rfind("https://", 0) == 0 && out.webhook.size() > 8;
-      const bool clean = std::none_of(out.webhook.begin(), out.webhook.end(),
-                                      [](unsigned char c) { return c <= ' ' || c == 0x7f; });
-      if (!(http || https) || !clean) {
-        fail(*v, fmt::format("notify.webhook \"{}\": give an http:// or https:// URL without spaces",
-                             sanitize_for_terminal(out.webhook)));
-      }
+      // Checked as it will be sent: a URL the client would refuse fails here, with its place,
+      // not at every delivery. The URL itself is not repeated: it may hold a password.
+      std::string why;
+      const auto target = parse_webhook_url(out.webhook, why);
+      if (!target) fail(*v, "notify.webhook: " + why);
+      webhook_https = target->origin.scheme == UrlScheme::Https;
+    }
+    if (const auto* v = t.get("webhook_ca_file")) {
+      if (out.webhook.empty() || !webhook_https) fail(*v, "notify.webhook_ca_file applies to an https:// webhook only");
+      out.webhook_ca_file = ca_file(*v, "notify.webhook_ca_file");
     }
     if (const auto* v = t.get("webhook_timeout")) {
       out.webhook_timeout_seconds = duration(*v, "notify.webhook_timeout", 0.01, policy_limits::kMaxTimeoutSeconds);

@@ -94,6 +94,7 @@ struct NotifySettings {
   double command_timeout_seconds = 10;
   std::string webhook;               // http:// or https:// URL; empty: none
   double webhook_timeout_seconds = 5;
+  std::string webhook_ca_file;       // https: the CAs its certificate is checked against; empty: the system's
 };
 
 struct Policy {

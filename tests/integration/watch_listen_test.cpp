@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -13,8 +15,10 @@
 #include <httplib.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "export_support.hpp"
+#include "fake_prometheus.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
 #include "watch_support.hpp"
@@ -160,6 +164,82 @@ TEST(WatchListen, CountsATerminationInEnforceAndSparesBystanders) {
   EXPECT_FALSE(s.value("gpureap_process_gpu_memory_bytes", {{"pid", std::to_string(idle.pid)}}));
   EXPECT_EQ(watch.stop(SIGINT), 0);
   for (pid_t pid : {service.pid, working.pid, working.workers[0]}) EXPECT_TRUE(running(pid)) << pid;
+}
+
+// An https webhook (a company's, signed by its own CA): untrusted, each delivery fails, is logged
+// and counted, and the looks go on; after a reload naming the CA in webhook_ca_file, the event
+// arrives. A URL with a password is refused when the policy is checked, without echoing it.
+TEST(WatchListen, AnHttpsWebhookIsSentOnlyToAServerItsCaFileTrusts) {
+  SimHost host;
+  auto old = host.start({"--alloc", "0:1GiB"});
+  const TlsFiles tls = make_self_signed_certificate(host.state_dir());
+  httplib::SSLServer server(tls.certificate.c_str(), tls.key.c_str());
+  std::mutex mutex;
+  std::vector<std::string> bodies;
+  server.Post("/hook", [&](const httplib::Request& request, httplib::Response& response) {
+    const std::lock_guard lock(mutex);
+    bodies.push_back(request.body);
+    response.status = 204;
+  });
+  const int hook_port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(hook_port, 0);
+  std::thread listener([&] { server.listen_after_bind(); });
+  const std::string webhook =
+      "[notify]\nwebhook = \"https://127.0.0.1:" + std::to_string(hook_port) + "/hook?team=gpu\"\nwebhook_timeout = \"2s\"\n";
+  const std::string rule = "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"notify\"\n";
+  const std::string policy = write_file(host, "policy.toml", std::string(kFast) + webhook + rule);
+  {
+    BackgroundWatch watch(host, policy, {"--listen", "127.0.0.1:0"});
+    const int port = serving_port(watch);
+    ASSERT_GT(port, 0);
+    const auto failed = watch.wait_for("notification", {{"channel", "webhook"}, {"pid", std::to_string(old.pid)}});
+    ASSERT_TRUE(failed);
+    EXPECT_EQ(failed->field("outcome"), "failed") << failed->raw;
+    EXPECT_EQ(failed->priority, 4);
+    EXPECT_NE(failed->field("detail").find("not trusted (name its CA in notify.webhook_ca_file)"), std::string::npos)
+        << failed->raw;
+    EXPECT_TRUE(scrape_until(port, [](const Scrape& s) {
+                  return s.value("gpureap_watch_notifications_total", {{"channel", "webhook"}, {"outcome", "failed"}}) >= 1;
+                }).parsed.value("gpureap_watch_notifications_total", {{"channel", "webhook"}, {"outcome", "sent"}}) == 0);
+
+    write_file(host, "policy.toml",
+               std::string(kFast) + webhook + "webhook_ca_file = \"" + tls.certificate + "\"\n" + rule);
+    watch.signal(SIGHUP);
+    ASSERT_TRUE(watch.wait_for("reload"));
+    auto late = host.start({"--alloc", "1:1GiB"});  // noticed after the reload
+    const auto sent = watch.wait_for("notification", {{"channel", "webhook"}, {"pid", std::to_string(late.pid)}});
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->field("outcome"), "sent") << sent->raw;
+    const auto sent_count = [](const Scrape& s) {
+      return s.value("gpureap_watch_notifications_total", {{"channel", "webhook"}, {"outcome", "sent"}});
+    };
+    EXPECT_GE(sent_count(scrape_until(port, [&](const Scrape& s) { return sent_count(s) >= 1; }).parsed), 1)
+        << "counted (published at the next look)";
+    EXPECT_EQ(watch.stop(), 0);
+    EXPECT_TRUE(running(late.pid));
+  }
+  server.stop();
+  listener.join();
+  {
+    const std::lock_guard lock(mutex);
+    ASSERT_FALSE(bodies.empty());
+    bool late_arrived = false;
+    for (const auto& body : bodies) {
+      const auto event = nlohmann::json::parse(body);
+      EXPECT_EQ(event["event"], "notice");
+      late_arrived |= event["process"]["pid"] != old.pid;
+    }
+    EXPECT_TRUE(late_arrived) << "the untrusted deliveries reached the handler";
+  }
+  EXPECT_TRUE(running(old.pid));
+
+  const std::string leaky = write_file(
+      host, "leaky.toml", "[notify]\nwebhook = \"https://ops:s3cret@127.0.0.1/hook\"\n" + rule);
+  const auto refused = host.gpureap({"watch", "--check-config", leaky});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err.rfind("gpureap watch: " + leaky + ":2:11: notify.webhook: credentials in the URL", 0), 0u)
+      << refused.err;
+  EXPECT_EQ(refused.err.find("s3cret"), std::string::npos) << refused.err;
 }
 
 // Whether `pid` has the HTTP module mapped.

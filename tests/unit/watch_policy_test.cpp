@@ -2,6 +2,7 @@
 // line naming the file, line and column; sizes; the log's key=value fields.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "text/byte_size.hpp"
@@ -190,6 +191,57 @@ TEST(WatchPolicy, RulesMustBeCoherent) {
             std::string::npos);
   EXPECT_NE(refusal("[[rule]]\nname = \"bad name\"\ncondition = \"orphan\"\n").find("rule.name"), std::string::npos);
   EXPECT_NE(refusal("[notify]\nwebhook = \"ftp://x\"\n").find("http:// or https://"), std::string::npos);
+}
+
+TEST(WatchPolicy, AWebhookUrlTheClientCannotSendSafelyIsRefusedWithItsPlaceAndNotEchoed) {
+  // Credentials: refused, and neither the password nor the URL reaches the message.
+  const std::string credentials = refusal("[notify]\nwebhook = \"https://ops:s3cret@hooks.example.org/x\"\n");
+  EXPECT_EQ(credentials.rfind("policy.toml:2:11: notify.webhook: credentials in the URL", 0), 0u) << credentials;
+  EXPECT_EQ(credentials.find("s3cret"), std::string::npos) << credentials;
+  EXPECT_EQ(credentials.find("--password-file"), std::string::npos) << "fleet's advice, not the policy's";
+  // Terminal escapes (a TOML \u escape) never reach the message raw.
+  const std::string escape = refusal("[notify]\nwebhook = \"https://h.example/\\u001b]0;pwned\\u0007\"\n");
+  EXPECT_EQ(escape.rfind("policy.toml:2:11: notify.webhook: ", 0), 0u) << escape;
+  EXPECT_EQ(escape.find('\x1b'), std::string::npos) << escape;
+  EXPECT_EQ(escape.find("pwned"), std::string::npos) << escape;
+  for (const char* bad : {"https://h.example/x#frag", "https://h.example:99999/x", "https://:443/x", "http://h.example?x=1",
+                          "https://h.example/caf\u00e9"}) {
+    EXPECT_EQ(refusal(std::string("[notify]\nwebhook = \"") + bad + "\"\n").rfind("policy.toml:2:11: notify.webhook: ", 0),
+              0u)
+        << bad;
+  }
+  // A query after a path, and IPv6, are sent as written.
+  std::string error;
+  const auto policy = parse("[notify]\nwebhook = \"http://[::1]:9000/hooks/gpureap?team=gpu%20ops\"\n", error);
+  ASSERT_TRUE(policy) << error;
+  EXPECT_EQ(policy->notify.webhook_ca_file, "");
+}
+
+TEST(WatchPolicy, AWebhookCaFileMustBeAPemFileForAnHttpsWebhook) {
+  const std::string dir = ::testing::TempDir();
+  const std::string ca = dir + "/gpureap-webhook-ca.pem";
+  std::ofstream(ca) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  std::string error;
+  const auto policy = parse("[notify]\nwebhook = \"https://h.example/x\"\nwebhook_ca_file = \"" + ca + "\"\n", error);
+  ASSERT_TRUE(policy) << error;
+  EXPECT_EQ(policy->notify.webhook_ca_file, ca);
+
+  const std::string missing = refusal("[notify]\nwebhook = \"https://h.example/x\"\nwebhook_ca_file = \"" + dir + "/none.pem\"\n");
+  EXPECT_EQ(missing.rfind("policy.toml:3:19: notify.webhook_ca_file " + dir + "/none.pem: cannot open it", 0), 0u) << missing;
+  const std::string key = dir + "/gpureap-webhook-key.pem";
+  std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+  EXPECT_NE(refusal("[notify]\nwebhook = \"https://h.example/x\"\nwebhook_ca_file = \"" + key + "\"\n")
+                .find("policy.toml:3:19: notify.webhook_ca_file " + key + " holds no PEM certificate"),
+            std::string::npos);
+  EXPECT_NE(refusal("[notify]\nwebhook = \"https://h.example/x\"\nwebhook_ca_file = \"" + dir + "\"\n").find("is not a regular file"),
+            std::string::npos);
+  EXPECT_NE(refusal("[notify]\nwebhook = \"https://h.example/x\"\nwebhook_ca_file = \"ca.pem\"\n").find("must be an absolute path"),
+            std::string::npos);
+  EXPECT_EQ(refusal("[notify]\nwebhook = \"http://h.example/x\"\nwebhook_ca_file = \"" + ca + "\"\n"),
+            "policy.toml:3:19: notify.webhook_ca_file applies to an https:// webhook only");
+  EXPECT_EQ(refusal("[notify]\nwebhook_ca_file = \"" + ca + "\"\n"),
+            "policy.toml:2:19: notify.webhook_ca_file applies to an https:// webhook only");
+  EXPECT_NE(refusal("[notify]\nwebhook_ca = \"" + ca + "\"\n").find("policy.toml:2:1: unknown "), std::string::npos);
 }
 
 TEST(WatchPolicy, TomlSyntaxErrorsAreOneSanitisedLine) {
