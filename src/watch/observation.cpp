@@ -285,6 +285,18 @@ bool Observer::sentinel_ended() const {
   return false;
 }
 
+bool Observer::take_rescan_token() {
+  const auto now = std::chrono::steady_clock::now();
+  if (tokens_at_ != std::chrono::steady_clock::time_point{}) {
+    const double refill = std::chrono::duration<double>(now - tokens_at_) / kTriggeredScanGap;
+    rescan_tokens_ = std::min(kTriggeredScanBurst, rescan_tokens_ + refill);
+  }
+  tokens_at_ = now;
+  if (rescan_tokens_ < 1) return false;
+  rescan_tokens_ -= 1;
+  return true;
+}
+
 std::optional<Look> Observer::quick_look() {
   Look look;
   const double cpu_before = thread_cpu_seconds();
@@ -343,9 +355,7 @@ std::optional<Look> Observer::quick_look() {
     it = keep ? std::next(it) : followed_.erase(it);
   }
   if (!rescan_wanted_ && sentinel_ended()) rescan_wanted_ = true;
-  if (!want_full && rescan_wanted_ && std::chrono::steady_clock::now() - last_full_ >= kTriggeredScanGap) {
-    want_full = true;
-  }
+  if (!want_full && rescan_wanted_ && take_rescan_token()) want_full = true;
   if (want_full) return std::nullopt;
   if (reading) last_reading_ = reading;
   return finish(std::move(look), look.driver_readable ? &*reading : nullptr);

@@ -10,8 +10,9 @@
 // lists nothing ends (its workers' proof), a GPU process leaves the list alive (its workers
 // are no longer a running job's), a child of a GPU process exits unreaped. So each look also
 // reads one `stat` of the processes whose end would make them (exit_sentinels.hpp), and a
-// full scan follows when one has ended, no sooner than kTriggeredScanGap after the last (a
-// holder whose children come and go must not make every look a full scan). Processes that
+// full scan follows when one has ended: at once, up to kTriggeredScanBurst in a row, then one
+// per kTriggeredScanGap (a holder whose children come and go must not make every look a full
+// scan). Processes that
 // vanish mid-look are dropped, a GPU that
 // cannot be read freezes what is known of its processes, and a driver that cannot be read
 // (or load) leaves only the orphans and zombies to judge.
@@ -112,8 +113,10 @@ struct Look {
   std::shared_ptr<Snapshot> snapshot;
 };
 
-// The shortest time between a full scan and the next one that an ended sentinel asks for.
+// The full scans ended sentinels ask for: a token bucket of kTriggeredScanBurst, one token back
+// every kTriggeredScanGap.
 inline constexpr std::chrono::seconds kTriggeredScanGap{2};
+inline constexpr double kTriggeredScanBurst = 3;
 
 class Observer {
  public:
@@ -139,6 +142,7 @@ class Observer {
   std::optional<Look> quick_look();
   bool refresh_cpu(FollowedProcess& followed) const;
   bool sentinel_ended() const;
+  bool take_rescan_token();
   Look finish(Look look, const DriverReading* reading);
 
   SnapshotOptions options_;
@@ -157,6 +161,8 @@ class Observer {
   std::unordered_set<pid_t> not_judged_;
   std::vector<ExitSentinel> sentinels_;  // from the last full scan
   bool rescan_wanted_ = false;         // one has ended, or a GPU process left the list alive
+  double rescan_tokens_ = kTriggeredScanBurst;
+  std::chrono::steady_clock::time_point tokens_at_{};
 };
 
 }  // namespace gpureap
