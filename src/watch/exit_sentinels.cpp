@@ -18,6 +18,8 @@ std::vector<ExitSentinel> exit_sentinels(const Snapshot& snapshot, std::size_t l
     if (h.role != HolderRole::Worker && h.role != HolderRole::Unlisted) continue;
     if (h.linux_process->pgid != h.pid) add(h.linux_process->pgid);
     if (h.linux_process->session != h.pid) add(h.linux_process->session);
+    // Once it ends, a worker is no running job's: an orphan if its leader is already gone.
+    if (h.listed_ancestor) add(*h.listed_ancestor);
   }
   std::unordered_set<pid_t> gpu_parents;
   for (const HolderView& h : snapshot.holders) gpu_parents.insert(h.pid);

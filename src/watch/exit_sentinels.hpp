@@ -24,7 +24,8 @@ inline constexpr std::size_t kMaxExitSentinels = 256;
 // From a full scan's snapshot, the living (not zombie) processes that matter:
 // - the process-group and session leaders of holders that are a running job's workers or
 //   unlisted: once such a leader is gone, the snapshot's proof (GroupLeaderGone,
-//   SessionLeaderGone) makes them orphans;
+//   SessionLeaderGone) makes them orphans; and a worker's listed ancestor, whose end (even
+//   when the driver stops listing it) leaves the worker no running job's;
 // - the children of driver-listed processes and of holders: unreaped after they exit, they
 //   are zombies of a GPU process (the zombie rule's and doctor's definition).
 std::vector<ExitSentinel> exit_sentinels(const Snapshot& snapshot, std::size_t limit = kMaxExitSentinels);

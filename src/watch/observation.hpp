@@ -7,8 +7,10 @@
 // cache knows: a PID the driver lists for the first time, or a listed process that exited,
 // reaped or not (its forked workers may now be orphans, and unreaped it is a zombie). Orphans
 // and zombies can also arise while the driver's lists stay the same: a job's leader that
-// lists nothing ends (its workers' proof), a GPU process leaves the list alive (its workers
-// are no longer a running job's), a child of a GPU process exits unreaped. So each look also
+// lists nothing ends (its workers' proof), a worker's listed parent ends and leaves the list
+// with its context, a GPU process leaves the list alive (its workers are no longer a running
+// job's), a child of a GPU process exits unreaped. (Not: a child forked after the last full
+// scan, a process that starts holding a device file unlisted: the next full scan finds them.) So each look also
 // reads one `stat` of the processes whose end would make them (exit_sentinels.hpp), and a
 // full scan follows when one has ended: at once, up to kTriggeredScanBurst in a row, then one
 // per kTriggeredScanGap (a holder whose children come and go must not make every look a full

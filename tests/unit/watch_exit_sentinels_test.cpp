@@ -19,13 +19,14 @@ std::vector<pid_t> pids_of(const std::vector<ExitSentinel>& sentinels) {
 TEST(WatchExitSentinels, LeadersOfWorkersThenLivingChildrenOfGpuProcessesAndHolders) {
   const auto snapshot = fixture::fixture_snapshot();
   // 201, python3 200's worker: its group leader 200 and session leader 100 (its end proves
-  // 201 an orphan). Then the children: 201 of 200, 402 of 401, and not 300 (already a zombie
-  // of 100, which the driver lists) nor anything of 250 (a session leader: no leader to lose).
+  // 201 an orphan); 402, 401's worker, leads its own group and session: 401, its listed
+  // ancestor. Then the children: 201 of 200, 402 of 401, and not 300 (already a zombie of 100,
+  // which the driver lists) nor anything of 250 (a session leader: no leader to lose).
   const auto sentinels = exit_sentinels(*snapshot);
   std::vector<pid_t> pids = pids_of(sentinels);
-  ASSERT_EQ(pids.size(), 4u);
-  std::sort(pids.begin() + 2, pids.end());  // the children in the table's order
-  EXPECT_EQ(pids, (std::vector<pid_t>{200, 100, 201, 402}));
+  ASSERT_EQ(pids.size(), 5u);
+  std::sort(pids.begin() + 3, pids.end());  // the children in the table's order
+  EXPECT_EQ(pids, (std::vector<pid_t>{200, 100, 401, 201, 402}));
   EXPECT_EQ(sentinels.front().second, snapshot->table.find(200)->start_time_ticks) << "a reused PID is not the one watched";
 }
 
