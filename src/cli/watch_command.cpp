@@ -85,7 +85,8 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "watch", "The policy daemon: notify the owners of idle, old, oversized, orphaned or zombie GPU processes, and end them");
   watch->footer(
       "Every interval gpureap looks at the GPUs and their processes (the driver, and /proc for what can have\n"
-      "changed; all of /proc again every full_scan_interval) and applies the policy's rules. A rule matches on\n"
+      "changed; all of /proc again every full_scan_interval, and within a look or two of any end that can make\n"
+      "an orphan or a zombie) and applies the policy's rules. A rule matches on\n"
       "user, group, command line (RE2), GPU, container or pod and GPU memory, has one condition (idle: the\n"
       "driver's per-process SM utilisation and CPU time both low for a duration; over-age; memory; orphan: a\n"
       "holder whose job is provably over, never PPID 1; zombie) and one action: log, notify (a command run\n"
