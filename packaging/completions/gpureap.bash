@@ -72,8 +72,9 @@ _gpureap() {
       ;;
     watch)
       options="-h --help --policy --check-config --interval -n --dry-run --audit-log
-               --listen --web-config --per-process --max-scrapes"
-      values="--policy --check-config --interval --audit-log --listen --web-config --max-scrapes"
+               --listen --web-config --per-process --max-scrapes --kernel-log --no-kernel-log"
+      values="--policy --check-config --interval --audit-log --listen --web-config --max-scrapes
+              --kernel-log"
       ;;
     fleet)
       options="-h --help --prometheus --user --password-file --ca-file --insecure --timeout --host --gpu

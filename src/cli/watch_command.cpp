@@ -20,6 +20,7 @@
 #include "cli/terminal_io.hpp"
 #include "cli/watch_metrics.hpp"
 #include "cli/watch_render.hpp"
+#include "doctor/kernel_log.hpp"
 #include "exporter/exporter.hpp"
 #include "kill/kill_config.hpp"
 #include "text/duration.hpp"
@@ -43,8 +44,8 @@ void say(const std::string& line) {
 // /metrics served beside the daemon (--listen): an Exporter over what each look publishes.
 class MetricsServer {
  public:
-  MetricsServer(const ServeOptions& serve, const CounterBoard& counters, bool per_process)
-      : publisher_(collector_, counters, SnapshotMetricsOptions{per_process}) {
+  MetricsServer(const ServeOptions& serve, const CounterBoard& counters, WatchMetricsOptions metrics)
+      : publisher_(collector_, counters, std::move(metrics)) {
     ExporterOptions options;
     options.listen = serve.listen;
     options.web = serve.web;
@@ -84,7 +85,8 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "watch", "The policy daemon: notify the owners of idle, old, oversized, orphaned or zombie GPU processes, and end them");
   watch->footer(
       "Every interval gpureap looks at the GPUs and their processes (the driver, and /proc for what can have\n"
-      "changed; all of /proc again every full_scan_interval) and applies the policy's rules. A rule matches on\n"
+      "changed; all of /proc again every full_scan_interval, and within a look or two of any end that can make\n"
+      "an orphan or a zombie) and applies the policy's rules. A rule matches on\n"
       "user, group, command line (RE2), GPU, container or pod and GPU memory, has one condition (idle: the\n"
       "driver's per-process SM utilisation and CPU time both low for a duration; over-age; memory; orphan: a\n"
       "holder whose job is provably over, never PPID 1; zombie) and one action: log, notify (a command run\n"
@@ -101,8 +103,9 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "cannot be opened, a GPU the policy names that this host lacks, a webhook without the HTTP module\n"
       "(gpureap-http.so, installed with gpureap); 12 --listen cannot serve (the address is in use,\n"
       "TLS files refused, no HTTP module); 1 internal error.\n\n"
-      "--listen serves /metrics as `gpureap export` does (docs/metrics.md): the families of the last full scan\n"
-      "and the gpureap_watch_* counters, published after every look; a scrape never reads the driver.\n\n"
+      "--listen serves /metrics as `gpureap export` does (docs/metrics.md): the families and doctor's quick\n"
+      "findings of the last full scan, the Xid counters (the kernel log read as it grows, every look) and the\n"
+      "gpureap_watch_* counters, published after every look; a scrape never reads the driver.\n\n"
       "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG ([kill] protect, audit_log), GPUREAP_NVML_LIBRARY,\n"
       "GPUREAP_DEV_DIR.");
   refuse_empty(watch->add_option("--policy", options.policy, "The policy file (TOML; default /etc/gpureap/watch.toml)"),
@@ -127,6 +130,10 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
                   "With --listen: one series per GPU process, labelled with its pid, user, container and command");
   watch->add_option("--max-scrapes", options.max_scrapes,
                     "With --listen: scrapes served at once; more are answered 503, 1 to 1000 (default 10)");
+  refuse_empty(watch->add_option("--kernel-log", options.kernel_log,
+                                 "With --listen: count Xid events from this file as it grows instead of /dev/kmsg"),
+               options.empty_option);
+  watch->add_flag("--no-kernel-log", options.no_kernel_log, "With --listen: do not count Xid events");
   return watch;
 }
 
@@ -145,10 +152,23 @@ int run_watch(WatchOptions options) {
     write_out(render_policy_summary(*policy));
     return exit_code::kOk;
   }
-  const bool serve_asked = options.web_config || options.per_process || options.max_scrapes != "10";
+  const bool serve_asked = options.web_config || options.per_process || options.max_scrapes != "10" ||
+                           !options.kernel_log.empty() || options.no_kernel_log;
   if (serve_asked && !options.listen) {
-    std::cerr << kWatchCommand << ": --web-config, --per-process and --max-scrapes apply to --listen, which was not given\n";
+    std::cerr << kWatchCommand
+              << ": --web-config, --per-process, --max-scrapes, --kernel-log and --no-kernel-log apply to --listen, which "
+                 "was not given\n";
     return exit_code::kUsage;
+  }
+  if (!options.kernel_log.empty() && options.no_kernel_log) {
+    std::cerr << kWatchCommand << ": --kernel-log and --no-kernel-log contradict each other\n";
+    return exit_code::kUsage;
+  }
+  if (!options.kernel_log.empty()) {
+    if (const std::string problem = kernel_log_file_problem(options.kernel_log); !problem.empty()) {
+      std::cerr << kWatchCommand << ": --kernel-log " << sanitize_for_terminal(problem) << "\n";
+      return exit_code::kUsage;
+    }
   }
   ServeOptions serve;
   if (options.listen) {
@@ -203,7 +223,12 @@ int run_watch(WatchOptions options) {
     sigemptyset(&daemon_signals);
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&daemon_signals, sig);
     pthread_sigmask(SIG_BLOCK, &daemon_signals, nullptr);
-    server = std::make_unique<MetricsServer>(serve, counters, options.per_process);
+    WatchMetricsOptions metrics;
+    metrics.snapshot.per_process = options.per_process;
+    metrics.kernel_log = !options.no_kernel_log;
+    metrics.xid.kernel_log_file = options.kernel_log;
+    metrics.on_problem = say;
+    server = std::make_unique<MetricsServer>(serve, counters, std::move(metrics));
     if (!server->start(error)) {
       say(fmt::format("cannot serve on {}: {}", serve.listen.text(), error));
       return exit_code::kExportCannotServe;

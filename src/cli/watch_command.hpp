@@ -21,6 +21,8 @@ struct WatchOptions {
   std::optional<std::string> web_config;
   bool per_process = false;
   std::string max_scrapes = "10";
+  std::string kernel_log;  // --kernel-log FILE: Xid events from it instead of /dev/kmsg
+  bool no_kernel_log = false;
 };
 
 CLI::App* add_watch_command(CLI::App& app, WatchOptions& options);

@@ -34,13 +34,32 @@ void add_watch_counter_metrics(const WatchCounters& counters, MetricSet& metrics
       .add(static_cast<double>(counters.terminations_capped));
 }
 
+WatchMetricsPublisher::WatchMetricsPublisher(PublishedCollector& collector, const CounterBoard& counters,
+                                             WatchMetricsOptions options)
+    : collector_(collector), counters_(counters), options_(std::move(options)), errors_(options_.on_problem) {
+  if (options_.kernel_log) xids_.emplace(options_.xid);
+}
+
 void WatchMetricsPublisher::on_look(const Look& look) {
   if (look.snapshot) {
     MetricSet scanned;
-    add_snapshot_metrics(*look.snapshot, options_, scanned);
+    add_snapshot_metrics(*look.snapshot, options_.snapshot, scanned);
+    // Only at full scans: the checks need what quick looks do not read (memory per GPU, every
+    // holder), and they cost a walk over the snapshot, not a driver call.
+    add_quick_finding_metrics(*look.snapshot, scanned);
     scanned_ = std::move(scanned);
+    gpus_.gpus = look.snapshot->gpus;
   }
+  // The daemon logs the driver's problems itself; /proc it cannot read stops it.
+  errors_.count(CollectionSource::Nvml, !look.driver_readable || !look.unreadable_gpus.empty());
   MetricSet metrics = scanned_;
+  if (xids_) {
+    // What the log gained since the last look: one read that finds nothing, most looks.
+    xids_->update(gpus_);
+    errors_.note(CollectionSource::KernelLog, xid_problem(*xids_));
+    xids_->add_metrics(metrics);
+  }
+  errors_.add_metrics(metrics);
   add_watch_counter_metrics(counters_.read(), metrics);
   collector_.publish(std::move(metrics));
 }

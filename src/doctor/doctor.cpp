@@ -6,7 +6,9 @@
 
 namespace gpureap {
 
-Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptions& options) {
+namespace {
+
+Diagnosis diagnose_with(SnapshotSource* source, Snapshot& snapshot, const DoctorOptions& options) {
   // Zombies and their parents are shown with their command lines.
   std::vector<pid_t> details;
   for (const auto& [pid, process] : snapshot.table.processes()) {
@@ -41,6 +43,18 @@ Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptio
     return a.gpu.value_or(~0u) < b.gpu.value_or(~0u);
   });
   return diagnosis;
+}
+
+}  // namespace
+
+Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptions& options) {
+  return diagnose_with(&source, snapshot, options);
+}
+
+Diagnosis diagnose_once(Snapshot& snapshot, const DoctorOptions& options) {
+  DoctorOptions once = options;
+  once.settle_seconds = 0;
+  return diagnose_with(nullptr, snapshot, once);
 }
 
 int doctor_exit_status(const std::vector<Finding>& findings) {

@@ -59,13 +59,19 @@ struct Diagnosis {
 std::uint64_t tolerance_bytes(const GpuView& gpu, const DoctorOptions& options);
 
 Diagnosis diagnose(SnapshotSource& source, Snapshot& snapshot, const DoctorOptions& options);
+// The same checks over `snapshot` alone, each measured once: the driver is not read again and
+// nothing is waited for (settle_seconds is taken as 0, so a release in progress reads as a
+// leak). For callers that read the driver on a schedule of their own: export's collections,
+// watch's full scans.
+Diagnosis diagnose_once(Snapshot& snapshot, const DoctorOptions& options);
 
 // 0 healthy (info at most), 1 warnings, 2 critical findings.
 int doctor_exit_status(const std::vector<Finding>& findings);
 
 // The checks, one per concern (doctor/*.cpp); each appends findings and the fixes they allow.
 void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis);
-void check_memory(SnapshotSource& source, const Snapshot& snapshot, const DoctorOptions& options,
+// `source` null: no re-measuring (a release in progress reads as a leak).
+void check_memory(SnapshotSource* source, const Snapshot& snapshot, const DoctorOptions& options,
                   Diagnosis& diagnosis);
 void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis);
 void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis);

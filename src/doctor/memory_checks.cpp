@@ -150,7 +150,7 @@ struct ReleaseWatch {
 };
 
 // Re-reads used memory until it stops falling or the window ends, for every candidate GPU.
-std::map<unsigned, ReleaseWatch> watch_release(SnapshotSource& source, const Snapshot& snapshot,
+std::map<unsigned, ReleaseWatch> watch_release(SnapshotSource* source, const Snapshot& snapshot,
                                                const std::vector<unsigned>& gpus, double seconds,
                                                const std::map<unsigned, std::uint64_t>& settled_at) {
   std::map<unsigned, ReleaseWatch> watches;
@@ -159,9 +159,9 @@ std::map<unsigned, ReleaseWatch> watch_release(SnapshotSource& source, const Sna
   }
   const auto start = Clock::now();
   const auto end = start + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-  while (Clock::now() < end) {
+  while (source != nullptr && Clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const auto reading = source.read_driver_only();
+    const auto reading = source->read_driver_only();
     if (!reading) break;
     const double t = std::chrono::duration<double>(Clock::now() - start).count();
     bool all_settled = true;
@@ -299,7 +299,7 @@ std::uint64_t tolerance_bytes(const GpuView& gpu, const DoctorOptions& options) 
   return options.tolerance_bytes.value_or(overhead_tolerance_bytes(gpu.reading.processes.size()));
 }
 
-void check_memory(SnapshotSource& source, const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
+void check_memory(SnapshotSource* source, const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
   std::vector<unsigned> candidates;
   std::map<unsigned, std::uint64_t> settled_at;
   for (const auto& gpu : snapshot.gpus) {

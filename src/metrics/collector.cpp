@@ -38,28 +38,17 @@ DoctorOptions quick_doctor_options() {
   return options;
 }
 
+void add_quick_finding_metrics(Snapshot& snapshot, MetricSet& metrics) {
+  add_finding_metrics(diagnose_once(snapshot, quick_doctor_options()).findings, metrics);
+}
+
 HostCollector::HostCollector(HostCollectorOptions options)
-    : options_(std::move(options)), source_(options_.snapshot) {
+    : options_(std::move(options)), source_(options_.snapshot), errors_(options_.on_problem) {
   options_.xid.proc_root = options_.snapshot.proc.proc_root;
   if (options_.kernel_log) xids_.emplace(options_.xid);
 }
 
 HostCollector::~HostCollector() = default;
-
-void HostCollector::report(const std::string& source, const std::string& problem) {
-  std::string& last = last_problem_[source];
-  if (problem == last) return;
-  last = problem;
-  if (!problem.empty() && options_.on_problem) options_.on_problem(problem);
-}
-
-void HostCollector::add_error_metrics(MetricSet& metrics) const {
-  auto& errors = metrics.family("gpureap_collection_errors_total", MetricType::Counter,
-                                "Collections in which a source could not be read in full.");
-  errors.add({{"source", "nvml"}}, static_cast<double>(nvml_errors_));
-  errors.add({{"source", "proc"}}, static_cast<double>(proc_errors_));
-  errors.add({{"source", "kernel-log"}}, static_cast<double>(kernel_log_errors_));
-}
 
 MetricSet HostCollector::collect() {
   MetricSet metrics;
@@ -67,23 +56,20 @@ MetricSet HostCollector::collect() {
   try {
     snapshot = source_.take();
   } catch (const std::system_error& e) {  // /proc itself could not be opened
-    ++proc_errors_;
-    report("proc", std::string("cannot read /proc: ") + e.what());
-    add_error_metrics(metrics);
+    errors_.note(CollectionSource::Proc, std::string("cannot read /proc: ") + e.what());
+    errors_.add_metrics(metrics);
     return metrics;
   }
-  const std::string problem = driver_problem(*snapshot);
-  if (!problem.empty()) ++nvml_errors_;
-  report("nvml", problem);
-  const Diagnosis diagnosis = diagnose(source_, *snapshot, quick_doctor_options());
+  errors_.note(CollectionSource::Proc, "");
+  errors_.note(CollectionSource::Nvml, driver_problem(*snapshot));
   add_snapshot_metrics(*snapshot, options_.metrics, metrics);
-  add_finding_metrics(diagnosis.findings, metrics);
+  add_quick_finding_metrics(*snapshot, metrics);
   if (xids_) {
-    if (!xids_->update(*snapshot)) ++kernel_log_errors_;
-    report("kernel-log", xids_->last_error().empty() ? "" : "Xid events not counted: " + xids_->last_error());
+    xids_->update(*snapshot);
+    errors_.note(CollectionSource::KernelLog, xid_problem(*xids_));
     xids_->add_metrics(metrics);
   }
-  add_error_metrics(metrics);
+  errors_.add_metrics(metrics);
   if (options_.extra_families) options_.extra_families(metrics);
   return metrics;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "doctor/doctor.hpp"
+#include "metrics/collection_errors.hpp"
 #include "metrics/metric_set.hpp"
 #include "metrics/snapshot_metrics.hpp"
 #include "metrics/xid_tracker.hpp"
@@ -45,10 +46,15 @@ struct HostCollectorOptions {
   std::function<void(const std::string&)> on_problem;
 };
 
-// The doctor checks a scrape can afford: nothing that sleeps or re-measures (a release in
-// progress then reads as a leak for the scrapes it lasts), no leftover shared memory (it reads
-// every process's maps), no kernel log (the Xid counters read it incrementally).
+// The doctor checks a scrape (or a watch's full scan) can afford, for diagnose_once: nothing
+// that sleeps or re-measures (a release in progress then reads as a leak for the scrapes it
+// lasts), no leftover shared memory (it reads every process's maps), no kernel log (the Xid
+// counters read it incrementally).
 DoctorOptions quick_doctor_options();
+
+// gpureap_doctor_finding from doctor's quick checks over `snapshot` (which loads the details of
+// zombies and their parents into it): what export and watch serve alike.
+void add_quick_finding_metrics(Snapshot& snapshot, MetricSet& metrics);
 
 class HostCollector : public Collector {
  public:
@@ -58,14 +64,10 @@ class HostCollector : public Collector {
   MetricSet collect() override;
 
  private:
-  void report(const std::string& source, const std::string& problem);
-  void add_error_metrics(MetricSet& metrics) const;
-
   HostCollectorOptions options_;
   SnapshotSource source_;
   std::optional<XidTracker> xids_;
-  std::uint64_t nvml_errors_ = 0, proc_errors_ = 0, kernel_log_errors_ = 0;
-  std::map<std::string, std::string> last_problem_;  // per source: told once until it changes
+  CollectionErrors errors_;
 };
 
 class PublishedCollector : public Collector {

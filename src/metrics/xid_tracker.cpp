@@ -26,7 +26,10 @@ bool XidTracker::update(const Snapshot& snapshot) {
   const double now = unix_now();
   // /dev/kmsg dates records in seconds since boot; a saved log only with an absolute time
   // and zone. Otherwise the event is dated when it was read.
-  const auto uptime = options_.kernel_log_file.empty() ? uptime_seconds(options_.proc_root.c_str()) : std::nullopt;
+  // (/proc/uptime is read only when there is something to date: watch updates every look.)
+  const auto uptime = options_.kernel_log_file.empty() && !read.events.empty()
+                          ? uptime_seconds(options_.proc_root.c_str())
+                          : std::nullopt;
   for (const XidEvent& event : read.events) {
     double when = now;
     if (uptime && event.seconds_since_boot) {
@@ -45,6 +48,10 @@ bool XidTracker::update(const Snapshot& snapshot) {
     it->second.last_timestamp = std::max(it->second.last_timestamp, when);
   }
   return !read.error;
+}
+
+std::string xid_problem(const XidTracker& tracker) {
+  return tracker.last_error().empty() ? "" : "Xid events not counted: " + tracker.last_error();
 }
 
 void XidTracker::add_metrics(MetricSet& metrics) const {

@@ -48,4 +48,7 @@ class XidTracker {
   std::string last_error_;
 };
 
+// "" when the last update read the log; else one line for a person ("Xid events not counted: ...").
+std::string xid_problem(const XidTracker& tracker);
+
 }  // namespace gpureap

@@ -243,7 +243,9 @@ Look Observer::full_look() {
     const pid_t pid = f.facts.pid;
     followed_.insert_or_assign(pid, std::move(f));
   }
-  look.snapshot = std::shared_ptr<const Snapshot>(std::move(snapshot));
+  sentinels_ = exit_sentinels(*snapshot);
+  rescan_wanted_ = false;
+  look.snapshot = std::shared_ptr<Snapshot>(std::move(snapshot));
   return finish(std::move(look), look.driver_readable ? &reading : nullptr);
 }
 
@@ -263,6 +265,35 @@ bool Observer::refresh_cpu(FollowedProcess& followed) const {
     followed.cpu_ticks[worker.first] = w->utime_ticks + w->stime_ticks;
     return false;
   });
+  return true;
+}
+
+// Whether a process whose end makes an orphan or a zombie has ended (or exited unreaped) since
+// the last full scan. Processes followed were read just before: their state is not read again.
+bool Observer::sentinel_ended() const {
+  for (const auto& [pid, start_ticks] : sentinels_) {
+    char state = '?';
+    if (const auto it = followed_.find(pid); it != followed_.end() && it->second.facts.start_ticks == start_ticks) {
+      state = it->second.facts.state;
+    } else {
+      const auto stat = procfs::read_stat(options_.proc.proc_root, pid);
+      if (!stat || stat->start_time_ticks != start_ticks) return true;
+      state = stat->state;
+    }
+    if (state == 'Z') return true;
+  }
+  return false;
+}
+
+bool Observer::take_rescan_token() {
+  const auto now = std::chrono::steady_clock::now();
+  if (tokens_at_ != std::chrono::steady_clock::time_point{}) {
+    const double refill = std::chrono::duration<double>(now - tokens_at_) / kTriggeredScanGap;
+    rescan_tokens_ = std::min(kTriggeredScanBurst, rescan_tokens_ + refill);
+  }
+  tokens_at_ = now;
+  if (rescan_tokens_ < 1) return false;
+  rescan_tokens_ -= 1;
   return true;
 }
 
@@ -303,16 +334,28 @@ std::optional<Look> Observer::quick_look() {
     if (f.facts.kind == CandidateKind::GpuProcess && look.driver_readable) {
       const bool on_unreadable = std::any_of(f.facts.gpus.begin(), f.facts.gpus.end(),
                                              [&](unsigned g) { return look.unreadable_gpus.count(g) > 0; });
-      if (!listed_now.count(f.facts.pid) && !on_unreadable) keep = false;  // it no longer uses a GPU (or has exited)
+      if (!listed_now.count(f.facts.pid) && !on_unreadable) {
+        keep = false;  // it no longer uses a GPU (or has exited: then the sentinels tell what that changed)
+        // Alive without a context: its workers are no longer a running job's.
+        const auto stat = procfs::read_stat(options_.proc.proc_root, f.facts.pid);
+        if (stat && stat->start_time_ticks == f.facts.start_ticks && stat->state != 'Z') rescan_wanted_ = true;
+      }
     }
+    const bool listed = listed_now.count(f.facts.pid) > 0;
+    const char state_before = f.facts.state;
     if (keep && !refresh_cpu(f)) {
       keep = false;
       // Exited while the driver still lists it: workers it forked may now hold its memory.
-      if (f.facts.kind == CandidateKind::GpuProcess && listed_now.count(f.facts.pid)) want_full = true;
+      if (f.facts.kind == CandidateKind::GpuProcess && listed) want_full = true;
     }
+    // Exited but not reaped: a zombie, and its workers (which keep it listed) are orphans.
+    // (Once: a zombie whose other threads still hold the GPU is followed as it is.)
+    if (keep && f.facts.kind == CandidateKind::GpuProcess && f.facts.state == 'Z' && state_before != 'Z') want_full = true;
     if (keep && f.facts.kind == CandidateKind::Zombie && f.facts.state != 'Z') keep = false;
     it = keep ? std::next(it) : followed_.erase(it);
   }
+  if (!rescan_wanted_ && sentinel_ended()) rescan_wanted_ = true;
+  if (!want_full && rescan_wanted_ && take_rescan_token()) want_full = true;
   if (want_full) return std::nullopt;
   if (reading) last_reading_ = reading;
   return finish(std::move(look), look.driver_readable ? &*reading : nullptr);

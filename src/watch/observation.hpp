@@ -4,8 +4,18 @@
 // PID + start time; each look then reads only what can change: the driver (memory, utilisation,
 // which PIDs it lists) and one `stat` per process followed (CPU time, state). A full scan is
 // taken again every full-scan period, and at once when something may have changed what the
-// cache knows: a PID the driver lists for the first time, or a listed process that exited (its
-// forked workers may now be orphans). Processes that vanish mid-look are dropped, a GPU that
+// cache knows: a PID the driver lists for the first time, or a listed process that exited,
+// reaped or not (its forked workers may now be orphans, and unreaped it is a zombie). Orphans
+// and zombies can also arise while the driver's lists stay the same: a job's leader that
+// lists nothing ends (its workers' proof), a worker's listed parent ends and leaves the list
+// with its context, a GPU process leaves the list alive (its workers are no longer a running
+// job's), a child of a GPU process exits unreaped. (Not: a child forked after the last full
+// scan, a process that starts holding a device file unlisted: the next full scan finds them.) So each look also
+// reads one `stat` of the processes whose end would make them (exit_sentinels.hpp), and a
+// full scan follows when one has ended: at once, up to kTriggeredScanBurst in a row, then one
+// per kTriggeredScanGap (a holder whose children come and go must not make every look a full
+// scan). Processes that
+// vanish mid-look are dropped, a GPU that
 // cannot be read freezes what is known of its processes, and a driver that cannot be read
 // (or load) leaves only the orphans and zombies to judge.
 #pragma once
@@ -26,6 +36,7 @@
 
 #include "proc/user_names.hpp"
 #include "snapshot/snapshot.hpp"
+#include "watch/exit_sentinels.hpp"
 
 namespace gpureap {
 
@@ -99,9 +110,15 @@ struct Look {
   // what rules know of them stays as it was.
   std::set<std::pair<pid_t, std::uint64_t>> frozen;
   // A full scan's snapshot (its details loaded for the candidates); null after a quick look.
-  // Kept only for whoever reads looks after the rules (watch --listen publishes metrics of it).
-  std::shared_ptr<const Snapshot> snapshot;
+  // Kept only for whoever reads looks after the rules (watch --listen publishes metrics of it,
+  // and doctor's checks load the details of zombies' parents into it).
+  std::shared_ptr<Snapshot> snapshot;
 };
+
+// The full scans ended sentinels ask for: a token bucket of kTriggeredScanBurst, one token back
+// every kTriggeredScanGap.
+inline constexpr std::chrono::seconds kTriggeredScanGap{2};
+inline constexpr double kTriggeredScanBurst = 3;
 
 class Observer {
  public:
@@ -118,13 +135,16 @@ class Observer {
   // the looks cost that is the driver library's, not gpureap's.
   double driver_cpu_seconds() const { return driver_cpu_seconds_; }
 
-  // Followed processes, for the benchmark's and tests' curiosity.
+  // Followed processes and exit sentinels, for the benchmark's and tests' curiosity.
   std::size_t followed() const { return followed_.size(); }
+  std::size_t sentinels() const { return sentinels_.size(); }
 
  private:
   Look full_look();
   std::optional<Look> quick_look();
   bool refresh_cpu(FollowedProcess& followed) const;
+  bool sentinel_ended() const;
+  bool take_rescan_token();
   Look finish(Look look, const DriverReading* reading);
 
   SnapshotOptions options_;
@@ -141,6 +161,10 @@ class Observer {
   // Listed PIDs that are not ours to judge until the next full scan: not in this PID
   // namespace (foreign), not the process holding the GPU (mismatch), unverifiable.
   std::unordered_set<pid_t> not_judged_;
+  std::vector<ExitSentinel> sentinels_;  // from the last full scan
+  bool rescan_wanted_ = false;         // one has ended, or a GPU process left the list alive
+  double rescan_tokens_ = kTriggeredScanBurst;
+  std::chrono::steady_clock::time_point tokens_at_{};
 };
 
 }  // namespace gpureap

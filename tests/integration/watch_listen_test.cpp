@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -77,7 +78,9 @@ TEST(WatchListen, ServesHostAndCounterFamiliesThatPromtoolAcceptsAndSurvivesSigh
   const std::string policy = write_file(host, "policy.toml",
                                         std::string(kFast) + "[notify]\ncommand = [\"" + script + "\"]\n" +
                                             idle_terminate_rule());
-  BackgroundWatch watch(host, policy, {"--listen", "127.0.0.1:0"});
+  const std::string kernel_log = write_file(
+      host, "kern.log", "2026-11-29T18:28:39+0000 node kernel: NVRM: Xid (PCI:0000:17:00): 79, pid=1173, GPU has fallen off the bus.\n");
+  BackgroundWatch watch(host, policy, {"--listen", "127.0.0.1:0", "--kernel-log", kernel_log});
   const int port = serving_port(watch);
   ASSERT_GT(port, 0);
   // Held open while the notification runs: an accepted socket as well as the listening one.
@@ -104,6 +107,11 @@ TEST(WatchListen, ServesHostAndCounterFamiliesThatPromtoolAcceptsAndSurvivesSigh
   EXPECT_EQ(s.value("gpureap_user_gpu_memory_bytes", {{"user", "root"}}), 1.0 * GiB);
   EXPECT_TRUE(s.value("gpureap_collections_total"));
   EXPECT_TRUE(s.all("gpureap_process_gpu_memory_bytes").empty()) << "per-process series only with --per-process";
+  // doctor's quick findings of the last full scan (the service holds GPU 0's file unlisted),
+  // and the Xid counters, as export serves them.
+  EXPECT_EQ(s.value("gpureap_doctor_finding", {{"id", "unlisted-holders"}, {"severity", "info"}, {"gpu", "0"}}), 1);
+  EXPECT_EQ(s.value("gpureap_xid_events_total", {{"gpu", "0"}, {"xid", "79"}}), 1) << "GPU 0 sits at 0000:17:00";
+  EXPECT_EQ(s.value("gpureap_collection_errors_total", {{"source", "kernel-log"}}), 0);
   EXPECT_EQ(promtool_check(got.body, host.state_dir()), "");
   // Every family served is docs/metrics.md's, with its type and labels.
   const auto contract = metrics_contract();
@@ -131,6 +139,14 @@ TEST(WatchListen, ServesHostAndCounterFamiliesThatPromtoolAcceptsAndSurvivesSigh
     if (m[2].str().rfind("/proc/", 0) != 0) seen.insert(std::stoi(m[1].str()));
   }
   EXPECT_EQ(seen, (std::set<int>{0, 1, 2}));
+
+  // The log is read as it grows, at every look.
+  std::ofstream(kernel_log, std::ios::app)
+      << "2026-11-29T18:30:00+0000 node kernel: NVRM: Xid (PCI:0000:17:00): 79, pid=1173, GPU has fallen off the bus.\n";
+  EXPECT_EQ(scrape_until(port, [](const Scrape& m) {
+              return m.value("gpureap_xid_events_total", {{"gpu", "0"}, {"xid", "79"}}) == 2;
+            }).parsed.value("gpureap_xid_last_event_timestamp_seconds", {{"gpu", "0"}, {"xid", "79"}}),
+            1795977000);
 
   watch.signal(SIGHUP);
   ASSERT_TRUE(watch.wait_for("reload"));
@@ -269,6 +285,16 @@ TEST(WatchListen, RefusesServeOptionsWithoutListenAndAnAddressInUse) {
   const auto without = host.gpureap({"watch", "--policy", policy, "--per-process"});
   EXPECT_EQ(without.exit_code, 2);
   EXPECT_NE(without.err.find("apply to --listen"), std::string::npos) << without.err;
+  EXPECT_EQ(host.gpureap({"watch", "--policy", policy, "--no-kernel-log"}).exit_code, 2);
+  const auto contradiction =
+      host.gpureap({"watch", "--policy", policy, "--listen", "127.0.0.1:0", "--kernel-log", policy, "--no-kernel-log"});
+  EXPECT_EQ(contradiction.exit_code, 2);
+  EXPECT_EQ(contradiction.err, "gpureap watch: --kernel-log and --no-kernel-log contradict each other\n");
+  const auto missing = host.gpureap(
+      {"watch", "--policy", policy, "--listen", "127.0.0.1:0", "--kernel-log", host.state_dir() + "/no-such.log"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err.rfind("gpureap watch: --kernel-log ", 0), 0u) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << "one line: " << missing.err;
   httplib::Server taken;
   const int port = taken.bind_to_any_port("127.0.0.1");
   ASSERT_GT(port, 0);
