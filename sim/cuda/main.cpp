@@ -77,14 +77,16 @@ int main(int argc, char** argv) {
   if (!workers.ok()) return die(workers.error().message, kExitError);
 
   std::string worker_list;
-  std::vector<pid_t> reap;
+  std::vector<pid_t> unreaped;
   for (const Worker& w : *workers) {
     worker_list += (worker_list.empty() ? "" : ",") + std::to_string(w.host_pid);
-    reap.push_back(w.pid);
+    unreaped.push_back(w.pid);
   }
   fmt::print("READY pid={} nspid={} workers={}\n", owner->host_pid, owner->ns_pid, worker_list);
   std::fflush(stdout);
 
   // Descriptors and locks stay open until the process ends, however it ends.
-  return idle_until_done(opts.on_sigterm, opts.exit_after_ms, reap);
+  const int status = idle_until_done(opts.on_sigterm, opts.exit_after_ms, unreaped);
+  if (opts.workers_at_exit == WorkersAtExit::Join) join_workers(unreaped);
+  return status;
 }

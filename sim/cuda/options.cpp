@@ -64,7 +64,7 @@ ParseOutcome parse_options(int argc, char** argv) {
   CLI::App app{"gpusim-cuda: a process that holds simulated GPU memory the way a CUDA program does"};
   Options o;
   std::vector<std::string> allocs;
-  std::string worker_mode = "survive", on_sigterm = "exit", workers_on_sigterm = "exit";
+  std::string worker_mode = "survive", workers_at_exit = "leave", on_sigterm = "exit", workers_on_sigterm = "exit";
   std::uint64_t release_delay = 0, exit_after = 0;
   app.add_option("--state", o.state, "simulator state directory (default: $GPUSIM_STATE_DIR)");
   app.add_option("--alloc", allocs, "GPU:SIZE[:TYPE[:GI]]; TYPE C (default), G or M; GI = MIG GPU instance")
@@ -72,6 +72,7 @@ ParseOutcome parse_options(int argc, char** argv) {
   app.add_option("--workers", o.workers, "fork N workers that inherit every descriptor")
       ->check(CLI::Range(0u, 256u));
   app.add_option("--worker-mode", worker_mode, "survive (default) or die-with-parent");
+  app.add_option("--workers-at-exit", workers_at_exit, "leave (default) or join: end and reap them on a normal exit");
   app.add_option("--on-sigterm", on_sigterm, "exit (default), ignore or slow:MS");
   app.add_option("--workers-on-sigterm", workers_on_sigterm, "exit (default) or ignore");
   app.add_flag("--pidns", o.pidns, "run inside a new PID namespace (like a container)");
@@ -114,6 +115,13 @@ ParseOutcome parse_options(int argc, char** argv) {
   } else {
     return usage("--worker-mode: expected survive or die-with-parent");
   }
+  if (workers_at_exit == "leave") {
+    o.workers_at_exit = WorkersAtExit::Leave;
+  } else if (workers_at_exit == "join") {
+    o.workers_at_exit = WorkersAtExit::Join;
+  } else {
+    return usage("--workers-at-exit: expected leave or join");
+  }
   auto term = parse_term_policy(on_sigterm, true);
   if (!term.ok()) return usage("--on-sigterm " + term.error().message);
   o.on_sigterm = *term;
@@ -122,6 +130,10 @@ ParseOutcome parse_options(int argc, char** argv) {
   o.workers_on_sigterm = *wterm;
   if (delay_opt->count() > 0) o.release_delay_ms = release_delay;
   if (exit_opt->count() > 0) o.exit_after_ms = exit_after;
+  // The join would wait forever, as multiprocessing's join would.
+  if (o.workers_at_exit == WorkersAtExit::Join && o.workers_on_sigterm.kind == TermPolicy::Ignore) {
+    return usage("--workers-at-exit join: the workers must not ignore SIGTERM (--workers-on-sigterm ignore)");
+  }
   if (o.nvml_client && !o.allocs.empty()) return usage("--nvml-client allocates nothing: drop --alloc");
   if (o.name.size() > 200) return usage("--name: at most 200 characters");
   out.options = std::move(o);

@@ -29,6 +29,12 @@ Result<AllocSpec> parse_alloc_spec(const std::string& text);
 
 enum class WorkerMode { Survive, DieWithParent };
 
+// What the owner does with its live workers when it ends normally (--exit-after, or a
+// termination signal under the exit/slow policy). Leave: nothing, they are on their own (a
+// crash, os._exit). Join: SIGTERM, then wait for each, as PyTorch's DataLoader shuts its
+// workers down (_shutdown_workers, then multiprocessing's exit handler) before a clean exit.
+enum class WorkersAtExit { Leave, Join };
+
 struct TermPolicy {
   enum Kind { Exit, Ignore, Slow } kind = Exit;
   unsigned slow_ms = 0;
@@ -41,6 +47,7 @@ struct Options {
   std::vector<AllocSpec> allocs;
   unsigned workers = 0;
   WorkerMode worker_mode = WorkerMode::Survive;
+  WorkersAtExit workers_at_exit = WorkersAtExit::Leave;
   TermPolicy on_sigterm;
   TermPolicy workers_on_sigterm;
   bool pidns = false;

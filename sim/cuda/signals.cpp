@@ -51,11 +51,9 @@ void install_signal_policy(TermPolicy on_sigterm) {
   ::sigprocmask(SIG_BLOCK, &set, nullptr);
 }
 
-int idle_until_done(TermPolicy on_sigterm, std::optional<std::uint64_t> exit_after_ms,
-                    const std::vector<pid_t>& reap) {
+int idle_until_done(TermPolicy on_sigterm, std::optional<std::uint64_t> exit_after_ms, std::vector<pid_t>& children) {
   sigset_t set = waited_set(on_sigterm);
   std::int64_t deadline = exit_after_ms ? monotonic_ms() + static_cast<std::int64_t>(*exit_after_ms) : 0;
-  std::vector<pid_t> children = reap;
   for (;;) {
     int sig;
     if (exit_after_ms) {

@@ -18,9 +18,8 @@ namespace gpusim::cuda {
 void install_signal_policy(TermPolicy on_sigterm);
 
 // Idles until a termination signal (per policy) or --exit-after; reaps the listed children
-// (workers) when they die, and nothing else (a --zombie-child stays a zombie).
-// Returns the exit status.
-int idle_until_done(TermPolicy on_sigterm, std::optional<std::uint64_t> exit_after_ms,
-                    const std::vector<pid_t>& reap);
+// (workers) when they die, and nothing else (a --zombie-child stays a zombie), leaving in
+// `children` those not reaped. Returns the exit status.
+int idle_until_done(TermPolicy on_sigterm, std::optional<std::uint64_t> exit_after_ms, std::vector<pid_t>& children);
 
 }  // namespace gpusim::cuda

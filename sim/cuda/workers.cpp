@@ -20,13 +20,20 @@ namespace gpusim::cuda {
 
 namespace {
 
-// On failure no half-started worker may outlive us holding the contexts.
-void kill_workers(const std::vector<Worker>& workers) {
-  for (const auto& w : workers) ::kill(w.pid, SIGKILL);
-  for (const auto& w : workers) {
-    while (::waitpid(w.pid, nullptr, 0) < 0 && errno == EINTR) {
+// `children` are ours and not yet reaped: their PIDs cannot have been reused.
+void signal_and_reap(const std::vector<pid_t>& children, int sig) {
+  for (pid_t pid : children) ::kill(pid, sig);
+  for (pid_t pid : children) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
+}
+
+// On failure no half-started worker may outlive us holding the contexts.
+void kill_workers(const std::vector<Worker>& workers) {
+  std::vector<pid_t> pids;
+  for (const auto& w : workers) pids.push_back(w.pid);
+  signal_and_reap(pids, SIGKILL);
 }
 
 [[noreturn]] void worker_main(int report_fd, pid_t parent, WorkerMode mode, TermPolicy on_sigterm) {
@@ -125,6 +132,8 @@ Result<std::vector<Worker>> fork_workers(unsigned count, WorkerMode mode, TermPo
   }
   return workers;
 }
+
+void join_workers(const std::vector<pid_t>& unreaped) { signal_and_reap(unreaped, SIGTERM); }
 
 Status fork_zombie() {
   std::fflush(nullptr);

@@ -20,6 +20,10 @@ struct Worker {
 // then sleeps until killed. Returns once every worker has reported.
 Result<std::vector<Worker>> fork_workers(unsigned count, WorkerMode mode, TermPolicy on_sigterm);
 
+// SIGTERM to each still unreaped worker, then waits for every one: the owner's clean exit
+// with --workers-at-exit join. Only children not yet reaped, so no PID can have been reused.
+void join_workers(const std::vector<pid_t>& unreaped);
+
 // Forks a child that exits at once; the caller never waits for it.
 Status fork_zombie();
 

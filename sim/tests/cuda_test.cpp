@@ -186,6 +186,13 @@ TEST_F(Cuda, RejectsBadRequests) {
   EXPECT_NE(err.find("not in MIG mode"), std::string::npos) << err;
   EXPECT_FALSE(SimProcess::start(dir.path(), {"--on-sigterm", "later"}, &err, &status));
   EXPECT_EQ(status, 2);
+  EXPECT_FALSE(SimProcess::start(dir.path(), {"--workers-at-exit", "sometimes"}, &err, &status));
+  EXPECT_EQ(status, 2);
+  // A join of workers that ignore SIGTERM would never end.
+  EXPECT_FALSE(SimProcess::start(
+      dir.path(), {"--workers", "1", "--workers-on-sigterm", "ignore", "--workers-at-exit", "join"}, &err, &status));
+  EXPECT_EQ(status, 2);
+  EXPECT_NE(err.find("--workers-at-exit join"), std::string::npos) << err;
   ASSERT_EQ(ctl(dir.path(), {"set", "--gpu", "1", "lost=1"}).exit_status, 0);
   EXPECT_FALSE(SimProcess::start(dir.path(), {"--alloc", "1:1GiB"}, &err, &status));
   EXPECT_EQ(status, 1);

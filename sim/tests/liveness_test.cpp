@@ -82,6 +82,21 @@ TEST_F(Liveness, DieWithParentWorkersReleaseWithTheOwner) {
   EXPECT_TRUE(eventually([&] { return used() == 0; }));
 }
 
+// DataLoader's clean exit: the owner ends and reaps its workers before it exits, so none is
+// left, not even for an instant, however slowly a worker would notice its parent's death
+// (survive mode: it never would).
+TEST_F(Liveness, JoinedWorkersAreGoneWhenTheOwnerExitsNormally) {
+  std::string err;
+  auto p = SimProcess::start(dir.path(), {"--alloc", "0:1GiB", "--workers", "2", "--workers-at-exit", "join",
+                                          "--exit-after", "100"},
+                             &err);
+  ASSERT_TRUE(p) << err;
+  ASSERT_EQ(p->workers().size(), 2u);
+  EXPECT_EQ(p->wait_exit(3s), 0);
+  for (unsigned w : p->workers()) EXPECT_FALSE(process_running(static_cast<pid_t>(w))) << w;
+  EXPECT_EQ(used(), 0u);
+}
+
 TEST_F(Liveness, ReleaseDelayIsHonoured) {
   std::string err;
   auto p = SimProcess::start(dir.path(), {"--alloc", "0:2GiB", "--release-delay", "600"}, &err);

@@ -40,8 +40,13 @@ void expect_not_listed(const SimHost& host, const std::vector<pid_t>& pids) {
 
 TEST(RunJob, NormalExitKeepsTheStatusAndLeavesNothing) {
   SimHost host;
+  // Ranks that end cleanly, as a PyTorch rank does: its DataLoader ends and joins its workers
+  // before the rank exits. Without the join, workers that only die of their parent's exit can
+  // still be running when the main command ends, and are then truly left behind.
   BackgroundRun run(host, {"--poll-interval", "100ms"},
-                    rank_launcher(kRanks, "--workers 2 --worker-mode die-with-parent --exit-after 1500", 7));
+                    rank_launcher(kRanks,
+                                  "--workers 2 --worker-mode die-with-parent --workers-at-exit join --exit-after 1500",
+                                  7));
   std::vector<pid_t> all;
   for (int i = 0; i < kRanks; ++i) {
     const auto pids = run.sim_ready();
