@@ -89,10 +89,10 @@ class ModuleServer {
 
   int serve() {
     started_ = true;
-    if (stopping_) return 0;
-    const bool clean = server_->listen_after_bind();
-    served_ = true;
-    return clean || stopping_ ? 0 : -1;
+    int result = 0;
+    if (!stopping_) result = server_->listen_after_bind() || stopping_ ? 0 : -1;
+    served_ = true;  // also when a stop came first: a later stop() must not wait for the loop
+    return result;
   }
 
   // httplib's stop() does nothing until its accept loop runs: wait for it to start (or for
