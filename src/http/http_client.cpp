@@ -20,12 +20,18 @@ int body_trampoline(void* context, const char* data, std::size_t length) {
 std::unique_ptr<HttpClient> HttpClient::open(const HttpClientConfig& config, std::string& error) {
   const gpureap_http_module_api* api = load_http_module("", error);
   if (api == nullptr) return nullptr;
+  std::optional<CaFileCopy> ca_copy;
+  if (!config.ca_file.empty()) {
+    ca_copy = CaFileCopy::make(config.ca_file, error);
+    if (!ca_copy) return nullptr;
+  }
+  const std::string ca_file = ca_copy ? ca_copy->path() : "";
   const gpureap_http_client_config c{config.https ? 1 : 0,
                                      config.host.c_str(),
                                      config.port,
                                      config.basic_auth ? config.user.c_str() : nullptr,
                                      config.basic_auth ? config.password.c_str() : nullptr,
-                                     config.ca_file.c_str(),
+                                     ca_file.c_str(),
                                      config.verify_certificate ? 1 : 0};
   void* client = api->client_open(&c);
   if (client == nullptr) {
@@ -35,6 +41,7 @@ std::unique_ptr<HttpClient> HttpClient::open(const HttpClientConfig& config, std
   std::unique_ptr<HttpClient> wrapped(new HttpClient());
   wrapped->api_ = api;
   wrapped->client_ = client;
+  wrapped->ca_copy_ = std::move(ca_copy);
   return wrapped;
 }
 

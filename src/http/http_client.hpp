@@ -4,11 +4,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "http/ca_file_copy.hpp"
 #include "http/http_module.hpp"
 
 namespace gpureap {
@@ -58,6 +60,7 @@ class HttpClient {
   HttpClient() = default;
   const gpureap_http_module_api* api_ = nullptr;
   void* client_ = nullptr;
+  std::optional<CaFileCopy> ca_copy_;  // what the module's OpenSSL reads for config.ca_file
 };
 
 // "the connection failed (refused, no route, or the name does not resolve)", ...

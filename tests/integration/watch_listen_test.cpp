@@ -231,8 +231,21 @@ TEST(WatchListen, AnHttpsWebhookIsSentOnlyToAServerItsCaFileTrusts) {
     };
     EXPECT_GE(sent_count(scrape_until(port, [&](const Scrape& s) { return sent_count(s) >= 1; }).parsed), 1)
         << "counted (published at the next look)";
-    EXPECT_EQ(watch.stop(), 0);
+
+    // The CA file swapped for a FIFO after the load (a directory another user can write): the
+    // delivery fails at once instead of waiting in open() for a writer, and SIGTERM still stops.
+    ASSERT_EQ(::unlink(tls.certificate.c_str()), 0);
+    ASSERT_EQ(::mkfifo(tls.certificate.c_str(), 0600), 0);
+    auto swapped = host.start({"--alloc", "1:1GiB"});
+    const auto refused = watch.wait_for("notification", {{"channel", "webhook"}, {"pid", std::to_string(swapped.pid)}});
+    if (refused) {  // no ASSERT: returning would leave the listener thread joinable (terminate)
+      EXPECT_EQ(refused->field("outcome"), "failed") << refused->raw;
+      EXPECT_NE(refused->field("detail").find(tls.certificate + " is not a regular file"), std::string::npos)
+          << refused->raw;
+    }
+    EXPECT_EQ(watch.stop(SIGTERM, 5000), 0);
     EXPECT_TRUE(running(late.pid));
+    EXPECT_TRUE(running(swapped.pid));
   }
   server.stop();
   listener.join();
