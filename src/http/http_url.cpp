@@ -93,6 +93,12 @@ std::optional<HttpUrl> parse_http_url(std::string_view text, std::string& error)
     if (port_text.empty()) port_text = ":";
     host = host.substr(0, colon);
   }
+  const bool bracketed = !authority.empty() && authority.front() == '[';
+  if (!bracketed && host.find(':') != std::string_view::npos) {
+    // "10.0.0.1:8080:9090" would make "10.0.0.1:8080" a host name that fails at each connection.
+    error = "a host name holds no ':'; an IPv6 address goes in brackets: http://[::1]:9090";
+    return std::nullopt;
+  }
   if (host.empty()) {
     error = "the URL names no host";
     return std::nullopt;

@@ -52,6 +52,9 @@ TEST(FleetUrl, EverythingElseIsOneClearError) {
   EXPECT_NE(refused("http://x/api?query=up").find("query"), std::string::npos);
   EXPECT_NE(refused("http://x/#top").find("fragment"), std::string::npos);
   EXPECT_NE(refused("http://[::1:9090").find("]"), std::string::npos);
+  // A second colon made "10.0.0.1:8080" the host name, which fails only at each connection.
+  EXPECT_NE(refused("http://10.0.0.1:8080:9090").find("brackets"), std::string::npos);
+  EXPECT_NE(refused("http://::1").find("brackets"), std::string::npos);
   EXPECT_NE(refused("http://x\n/").find("control"), std::string::npos);
   EXPECT_NE(refused("http://x y/").find("spaces"), std::string::npos);
   EXPECT_NE(refused("http://" + std::string(3000, 'a')).find("bytes long"), std::string::npos);
