@@ -155,11 +155,11 @@ procfs::unique_fd open_saved_log(const std::string& path, struct stat& st, Kerne
   return fd;
 }
 
-// Feeds the lines from `start` to the end of the file (at most kMaxKernelLogBytes, for at most
+// Feeds the lines from `start` to the end of the file (at most max_bytes, for at most
 // kKernelLogReadSeconds) into `lines`; the first, partial one is skipped when start is not a
 // line start. Returns the offset where reading stopped.
 std::uint64_t read_lines_from(int fd, const std::string& path, std::uint64_t start, bool skip_partial_line,
-                              LineSplitter& lines, KernelLogRead& out) {
+                              std::uint64_t max_bytes, LineSplitter& lines, KernelLogRead& out) {
   if (start > 0 && ::lseek(fd, static_cast<off_t>(start), SEEK_SET) != static_cast<off_t>(start)) {
     out.error = fmt::format("cannot seek in kernel log file {}: {}", path, errno_text(errno));
     return start;
@@ -168,7 +168,7 @@ std::uint64_t read_lines_from(int fd, const std::string& path, std::uint64_t sta
   std::size_t total = 0;
   std::vector<char> buffer(kFileChunkSize);
   for (;;) {
-    if (total >= kMaxKernelLogBytes) break;  // a file still growing: stop at the bound
+    if (total >= max_bytes) break;  // a file still growing: stop at the bound
     if (std::chrono::steady_clock::now() > deadline) {
       out.error = fmt::format("reading kernel log file {} took longer than {:.0f} s; stopped after {} lines", path,
                               kKernelLogReadSeconds, out.lines_read);
@@ -288,14 +288,15 @@ KernelLogRead KernelLogFollower::read_file(bool to_the_end) {
   const auto size = static_cast<std::uint64_t>(st.st_size);
   const bool replaced = !file_seen_ || st.st_dev != device_ || st.st_ino != inode_ || size < offset_;
   std::uint64_t start = replaced ? 0 : offset_;
+  const std::uint64_t max_bytes = replaced ? kMaxKernelLogBytes : kMaxKernelLogGrowthBytes;
   bool skip_partial_line = false;
-  if (size - start > kMaxKernelLogBytes) {  // more than one read's worth: the newest part
-    start = size - kMaxKernelLogBytes;
+  if (size - start > max_bytes) {  // more than one read's worth: the newest part
+    start = size - max_bytes;
     skip_partial_line = true;
   }
   out.lines_read = lines_;
   LineSplitter lines(out);
-  const std::uint64_t end = read_lines_from(fd.get(), path_, start, skip_partial_line, lines, out);
+  const std::uint64_t end = read_lines_from(fd.get(), path_, start, skip_partial_line, max_bytes, lines, out);
   if (to_the_end) lines.finish();
   if (out.error) return out;
   file_seen_ = true;

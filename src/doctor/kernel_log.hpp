@@ -29,6 +29,9 @@ struct KernelLogRead {
 // path. At most the last kMaxKernelLogBytes are read, and for at most kKernelLogReadSeconds.
 inline constexpr std::size_t kMaxKernelLogBytes = 64u << 20;
 inline constexpr double kKernelLogReadSeconds = 30;
+// What a KernelLogFollower reads a call after its first: a log growing faster is read in its
+// newest part, so that a flood (or a line that never ends) cannot make a look take seconds.
+inline constexpr std::size_t kMaxKernelLogGrowthBytes = 1u << 20;
 KernelLogRead read_kernel_log_file(const std::string& path);
 
 // "" when path can be read as a saved kernel log, else the reason in one line (what doctor
@@ -46,8 +49,9 @@ KernelLogRead scan_kernel_log_text(std::string_view text, std::string source);
 // was logged since the previous call, everything the log holds on the first. /dev/kmsg stays
 // open between calls. A saved file is opened again each time and read from where the last
 // call stopped, whole lines only (a line being written is taken next time), and from its start
-// when it was replaced or truncated (log rotation); at most kMaxKernelLogBytes a call, the
-// newest. Line numbers count from the first read. An error leaves the position as it was.
+// when it was replaced or truncated (log rotation); at most kMaxKernelLogBytes on the first
+// call and after a replacement, kMaxKernelLogGrowthBytes on the others, the newest. Line numbers
+// count from the first read. An error leaves the position as it was.
 class KernelLogFollower {
  public:
   enum class Kind { Kmsg, SavedFile };

@@ -204,6 +204,35 @@ TEST(KernelLogFile, HugeFileIsReadOnlyInItsLastPart) {
   EXPECT_EQ(read.events[0].xid, 79u);
 }
 
+// After its first read, a follower (watch's looks, export's scrapes) reads at most
+// kMaxKernelLogGrowthBytes a call, the newest: a log written faster than it is read (a flood,
+// a line that never ends) costs each look a bounded read, not 64 MiB.
+TEST(KernelLogFollower, ReadsAtMostABoundedGrowthEachCall) {
+  const std::string path = temp_dir() + "/growing.log";
+  std::ofstream(path) << "[ 1.000000] NVRM: Xid (PCI:0000:05:00): 13, pid=1, at the start.\n";
+  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path);
+  ASSERT_EQ(follower.read_new().events.size(), 1u);
+  const std::string junk(99, 'j');
+  const std::size_t flood_lines = 3 * kMaxKernelLogGrowthBytes / (junk.size() + 1);
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "[ 2.000000] NVRM: Xid (PCI:0000:05:00): 31, pid=1, drowned in the flood.\n";
+    for (std::size_t i = 0; i < flood_lines; ++i) out << junk << '\n';
+    out << "[ 3.000000] NVRM: Xid (PCI:0000:05:00): 79, pid=1, the newest.\n";
+  }
+  const KernelLogRead flood = follower.read_new();
+  ASSERT_FALSE(flood.error) << *flood.error;
+  ASSERT_EQ(flood.events.size(), 1u);
+  EXPECT_EQ(flood.events[0].xid, 79u);
+  EXPECT_LE(flood.lines_read - 1, kMaxKernelLogGrowthBytes / (junk.size() + 1) + 1);
+  std::ofstream(path, std::ios::app) << std::string(2 * kMaxKernelLogGrowthBytes, 'x');  // a line without end
+  EXPECT_TRUE(follower.read_new().events.empty());
+  std::ofstream(path, std::ios::app) << "\n[ 4.000000] NVRM: Xid (PCI:0000:05:00): 43, pid=1, after it.\n";
+  const KernelLogRead after = follower.read_new();
+  ASSERT_EQ(after.events.size(), 1u);
+  EXPECT_EQ(after.events[0].xid, 43u);
+}
+
 TEST(KernelLogFile, CrlfContinuationLinesAndNoFinalNewline) {
   const KernelLogRead read = scan_kernel_log_text(
       "3,1,100,-;NVRM: Xid (PCI:0000:05:00): 79, pid=1, a.\r\n"
