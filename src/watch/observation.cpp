@@ -346,17 +346,19 @@ std::optional<Look> Observer::quick_look() {
     if (keep && !refresh_cpu(f)) {
       keep = false;
       // Exited while the driver still lists it: workers it forked may now hold its memory.
-      if (f.facts.kind == CandidateKind::GpuProcess && listed) want_full = true;
+      if (f.facts.kind == CandidateKind::GpuProcess && listed) rescan_wanted_ = true;
     }
     // Exited but not reaped: a zombie, and its workers (which keep it listed) are orphans.
     // (Once: a zombie whose other threads still hold the GPU is followed as it is.)
-    if (keep && f.facts.kind == CandidateKind::GpuProcess && f.facts.state == 'Z' && state_before != 'Z') want_full = true;
+    if (keep && f.facts.kind == CandidateKind::GpuProcess && f.facts.state == 'Z' && state_before != 'Z') rescan_wanted_ = true;
     if (keep && f.facts.kind == CandidateKind::Zombie && f.facts.state != 'Z') keep = false;
     it = keep ? std::next(it) : followed_.erase(it);
   }
   if (!rescan_wanted_ && sentinel_ended()) rescan_wanted_ = true;
-  if (!want_full && rescan_wanted_ && take_rescan_token()) want_full = true;
-  if (want_full) return std::nullopt;
+  // Every full scan a look asks for comes from the bucket: a user starting and ending GPU
+  // processes in a loop gets one every kTriggeredScanGap, not one a look. What asked for it
+  // stays asked (a new PID stays unfollowed, rescan_wanted_ stays set) until a scan is taken.
+  if ((want_full || rescan_wanted_) && take_rescan_token()) return std::nullopt;
   if (reading) last_reading_ = reading;
   return finish(std::move(look), look.driver_readable ? &*reading : nullptr);
 }

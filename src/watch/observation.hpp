@@ -3,21 +3,21 @@
 // same, so they are read once, in a full scan (a snapshot, /proc in ps's scope), and kept per
 // PID + start time; each look then reads only what can change: the driver (memory, utilisation,
 // which PIDs it lists) and one `stat` per process followed (CPU time, state). A full scan is
-// taken again every full-scan period, and at once when something may have changed what the
+// taken again every full-scan period, and soon when something may have changed what the
 // cache knows: a PID the driver lists for the first time, or a listed process that exited,
 // reaped or not (its forked workers may now be orphans, and unreaped it is a zombie). Orphans
 // and zombies can also arise while the driver's lists stay the same: a job's leader that
 // lists nothing ends (its workers' proof), a worker's listed parent ends and leaves the list
 // with its context, a GPU process leaves the list alive (its workers are no longer a running
 // job's), a child of a GPU process exits unreaped. (Not: a child forked after the last full
-// scan, a process that starts holding a device file unlisted: the next full scan finds them.) So each look also
-// reads one `stat` of the processes whose end would make them (exit_sentinels.hpp), and a
-// full scan follows when one has ended: at once, up to kTriggeredScanBurst in a row, then one
-// per kTriggeredScanGap (a holder whose children come and go must not make every look a full
-// scan). Processes that
-// vanish mid-look are dropped, a GPU that
-// cannot be read freezes what is known of its processes, and a driver that cannot be read
-// (or load) leaves only the orphans and zombies to judge.
+// scan, a process that starts holding a device file unlisted: the next full scan finds them.)
+// So each look also reads one `stat` of the processes whose end would make them
+// (exit_sentinels.hpp). Every full scan these ask for comes from one token bucket: at once, up
+// to kTriggeredScanBurst in a row, then one per kTriggeredScanGap, so that a user who starts and
+// ends GPU processes (or children of one) in a loop cannot make every look a full scan; what
+// asked for a scan stays asked until one is taken. Processes that vanish mid-look are dropped,
+// a GPU that cannot be read freezes what is known of its processes, and a driver that cannot
+// be read (or load) leaves only the orphans and zombies to judge.
 #pragma once
 
 #include <chrono>
@@ -115,8 +115,9 @@ struct Look {
   std::shared_ptr<Snapshot> snapshot;
 };
 
-// The full scans ended sentinels ask for: a token bucket of kTriggeredScanBurst, one token back
-// every kTriggeredScanGap.
+// The full scans a look asks for (a GPU process listed for the first time, one that exited or
+// left the list, an ended sentinel): a token bucket of kTriggeredScanBurst, one token back every
+// kTriggeredScanGap. The periodic full scan does not take from it.
 inline constexpr std::chrono::seconds kTriggeredScanGap{2};
 inline constexpr double kTriggeredScanBurst = 3;
 
@@ -162,7 +163,7 @@ class Observer {
   // namespace (foreign), not the process holding the GPU (mismatch), unverifiable.
   std::unordered_set<pid_t> not_judged_;
   std::vector<ExitSentinel> sentinels_;  // from the last full scan
-  bool rescan_wanted_ = false;         // one has ended, or a GPU process left the list alive
+  bool rescan_wanted_ = false;  // a sentinel ended, a GPU process exited, turned zombie or left the list
   double rescan_tokens_ = kTriggeredScanBurst;
   std::chrono::steady_clock::time_point tokens_at_{};
 };

@@ -321,6 +321,43 @@ TEST(Watch, OrphansAndZombiesArisingBetweenFullScansAreNoticedWithinSecondsAndBy
   EXPECT_FALSE(audited_any(audit_lines(host.state_dir() + "/audit.log"), parent.pids[1]));
 }
 
+// A user who starts and ends GPU processes in a loop asks for a full scan at nearly every look
+// (a PID listed for the first time, a listed one gone): they come from the same bucket as the
+// sentinels' (3 at once, one per 2 s), and what asked stays asked: a process that starts in the
+// middle of the churn is still noticed.
+TEST(Watch, GpuProcessesStartedAndEndedInALoopCannotMakeEveryLookAFullScan) {
+  SimHost host;
+  const std::string policy = write_file(host, "policy.toml",
+                                        "interval = \"50ms\"\nfull_scan_interval = \"1h\"\n"
+                                        "[[rule]]\nname = \"big\"\ncondition = \"memory\"\nmemory_above = \"1GiB\"\n");
+  BackgroundWatch watch(host, policy);
+  ASSERT_TRUE(watch.wait_for("start"));
+  const auto churn_began = std::chrono::steady_clock::now();
+  std::optional<SimProcess> big;
+  int churned = 0;
+  while (std::chrono::steady_clock::now() - churn_began < std::chrono::milliseconds(2500)) {
+    auto brief = host.start({"--alloc", "0:64MiB"});
+    if (churned == 5) big.emplace(host.start({"--alloc", "1:2GiB"}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));  // a look or so: it is listed
+    ASSERT_EQ(::kill(brief.pid, SIGKILL), 0);
+    brief.wait_exit();
+    ++churned;
+  }
+  ASSERT_TRUE(big);
+  EXPECT_TRUE(watch.wait_for("notice", {{"rule", "big"}, {"pid", pid_text(big->pid)}}, 5000))
+      << "started amid the churn, noticed once a scan is to be had";
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - churn_began).count();
+  EXPECT_EQ(watch.stop(), 0);
+  const auto stop = watch.wait_for("stop");
+  ASSERT_TRUE(stop);
+  const auto full_scans = std::stoul(stop->field("full_scans"));
+  RecordProperty("churned", churned);
+  RecordProperty("full_scans", static_cast<int>(full_scans));
+  // The one at start, the bucket's 3, one per 2 s since, and one refilled while it stopped.
+  EXPECT_LE(full_scans, 1 + 3 + static_cast<std::size_t>(seconds / 2) + 1)
+      << churned << " GPU processes started and ended in " << seconds << " s: " << stop->raw;
+}
+
 TEST(Watch, SighupReloadsAGoodPolicyAndKeepsItWhenTheNextOneIsBad) {
   SimHost host;
   auto first = host.start({"--alloc", "0:1GiB"});
