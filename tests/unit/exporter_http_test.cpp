@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <future>
 #include <memory>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -118,19 +120,29 @@ int socket_port(int fd, bool peer) {
   return address.sin_family == AF_INET ? ntohs(address.sin_port) : 0;
 }
 
+// A TCP connection to 127.0.0.1:port; -1 when it failed.
+int connect_to(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // httplib writes a response's headers and its body in two writes: with Nagle's algorithm the
 // body waited for the scraper's delayed ACK, 40 ms on each keep-alive scrape after the first.
 TEST(ExporterHttp, ItsConnectionsSendWithoutNagleDelay) {
   GateCollector collector;
   RunningExporter running(collector, {});
   const int port = running.exporter().address().port;
-  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int client = connect_to(port);
   ASSERT_GE(client, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<std::uint16_t>(port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
   const std::string request = "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n";
   ASSERT_EQ(write(client, request.data(), request.size()), static_cast<ssize_t>(request.size()));
   char answer[64];
@@ -265,6 +277,61 @@ TEST(ExporterHttp, BasicAuthRefusesAMissingOrWrongPassword) {
   r = anonymous.Get("/healthz");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << "a liveness probe needs no password";
+}
+
+// Any local user can open connections and send nothing, or a request head a byte at a time:
+// httplib's workers each waited for one (2 s, then a per-recv timeout), so 40 such
+// connections delayed a scrape by 4 s and 1,000 made every scrape time out.
+TEST(ExporterHttp, IdleAndTricklingConnectionsDelayNeitherAScrapeNorTheStop) {
+  GateCollector collector;
+  auto running = std::make_unique<RunningExporter>(collector, ExporterOptions{});
+  const int port = running->exporter().address().port;
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    idle.push_back(connect_to(port));
+    ASSERT_GE(idle.back(), 0);
+  }
+  std::vector<int> trickling;
+  for (int i = 0; i < 5; ++i) {
+    trickling.push_back(connect_to(port));
+    ASSERT_GE(trickling.back(), 0);
+    const std::string start = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: ";
+    ASSERT_EQ(send(trickling.back(), start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
+  }
+  std::jthread trickler([&](const std::stop_token& stop) {  // joined even when an assertion returns
+    while (!stop.stop_requested()) {
+      for (const int fd : trickling) send(fd, "a", 1, MSG_NOSIGNAL);
+      poll(nullptr, 0, 20);
+    }
+  });
+  auto client = running->client();
+  client.set_keep_alive(true);
+  client.set_read_timeout(3, 0);
+  for (int scrape = 0; scrape < 3; ++scrape) {  // on one kept-alive connection
+    const auto asked = std::chrono::steady_clock::now();
+    const auto r = client.Get("/metrics");
+    const auto took = std::chrono::steady_clock::now() - asked;
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(took, 2s) << "scrape " << scrape << " waited behind connections that sent no request";
+  }
+  trickler.request_stop();
+  trickler.join();
+  // A trickled head, once whole, is answered.
+  ASSERT_EQ(send(trickling[0], "\r\n\r\n", 4, MSG_NOSIGNAL), 4);
+  pollfd answer{trickling[0], POLLIN, 0};
+  ASSERT_EQ(poll(&answer, 1, 2000), 1);
+  char head[16] = {};
+  ASSERT_GT(recv(trickling[0], head, sizeof head - 1, 0), 0);
+  EXPECT_EQ(std::string(head).substr(0, 12), "HTTP/1.1 200");
+  const auto stopping = std::chrono::steady_clock::now();
+  running.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, 2s) << "the stop waited for idle connections";
+  // Closed by the server, not left for the client to close.
+  char byte;
+  EXPECT_EQ(recv(idle[0], &byte, 1, 0), 0);
+  for (const int fd : idle) close(fd);
+  for (const int fd : trickling) close(fd);
 }
 
 }  // namespace
