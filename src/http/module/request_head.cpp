@@ -51,11 +51,12 @@ std::optional<std::size_t> announced_body(std::string_view head) {
 RequestArrival assess_request(std::string_view received) {
   const std::size_t blank_line = received.find("\r\n\r\n");
   if (blank_line == std::string_view::npos) {
-    return received.size() >= kMaxRequestBytes ? RequestArrival::kRefused : RequestArrival::kIncomplete;
+    return received.size() >= kMaxRequestBytes ? RequestArrival::kTooLarge : RequestArrival::kIncomplete;
   }
   const std::size_t head_size = blank_line + 4;
   const std::optional<std::size_t> body = announced_body(received.substr(0, head_size));
-  if (!body || head_size + *body > kMaxRequestBytes) return RequestArrival::kRefused;
+  if (!body) return RequestArrival::kRefused;
+  if (head_size + *body > kMaxRequestBytes) return RequestArrival::kTooLarge;
   return received.size() >= head_size + *body ? RequestArrival::kComplete : RequestArrival::kIncomplete;
 }
 

@@ -15,7 +15,8 @@ constexpr std::size_t kMaxRequestBytes = 16 * 1024;
 enum class RequestArrival {
   kIncomplete,  // wait for more
   kComplete,    // a worker can read all of it at once
-  kRefused,     // too large, a chunked body, or a Content-Length that is not a number: close
+  kTooLarge,    // more than kMaxRequestBytes: answer 413 and close
+  kRefused,     // a chunked body, or a Content-Length that is not a number: answer 400 and close
 };
 
 RequestArrival assess_request(std::string_view received);
