@@ -27,12 +27,13 @@ std::size_t waiting_capacity() {
 
 GatedServer::GatedServer(unsigned workers, std::chrono::milliseconds io_timeout)
     : io_timeout_(io_timeout),
-      workers_(std::make_unique<httplib::ThreadPool>(std::max(workers, 1U))),
-      gate_(std::make_unique<ConnectionGate>(waiting_capacity(), [this](ClientConnection connection) {
-        // Through a shared_ptr: std::function needs a copyable task.
-        auto ready = std::make_shared<ClientConnection>(std::move(connection));
-        workers_->enqueue([this, ready] { handle(std::move(*ready)); });
-      })) {
+      gate_(std::make_unique<ConnectionGate>(waiting_capacity(),
+                                             [this](ClientConnection connection) {
+                                               // Through a shared_ptr: std::function needs a copyable task.
+                                               auto ready = std::make_shared<ClientConnection>(std::move(connection));
+                                               workers_->enqueue([this, ready] { handle(std::move(*ready)); });
+                                             })),
+      workers_(std::make_unique<httplib::ThreadPool>(std::max(workers, 1U))) {
   // httplib's own pool only hands sockets to the gate.
   new_task_queue = [] { return new httplib::ThreadPool(1); };
 }

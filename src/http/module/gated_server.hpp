@@ -34,8 +34,10 @@ class GatedServer final : public httplib::Server {
 
   const std::chrono::milliseconds io_timeout_;
   std::atomic<bool> stopping_{false};
-  std::unique_ptr<httplib::ThreadPool> workers_;
+  // The gate first: should the pool fail to start, the gate's destructor ends its thread (a
+  // ThreadPool destroyed without shutdown() would terminate the process).
   std::unique_ptr<ConnectionGate> gate_;
+  std::unique_ptr<httplib::ThreadPool> workers_;
 };
 
 }  // namespace gpureap_http_serving
