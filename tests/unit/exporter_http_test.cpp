@@ -7,13 +7,17 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <future>
 #include <memory>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -118,19 +122,43 @@ int socket_port(int fd, bool peer) {
   return address.sin_family == AF_INET ? ntohs(address.sin_port) : 0;
 }
 
+// A TCP connection to 127.0.0.1:port; -1 when it failed.
+int connect_to(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads and drops what fd receives until the peer closes it (true) or timeout_ms pass.
+bool closed_by_peer_within(int fd, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buffer[4096];
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd readable{fd, POLLIN, 0};
+    if (poll(&readable, 1, static_cast<int>(std::max<long long>(left.count(), 0))) != 1) return false;
+    const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
+}
+
 // httplib writes a response's headers and its body in two writes: with Nagle's algorithm the
 // body waited for the scraper's delayed ACK, 40 ms on each keep-alive scrape after the first.
 TEST(ExporterHttp, ItsConnectionsSendWithoutNagleDelay) {
   GateCollector collector;
   RunningExporter running(collector, {});
   const int port = running.exporter().address().port;
-  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int client = connect_to(port);
   ASSERT_GE(client, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<std::uint16_t>(port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
   const std::string request = "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n";
   ASSERT_EQ(write(client, request.data(), request.size()), static_cast<ssize_t>(request.size()));
   char answer[64];
@@ -265,6 +293,83 @@ TEST(ExporterHttp, BasicAuthRefusesAMissingOrWrongPassword) {
   r = anonymous.Get("/healthz");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << "a liveness probe needs no password";
+}
+
+// Any local user can open connections and send nothing, or a request head a byte at a time:
+// httplib's workers each waited for one (2 s, then a per-recv timeout), so 40 such
+// connections delayed a scrape by 4 s and 1,000 made every scrape time out.
+TEST(ExporterHttp, IdleAndTricklingConnectionsDelayNeitherAScrapeNorTheStop) {
+  GateCollector collector;
+  auto running = std::make_unique<RunningExporter>(collector, ExporterOptions{});
+  const int port = running->exporter().address().port;
+  // A kept-alive connection with no next request is closed at the keep-alive timeout (2 s).
+  const int kept = connect_to(port);
+  ASSERT_GE(kept, 0);
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+  ASSERT_EQ(send(kept, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  char answered[256];
+  ASSERT_GT(recv(kept, answered, sizeof answered, 0), 0);
+  const auto kept_since = std::chrono::steady_clock::now();
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    idle.push_back(connect_to(port));
+    ASSERT_GE(idle.back(), 0);
+  }
+  std::vector<int> trickling;
+  for (int i = 0; i < 5; ++i) {
+    trickling.push_back(connect_to(port));
+    ASSERT_GE(trickling.back(), 0);
+    const std::string start = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: ";
+    ASSERT_EQ(send(trickling.back(), start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
+  }
+  std::jthread trickler([&](const std::stop_token& stop) {  // joined even when an assertion returns
+    while (!stop.stop_requested()) {
+      for (const int fd : trickling) send(fd, "a", 1, MSG_NOSIGNAL);
+      poll(nullptr, 0, 20);
+    }
+  });
+  auto client = running->client();
+  client.set_keep_alive(true);
+  client.set_read_timeout(3, 0);
+  for (int scrape = 0; scrape < 3; ++scrape) {  // on one kept-alive connection
+    const auto asked = std::chrono::steady_clock::now();
+    const auto r = client.Get("/metrics");
+    const auto took = std::chrono::steady_clock::now() - asked;
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(took, 2s) << "scrape " << scrape << " waited behind connections that sent no request";
+  }
+  trickler.request_stop();
+  trickler.join();
+  // A trickled head, once whole, is answered.
+  ASSERT_EQ(send(trickling[0], "\r\n\r\n", 4, MSG_NOSIGNAL), 4);
+  pollfd answer{trickling[0], POLLIN, 0};
+  ASSERT_EQ(poll(&answer, 1, 2000), 1);
+  char head[16] = {};
+  ASSERT_GT(recv(trickling[0], head, sizeof head - 1, 0), 0);
+  EXPECT_EQ(std::string(head).substr(0, 12), "HTTP/1.1 200");
+  ASSERT_TRUE(closed_by_peer_within(kept, 3000)) << "the kept-alive connection was not closed";
+  EXPECT_GE(std::chrono::steady_clock::now() - kept_since, 1500ms) << "closed before its keep-alive timeout";
+  close(kept);
+  // The gate reads at most 16 KiB and takes no body it cannot count: the client is told.
+  for (const auto& [sent, expected] : {std::pair{"GET / HTTP/1.1\r\nX-Big: " + std::string(17000, 'a'), "413"},
+                                       std::pair{std::string("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), "400"}}) {
+    const int fd = connect_to(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(send(fd, sent.data(), sent.size(), MSG_NOSIGNAL), static_cast<ssize_t>(sent.size()));
+    pollfd refused{fd, POLLIN, 0};
+    ASSERT_EQ(poll(&refused, 1, 2000), 1);
+    char status[16] = {};
+    ASSERT_GT(recv(fd, status, sizeof status - 1, 0), 0);
+    EXPECT_EQ(std::string(status).substr(0, 12), std::string("HTTP/1.1 ") + expected);
+    close(fd);
+  }
+  const auto stopping = std::chrono::steady_clock::now();
+  running.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, 2s) << "the stop waited for idle connections";
+  EXPECT_TRUE(closed_by_peer_within(idle[0], 0)) << "the stop closes the connections that wait";
+  for (const int fd : idle) close(fd);
+  for (const int fd : trickling) close(fd);
 }
 
 }  // namespace
