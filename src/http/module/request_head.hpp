@@ -16,7 +16,7 @@ enum class RequestArrival {
   kIncomplete,  // wait for more
   kComplete,    // a worker can read all of it at once
   kTooLarge,    // more than kMaxRequestBytes: answer 413 and close
-  kRefused,     // a chunked body, or a Content-Length that is not a number: answer 400 and close
+  kRefused,     // a chunked body, a Content-Length that is not a number, a line ended by LF alone: answer 400 and close
 };
 
 RequestArrival assess_request(std::string_view received);
