@@ -11,7 +11,9 @@ namespace gpureap_http_serving {
 namespace {
 
 // At most this many connections wait for their request; fewer when the descriptor limit is
-// low, so that eviction, not accept()'s EMFILE, is what a flood meets.
+// low, so that eviction, not accept()'s EMFILE, is what a flood of idle or partial requests
+// meets. (Whole requests handed to the workers are not counted: a flood of them that the
+// workers cannot keep up with can still take every descriptor for a moment.)
 constexpr std::size_t kMaxWaiting = 1024;
 constexpr std::size_t kDescriptorsKeptFree = 128;
 
