@@ -15,15 +15,19 @@
 namespace gpusim::cuda {
 
 Status load_libcuda() {
+  // GPUSIM_LIBCUDA_LIBRARY: a copy that another user can reach when this build's tree is
+  // closed to them (tests/support/reachable_copies.hpp).
+  const char* from_env = std::getenv("GPUSIM_LIBCUDA_LIBRARY");
+  const std::string path = from_env != nullptr && *from_env != '\0' ? from_env : GPUSIM_LIBCUDA_PATH;
   // Never closed: like the CUDA runtime, the process keeps the driver mapped until it exits.
-  void* lib = ::dlopen(GPUSIM_LIBCUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+  void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = ::dlerror();
-    return Error{fmt::format("cannot load the CUDA driver library: {}", err ? err : GPUSIM_LIBCUDA_PATH)};
+    return Error{fmt::format("cannot load the CUDA driver library: {}", err ? err : path)};
   }
   using CuInitFn = int(unsigned);
   auto* cu_init = reinterpret_cast<CuInitFn*>(::dlsym(lib, "cuInit"));
-  if (cu_init == nullptr) return Error{std::string(GPUSIM_LIBCUDA_PATH) + ": no cuInit"};
+  if (cu_init == nullptr) return Error{path + ": no cuInit"};
   if (int rc = cu_init(0); rc != 0) return Error{fmt::format("cuInit(0) returned {}", rc)};
   return ok_status();
 }

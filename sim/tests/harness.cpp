@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "common/file_io.hpp"
+#include "reachable_copies.hpp"
 
 namespace gpusim::test {
 
@@ -26,6 +27,15 @@ using namespace std::chrono_literals;
 
 std::string driver_path(const std::string& gen) {
   return std::string(GPUSIM_DRIVER_DIR) + "/" + gen + "/libnvidia-ml.so.1";
+}
+
+std::string reachable_by_other_users(const std::string& path) {
+  static const gpureap::test::ReachableCopies build = [] {
+    gpureap::test::ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR, {GPUSIM_SMI_BINARY}};
+    for (const auto& gen : all_generations()) copies.files.push_back(driver_path(gen));
+    return copies;
+  }();
+  return gpureap::test::reachable_by_other_users(build, path);
 }
 
 TempDir::TempDir() {

@@ -22,6 +22,9 @@ inline const std::vector<std::string>& all_generations() {
   return gens;
 }
 std::string driver_path(const std::string& gen);
+// This build's nvidia-smi or a driver library where a user other than root can reach it: the
+// path itself, or a copy when the build tree is closed to others (tests/support/reachable_copies.hpp).
+std::string reachable_by_other_users(const std::string& path);
 
 // mkdtemp directory, removed recursively on destruction.
 class TempDir {

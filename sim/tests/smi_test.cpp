@@ -125,7 +125,9 @@ TEST_F(Smi, ResetNeedsRoot) {
   std::vector<std::string> argv = {GPUSIM_SMI_BINARY, "-r", "-i", "0"};
   if (::geteuid() == 0) {
     ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);  // nobody must still find the machine
-    argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+    argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            reachable_by_other_users(GPUSIM_SMI_BINARY), "-r", "-i", "0"};
+    ::setenv("GPUSIM_NVML_LIBRARY", reachable_by_other_users(driver_path("r550")).c_str(), 1);
   }
   ::setenv("GPUSIM_STATE_DIR", dir.path().c_str(), 1);
   auto r = run_command(argv);

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "reachable_copies.hpp"
+
 extern char** environ;
 
 namespace gpureap::test {
@@ -60,6 +62,27 @@ std::string library_for(const std::string& generation) {
 }  // namespace
 
 std::string gpureap_binary() { return GPUREAP_BINARY; }
+
+std::string reachable_by_other_users(const std::string& path) {
+  static const ReachableCopies build = [] {
+    ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR,
+                           {GPUREAP_BINARY, GPUREAP_HTTP_MODULE, GPUSIM_CTL_BINARY, GPUSIM_CUDA_BINARY,
+                            GPUSIM_LIBCUDA_LIBRARY, std::string(GPUSIM_BIN_DIR) + "/nvidia-smi", IPC_LEAVER_BINARY,
+                            SIGNAL_RECORDER_BINARY, SLOW_FDATASYNC_LIBRARY}};
+    std::error_code error;
+    for (const auto& generation : std::filesystem::directory_iterator(GPUSIM_DRIVER_DIR, error)) {
+      copies.files.push_back((generation.path() / "libnvidia-ml.so.1").string());
+    }
+    return copies;
+  }();
+  return gpureap::test::reachable_by_other_users(build, path);
+}
+
+std::map<std::string, std::string> env_for_other_users(std::map<std::string, std::string> env) {
+  for (auto& [name, value] : env) value = reachable_by_other_users(value);
+  env.emplace("GPUSIM_LIBCUDA_LIBRARY", reachable_by_other_users(GPUSIM_LIBCUDA_LIBRARY));
+  return env;
+}
 
 std::string read_text_file(const std::string& path) {
   std::ifstream file(path);
@@ -344,8 +367,11 @@ const nlohmann::json& gpu_entry(const nlohmann::json& ps, unsigned index) {
 }
 
 PreparedExec::PreparedExec(std::vector<std::string> command, const SpawnOptions& options)
-    : argv(std::move(command)), env(build_env(options.env)), new_process_group(options.new_process_group),
+    : argv(std::move(command)),
+      env(build_env(options.uid ? env_for_other_users(options.env) : options.env)),
+      new_process_group(options.new_process_group),
       uid(options.uid) {
+  if (uid && !argv.empty()) argv[0] = reachable_by_other_users(argv[0]);
   args = c_array(argv);
   envp = c_array(env);
   if (!options.stdin_path.empty()) stdin_fd = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -139,6 +139,16 @@ template <typename Predicate>
 bool eventually(Predicate predicate, int timeout_ms = 5000);
 
 std::string gpureap_binary();
+// This build's programs and libraries (gpureap, gpusim-cuda, the simulated drivers, the test
+// tools) where a user other than root can exec or load them: the path itself, or a copy when
+// the checkout is closed to others, as a clone in /root is (tests/support/reachable_copies.hpp).
+// Any other path comes back unchanged. run_command and SimHost::start apply it (and
+// env_for_other_users) to what they run with SpawnOptions::uid; a test that switches users
+// itself (setpriv, runuser, su) calls both.
+std::string reachable_by_other_users(const std::string& path);
+// `env` with every value that names one of those files replaced the same way, and the
+// simulator's libcuda.so.1 named (GPUSIM_LIBCUDA_LIBRARY) for gpusim-cuda.
+std::map<std::string, std::string> env_for_other_users(std::map<std::string, std::string> env);
 // The whole file, or "" when it cannot be read.
 std::string read_text_file(const std::string& path);
 constexpr unsigned long long GiB = 1ull << 30;

@@ -33,11 +33,14 @@ std::map<std::string, std::string> top_env(const SimHost& host, std::map<std::st
 std::unique_ptr<TmuxScreen> start_top(const SimHost& host, std::vector<std::string> args = {},
                                       std::map<std::string, std::string> env = {}, int columns = 120, int rows = 40,
                                       std::vector<std::string> prefix = {}) {
+  // A prefix switches to another user: this build's files where that user can reach them.
   std::vector<std::string> argv = prefix;
-  argv.push_back(gpureap_binary());
+  argv.push_back(prefix.empty() ? gpureap_binary() : reachable_by_other_users(gpureap_binary()));
   argv.push_back("top");
   argv.insert(argv.end(), args.begin(), args.end());
-  return std::make_unique<TmuxScreen>(argv, top_env(host, std::move(env)), columns, rows, host.state_dir());
+  auto top_environment = top_env(host, std::move(env));
+  if (!prefix.empty()) top_environment = env_for_other_users(std::move(top_environment));
+  return std::make_unique<TmuxScreen>(argv, top_environment, columns, rows, host.state_dir());
 }
 
 // The screen line of this PID's row: the PID as a column of its own, after the GPU.
