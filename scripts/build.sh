@@ -2,15 +2,17 @@
 # Configures and builds one variant. Usage: scripts/build.sh [release|asan]
 #   release  build/       optimised program and simulator, no tests (what users run)
 #   asan     build-asan/  everything with the tests, under AddressSanitizer + UndefinedBehaviorSanitizer
-# Uses clang when it is installed (it compiles this code about twice as fast as gcc); CC/CXX
-# choose another compiler.
+# The compiler: CC/CXX when set; otherwise the release build uses Debian's default (gcc, as the
+# README's install and Debian's packages do) and the asan build clang (it carries the libFuzzer
+# targets and compiles this code about twice as fast). It says which it uses.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 variant=${1:-release}
 "$root/scripts/setup-deps.sh"
-if [ -z "${CXX:-}" ] && command -v clang++ >/dev/null; then
-  export CC=clang CXX=clang++
+if [ -z "${CXX:-}" ]; then
+  if [ "$variant" = asan ] && command -v clang++ >/dev/null; then export CC=clang CXX=clang++; else export CC=cc CXX=c++; fi
 fi
+echo "build.sh: $variant build with $("$CXX" --version | head -1)"
 case "$variant" in
   release)
     dir="$root/build"
