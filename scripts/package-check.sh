@@ -4,8 +4,9 @@
 # (--version, and `ps` on a simulated GPU held by a real process), then purges the package,
 # leaving the machine as it was. Needs root.
 # Usage: scripts/package-check.sh [PACKAGE.deb]   (default: what scripts/package.sh built)
-# The simulator is built in the package's build directory, without sanitizers: the installed
-# binary loads its libnvidia-ml.so.1.
+# The simulator is built in the package's build directory, or taken from GPUREAP_SIM_BUILD_DIR
+# (CI's sanitizer build: the simulator is never instrumented, so the installed binary can load
+# its libnvidia-ml.so.1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${GPUREAP_PACKAGE_DIR:-$root/build-release}
@@ -78,10 +79,14 @@ fi
 say "$(basename "$deb"): contents and control fields as expected (Depends: $depends)"
 
 # --- A simulated GPU, built without sanitizers ---------------------------------------------
-grep -q '^GPUREAP_SANITIZE:BOOL=ON' "$dir/CMakeCache.txt" 2>/dev/null &&
-  die "$dir is a sanitizer build: the installed binary cannot load its simulator"
-cmake --build "$dir" --target gpusim gpusim-cuda gpusim_nvml_r550 -j "$(nproc)" >/dev/null
-nvml="$dir/sim/drivers/r550/libnvidia-ml.so.1"
+sim_dir=${GPUREAP_SIM_BUILD_DIR:-$dir}
+cmake --build "$sim_dir" --target gpusim gpusim-cuda gpusim_nvml_r550 -j "$(nproc)" >/dev/null
+nvml="$sim_dir/sim/drivers/r550/libnvidia-ml.so.1"
+for program in "$nvml" "$sim_dir/sim/gpusim-cuda"; do
+  # (grep reads it all: -q would end nm early, and pipefail would take its SIGPIPE for a miss)
+  ! { nm "$program" && nm -D "$program"; } 2>/dev/null | grep '__asan_\|__ubsan_' >/dev/null ||
+    die "$program is built with the sanitizers: the installed binary cannot load its simulator"
+done
 
 state=$(mktemp -d /tmp/gpureap-package-check-XXXXXX)
 installed=0
@@ -96,9 +101,9 @@ cleanup() {
 trap cleanup EXIT
 
 gpu_name="NVIDIA H100 80GB HBM3 (package check)"
-"$dir/sim/gpusim" --state "$state" init --gpus 1 --memory 80GiB --name "$gpu_name" >/dev/null
+"$sim_dir/sim/gpusim" --state "$state" init --gpus 1 --memory 80GiB --name "$gpu_name" >/dev/null
 # In its own process group, so that cleanup ends it and anything it forked.
-setsid "$dir/sim/gpusim-cuda" --state "$state" --alloc 0:3GiB >"$state/ready" 2>"$state/sim.log" </dev/null &
+setsid "$sim_dir/sim/gpusim-cuda" --state "$state" --alloc 0:3GiB >"$state/ready" 2>"$state/sim.log" </dev/null &
 holder=$!
 disown "$holder"  # ended on purpose by cleanup: no "Killed" notice
 for _ in $(seq 1 200); do grep -q READY "$state/ready" && break; sleep 0.05; done
