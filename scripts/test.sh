@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds gpureap and runs every test under AddressSanitizer and UndefinedBehaviorSanitizer (with
-# clang), runs each fuzzer briefly, then builds the release program with gcc, packages it as a
-# .deb, installs that and runs the installed binary on a simulated GPU: both of Debian's
-# compilers build it with warnings as errors. Tests that need root (users, PID namespaces,
+# clang), runs each fuzzer briefly, and builds the release program with gcc (beside the tests),
+# packages it as a .deb, installs that and runs the installed binary on a simulated GPU: both of
+# Debian's compilers build it with warnings as errors. Tests that need root (users, PID namespaces,
 # cgroups, installing the package) skip with the reason when run unprivileged; when CI runs as
 # root (CI=true), a skip that tests/ci-allowed-skips.txt does not name fails the run.
 set -euo pipefail
@@ -12,6 +12,22 @@ step() { echo "== $1 ($((SECONDS - start)) s)"; }
 
 step "AddressSanitizer + UndefinedBehaviorSanitizer build (clang)"
 CC=clang CXX=clang++ "$root/scripts/build.sh" asan
+
+# The release program is built with gcc while the tests and the fuzzers run, at the lowest
+# priority: the tests mostly wait on real processes, and the build takes only the CPU they
+# leave. As root, package.sh builds it (no tests) in build/ and packages it.
+release_log=$(mktemp)
+if [ "$(id -u)" -eq 0 ]; then
+  release=("$root/scripts/package.sh")
+  export GPUREAP_PACKAGE_DIR=$root/build
+else
+  release=("$root/scripts/build.sh" release)
+fi
+step "release build (gcc), in the background: ${release[*]}"
+# (A session of its own, so that a failing test run ends the whole build with it.)
+CC=gcc CXX=g++ setsid nice -n 19 "${release[@]}" >"$release_log" 2>&1 </dev/null &
+release_pid=$!
+trap 'kill -- "-$release_pid" 2>/dev/null; rm -f "$release_log"' EXIT
 
 step "tests"
 # The tests mostly wait on real processes, so run more of them than there are cores.
@@ -30,16 +46,18 @@ else
   echo "fuzzing skipped: the libFuzzer targets need clang"
 fi
 
+step "release build (gcc): waiting for it"
+if ! wait "$release_pid"; then
+  cat "$release_log" >&2
+  echo "test.sh: the release build with gcc failed (its output above)" >&2
+  exit 1
+fi
+cat "$release_log"
 if [ "$(id -u)" -eq 0 ]; then
-  # package.sh builds the release program (no tests) in build/, as the quick start does, and
-  # package-check.sh adds the simulator it runs the installed binary against.
-  step "release build (gcc) and Debian package: build, check, install, run on a simulated GPU, remove"
-  export CC=gcc CXX=g++
-  GPUREAP_PACKAGE_DIR="$root/build" "$root/scripts/package.sh"
+  step "Debian package: check, install, run on a simulated GPU, remove"
   # The simulator comes from the sanitizer build, which never instruments it: not built twice.
-  GPUREAP_PACKAGE_DIR="$root/build" GPUREAP_SIM_BUILD_DIR="$root/build-asan" "$root/scripts/package-check.sh"
+  GPUREAP_SIM_BUILD_DIR="$root/build-asan" "$root/scripts/package-check.sh"
 else
-  step "release build (gcc; the package check needs root: skipped)"
-  CC=gcc CXX=g++ "$root/scripts/build.sh" release
+  echo "the package check needs root: skipped"
 fi
 step "done"
