@@ -57,7 +57,7 @@ std::vector<std::string> http_module_candidates() {
     out.push_back(dir + "/" + kModuleName);
     out.push_back(dir + "/../" + GPUREAP_INSTALL_LIBDIR + "/gpureap/" + kModuleName);
   }
-  out.push_back(std::string(GPUREAP_INSTALL_FULL_LIBDIR) + "/gpureap/" + kModuleName);
+  out.push_back((std::filesystem::path(GPUREAP_INSTALL_FULL_LIBDIR) / "gpureap" / kModuleName).string());
   return out;
 }
 
