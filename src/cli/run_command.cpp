@@ -111,7 +111,7 @@ RunArgumentSplit split_run_arguments(const CLI::App& run, const std::vector<std:
     if (equals != std::string::npos) continue;  // --option=value
     // An unknown option stays on gpureap's side: CLI11 refuses it, rather than running it.
     const CLI::Option* option = run.get_option_no_throw(word);
-    if (option != nullptr && option->get_type_size_min() > 0 && i < words.size()) ++i;  // its value
+    if (option != nullptr && option->get_items_expected_min() > 0 && i < words.size()) ++i;  // its value
   }
   return {i, i};
 }

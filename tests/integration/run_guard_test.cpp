@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cgroup_support.hpp"
 #include "doctor_support.hpp"
 #include "run_support.hpp"
 #include "sim_harness.hpp"
@@ -19,8 +20,6 @@
 
 namespace gpureap::test {
 namespace {
-
-constexpr const char* kCgroup2 = "/sys/fs/cgroup/unified";
 
 std::string text_of(const std::string& path) {
   std::ifstream in(path);
@@ -75,20 +74,6 @@ TEST(RunReportOutput, JsonStartsOnALineOfItsOwnAndAFailedWriteIsAnError) {
   EXPECT_NE(full.err.find("would have exited with status 3"), std::string::npos) << full.err;
 }
 
-// No signalfd (no descriptor left): the job is not started, rather than run with its signals lost.
-TEST(RunSignals, NoSignalfdIsAnErrorAndTheJobIsNotStarted) {
-  if (access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "needs prlimit(1) from util-linux";
-  SimHost host;
-  const std::string marker = host.state_dir() + "/started";
-  SpawnOptions options;
-  options.env = host.env();
-  const auto result =
-      run_command({"/usr/bin/prlimit", "--nofile=3:3", gpureap_binary(), "run", "/usr/bin/touch", marker}, options);
-  EXPECT_EQ(result.exit_code, 125) << result.err;
-  EXPECT_NE(result.err.find("signalfd"), std::string::npos) << result.err;
-  EXPECT_FALSE(std::filesystem::exists(marker));
-}
-
 // A job that leaks on GPU 1 and exits before gpureap's first look was never seen there: the
 // baseline taken before it started still shows its memory did not come back.
 TEST(RunLeak, ALeakInTheJobsFirstMomentsIsFound) {
@@ -110,40 +95,20 @@ TEST(RunLeak, ALeakInTheJobsFirstMomentsIsFound) {
   EXPECT_EQ(host.gpureap({"run", GPUSIM_CUDA_BINARY, "--alloc", "0:1GiB", "--exit-after", "0"}).exit_code, 0);
 }
 
-// A cgroup for test processes, removed (with its processes ended) at the end.
-class TestCgroup {
- public:
-  explicit TestCgroup(const std::string& name) : path_(std::string(kCgroup2) + "/" + name) {
-    ok_ = mkdir(path_.c_str(), 0755) == 0;
-  }
-  ~TestCgroup() {
-    std::ofstream(path_ + "/cgroup.kill") << "1";
-    eventually([&] { return rmdir(path_.c_str()) == 0 || errno == ENOENT; }, 3000);
-  }
-  bool ok() const { return ok_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool ok_ = false;
-};
-
 // From a cgroup named as systemd names a unit (an ssh session's scope) without systemd's
 // delegation mark, run creates nothing there and owns the job as its descendants; with the
 // mark (Delegate=yes) it makes the job's cgroup as before.
 TEST(RunDelegation, RunFromANonDelegatedCgroupCreatesNoChildCgroupThere) {
-  if (!running_as_root() || access((std::string(kCgroup2) + "/cgroup.procs").c_str(), W_OK) != 0) {
-    GTEST_SKIP() << "needs root and a writable cgroup v2 hierarchy at " << kCgroup2;
-  }
+  OwnCgroup slice("delegation");
+  if (!slice.skip_reason().empty()) GTEST_SKIP() << slice.skip_reason();
   SimHost host;
-  TestCgroup scope("gpureap-test-session-" + std::to_string(getpid()) + ".scope");
-  ASSERT_TRUE(scope.ok()) << std::strerror(errno);
+  const std::string scope = slice.make_child("session-1.scope");
   const std::string report = host.state_dir() + "/scope.json";
   auto run_in_scope = [&]() {
     SpawnOptions options;
     options.env = host.env();
     return run_command({"/bin/sh", "-c", "echo $$ > \"$1\"/cgroup.procs && exec \"$0\" run --report \"$2\" /bin/sh -c 'cat /proc/self/cgroup; ls \"$1\"' sh \"$1\"",
-                        gpureap_binary(), scope.path(), report},
+                        gpureap_binary(), scope, report},
                        options);
   };
   const auto plain = run_in_scope();
@@ -151,11 +116,11 @@ TEST(RunDelegation, RunFromANonDelegatedCgroupCreatesNoChildCgroupThere) {
   const auto json = nlohmann::json::parse(text_of(report));
   EXPECT_EQ(json["ownership"], "subreaper-tree") << json.dump(2);
   EXPECT_NE(json["no_cgroup_reason"].get<std::string>().find("not delegated"), std::string::npos) << json.dump(2);
-  EXPECT_NE(plain.out.find("0::/" + std::filesystem::path(scope.path()).filename().string() + "\n"), std::string::npos)
+  EXPECT_NE(plain.out.find("/session-1.scope\n"), std::string::npos)
       << plain.out;
   EXPECT_EQ(plain.out.find("gpureap-run."), std::string::npos) << plain.out;
 
-  if (setxattr(scope.path().c_str(), "trusted.delegate", "1", 1, 0) != 0) {
+  if (setxattr(scope.c_str(), "trusted.delegate", "1", 1, 0) != 0) {
     GTEST_SKIP() << "cannot mark the cgroup delegated (trusted.delegate): " << std::strerror(errno);
   }
   const auto delegated = run_in_scope();
@@ -176,9 +141,16 @@ TEST(RunTerminal, CtrlZStopsTheRunWithItsJobAndFgResumesBoth) {
   ASSERT_TRUE(shell.wait_for("prompt$")) << shell.text();
   shell.type("'" + gpureap_binary() + "' run /bin/sh -c 'echo job-pid=$$; exec sleep 60'");
   shell.keys({"Enter"});
-  ASSERT_TRUE(shell.wait_for("job-pid=")) << shell.text();
-  const std::string line = line_with(shell.text(), "job-pid=");
-  const pid_t job = std::stoi(line.substr(line.find("job-pid=") + 8));
+  // The job's line, not the typed command's (which holds "job-pid=$$").
+  auto job_line = [](const std::string& screen) {
+    std::istringstream lines(screen);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("job-pid=", 0) == 0) return line;
+    }
+    return std::string();
+  };
+  ASSERT_TRUE(shell.wait_until([&](const std::string& screen) { return !job_line(screen).empty(); })) << shell.text();
+  const pid_t job = std::stoi(job_line(shell.text()).substr(8));
   pid_t guard = 0;
   {
     std::ifstream stat("/proc/" + std::to_string(job) + "/stat");
@@ -221,7 +193,8 @@ TEST(RunSupervisorGone, DoctorNamesTheOrphanedJobAndReapEndsItAlone) {
   const pid_t job = std::stoi(ready[0]);
   run.remember(job);
   const std::string name = "gpureap-run." + std::to_string(run.pid());
-  if (!std::filesystem::exists(std::string(kCgroup2) + "/" + name)) GTEST_SKIP() << "run made no cgroup here";
+  const auto mount = killtree::cgroup2_mount("/proc");
+  if (!mount || !std::filesystem::exists(*mount + "/" + name)) GTEST_SKIP() << "run made no cgroup here";
   kill(run.pid(), SIGKILL);
   run.wait();
   EXPECT_TRUE(running(job));
@@ -229,7 +202,8 @@ TEST(RunSupervisorGone, DoctorNamesTheOrphanedJobAndReapEndsItAlone) {
   int code = 0;
   const auto report = doctor_json(host, {"--settle", "0"}, &code);
   const nlohmann::json* finding = nullptr;
-  for (const auto& f : findings(report, "run-supervisor-gone")) {
+  const auto gone = findings(report, "run-supervisor-gone");
+  for (const auto& f : gone) {
     if (f["evidence"]["cgroup"] == "/" + name) finding = &f;
   }
   ASSERT_NE(finding, nullptr) << report.dump(2);
@@ -241,7 +215,7 @@ TEST(RunSupervisorGone, DoctorNamesTheOrphanedJobAndReapEndsItAlone) {
   const auto reaped = host.gpureap({"reap", "--cgroup", "/" + name, "--kill-timeout", "5"});
   EXPECT_EQ(reaped.exit_code, 0) << reaped.out << reaped.err;
   EXPECT_TRUE(eventually([&] { return !running(job); }, 3000));
-  EXPECT_TRUE(running(bystander.pid()));
+  EXPECT_TRUE(running(bystander.pid));
 }
 
 }  // namespace
