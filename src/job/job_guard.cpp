@@ -154,7 +154,9 @@ class Guard {
     raise(SIGTSTP);
     sigprocmask(SIG_UNBLOCK, &tstp, nullptr);
     sigprocmask(SIG_BLOCK, &tstp, nullptr);
-    // Resumed (by fg, or by bg without the terminal: then the job runs in the background).
+    // Resumed (by fg, or by bg without the terminal: then the job runs in the background). The
+    // time it was stopped is not idleness for --hang-timeout.
+    last_active_ = Clock::now();
     take_terminal_ = tcgetpgrp(STDIN_FILENO) == getpgrp();
     if (take_terminal_) tcsetpgrp(STDIN_FILENO, report_.main_pid);
     forward(SIGCONT);
