@@ -361,12 +361,14 @@ class Guard {
       if (ready < 0) {
         // A running job is never ended for gpureap's own trouble: the next turn polls again
         // (after the wait it asked for, so that a persistent error does not spin).
-        if (errno != EINTR && !poll_error_noted_) {
+        const int error = errno;
+        if (error == EINTR) continue;
+        if (!poll_error_noted_) {
           poll_error_noted_ = true;
           report_.notes.push_back(fmt::format("waiting for signals failed ({}); gpureap kept watching the job",
-                                              std::strerror(errno)));
+                                              std::strerror(error)));
         }
-        if (errno != EINTR) ::poll(nullptr, 0, static_cast<int>(wait_ms));
+        ::poll(nullptr, 0, static_cast<int>(wait_ms));
         continue;
       }
       if (fds[0].revents & POLLIN) read_signals();

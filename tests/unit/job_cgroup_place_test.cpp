@@ -16,16 +16,17 @@
 namespace gpureap::job {
 namespace {
 
+// A cgroup tree's shape in a scratch directory: a service and an ssh session's scope.
 class CgroupPlace : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/gpureap-cgroup-place-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    mount_ = pattern;
+  CgroupPlace()
+      : mount_(std::filesystem::temp_directory_path() /
+               ("gpureap-cgroup-place-" + std::to_string(getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
     std::filesystem::create_directories(mount_ + "/system.slice/job.service/payload");
     std::filesystem::create_directories(mount_ + "/user.slice/user-1000.slice/session-3.scope");
   }
-  void TearDown() override { std::filesystem::remove_all(mount_); }
+  ~CgroupPlace() override { std::filesystem::remove_all(mount_); }
   std::string mount_;
 };
 
