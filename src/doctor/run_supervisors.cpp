@@ -89,7 +89,9 @@ void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& option
     const std::string name = job.relative.substr(job.relative.rfind('/') + 1);
     Finding f;
     f.id = FindingId::RunSupervisorGone;
-    f.severity = members.empty() ? Severity::Info : Severity::Warning;
+    // The job may still be doing its work unguarded: a notice, not a fault of the host (and a
+    // job whose memory is left is a memory finding of its own).
+    f.severity = Severity::Info;
     f.summary = members.empty()
                     ? fmt::format("{}: its supervisor is gone; its empty cgroup {} is left", name, job.relative)
                     : fmt::format("{}: its supervisor is gone; {} process{} of its job still run{} in {}", name,

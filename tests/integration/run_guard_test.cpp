@@ -210,7 +210,7 @@ TEST(RunSupervisorGone, DoctorNamesTheOrphanedJobAndReapEndsItAlone) {
   EXPECT_EQ((*finding)["summary"].get<std::string>().rfind(name + ": its supervisor is gone", 0), 0u)
       << (*finding)["summary"];
   EXPECT_EQ((*finding)["evidence"]["pids"], nlohmann::json({job}));
-  EXPECT_EQ(code, 1);
+  EXPECT_EQ((*finding)["severity"], "info");
 
   const auto reaped = host.gpureap({"reap", "--cgroup", "/" + name, "--kill-timeout", "5"});
   EXPECT_EQ(reaped.exit_code, 0) << reaped.out << reaped.err;
