@@ -76,6 +76,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       "ran but its --json or --report could not be written (stderr says the status it would have had);\n"
       "126 the command cannot be executed; 127 the command was not found.\n\n"
       "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG, GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR.");
+  // Shown in the usage line only: the words from the command's first on never reach CLI11
+  // (split_run_arguments), so this is never filled by it.
+  run->add_option("command", options.command, "The command to run and its arguments: gpureap's options end at its first word");
   run->add_option("--kill-timeout", options.kill_timeout,
                   "Seconds between SIGTERM and SIGKILL for what is left of the job, 0 to 3600 (default 10)");
   run->add_option("--verify-timeout", options.verify_timeout,
@@ -122,7 +125,7 @@ int run_run(RunOptions options) {
     return exit_code::kRunCannotRun;
   };
   if (!options.empty_option.empty()) return usage(options.empty_option + " was given an empty value (an unset variable?)");
-  if (options.command.empty()) return usage("give the command to run: gpureap run [options] -- COMMAND [ARGS...]");
+  if (options.command.empty()) return usage("give the command to run: gpureap run [options] [--] COMMAND [ARGS...]");
   job::RunSettings settings;
   settings.argv = options.command;
   double kill_s = 0, verify_s = 0, poll_s = 0, hang_s = 0;
