@@ -55,8 +55,16 @@ int main(int argc, char** argv) {
   CLI::App* top = wanted("top") ? gpureap::add_top_command(app, top_options) : nullptr;
   auto got = [&app](CLI::App* command) { return command != nullptr && app.got_subcommand(command); };
   auto parsed = [](CLI::App* command) { return command != nullptr && command->parsed(); };
+  // run's options end at the first word of the job's command: CLI11 sees only what is before.
+  int parsed_argc = argc;
+  if (first == "run") {
+    const std::vector<std::string> words(argv + 2, argv + argc);
+    const auto split = gpureap::split_run_arguments(*run, words);
+    parsed_argc = 2 + static_cast<int>(split.options_end);
+    run_options.command.assign(words.begin() + static_cast<std::ptrdiff_t>(split.command_begin), words.end());
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& error) {
     // --help and --version: CLI11 prints them. An error is ours to print: its text repeats the
     // argument as typed, which may hold escape sequences, so it goes through the sanitiser, on

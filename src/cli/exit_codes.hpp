@@ -30,6 +30,7 @@ inline constexpr int kExportCannotServe = 12;  // the address is in use or canno
 inline constexpr int kRunLeftBehind = 123;      // a process of the job survived, or its GPU memory was not verified free
 inline constexpr int kRunHung = 124;            // --hang-timeout: the job hung and was ended
 inline constexpr int kRunCannotRun = 125;       // gpureap run itself failed: bad option, no cgroup entry, fork
+inline constexpr int kRunReportNotWritten = 125;  // the job ran, but its --json or --report could not be written
 inline constexpr int kRunCannotExecute = 126;   // the command was found but could not be executed
 inline constexpr int kRunCommandNotFound = 127;
 

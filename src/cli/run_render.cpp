@@ -96,7 +96,9 @@ std::string render_run_summary(const job::RunReport& report) {
   if (!report.ended.empty()) {
     line(fmt::format("{} process{} of the job {} left when it ended ({}):", report.ended.size(),
                      report.ended.size() == 1 ? "" : "es", report.ended.size() == 1 ? "was" : "were",
-                     report.ownership == job::Ownership::Cgroup ? "its cgroup" : "gpureap's descendants"));
+                     report.ownership == job::Ownership::Cgroup ? "its cgroup"
+                     : report.no_cgroup_reason.empty()       ? "gpureap's descendants"
+                                                             : "gpureap's descendants: " + report.no_cgroup_reason));
     // Each process on a line of its own, up to a screenful; beyond that (a fork bomb, a pool
     // of thousands) the ones that ended cleanly are counted and only the others listed.
     constexpr std::size_t kListedAtMost = 20;
@@ -196,6 +198,7 @@ Json run_report_json(const job::RunReport& report) {
   for (const auto& g : report.gpus) {
     Json j;
     j["index"] = g.index;
+    j["job_seen_on_it"] = g.seen;
     j["used_at_first_sample_bytes"] = optional_bytes(g.used_first_bytes);
     j["used_after_bytes"] = optional_bytes(g.used_after_bytes);
     j["job_peak_bytes"] = g.job_peak_bytes;

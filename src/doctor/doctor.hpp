@@ -31,6 +31,10 @@ struct DoctorOptions {
   // Leftover System V and /dev/shm objects: off for the exporter, whose scrapes must stay
   // cheap (finding who still maps a /dev/shm file reads every process's maps).
   bool check_ipc = true;
+  // Jobs of `gpureap run` whose supervisor is gone (walks the cgroup v2 tree): off for the
+  // exporter, as check_ipc.
+  bool check_run_supervisors = true;
+  std::string proc_root = "/proc";
 };
 
 // What --fix may do, each tied to the finding that showed it.
@@ -77,6 +81,7 @@ void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis);
 void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis);
 void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
+void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 
 // The NVML index of the GPU at this PCI location (the function ignored), nullopt when the
 // driver lists none there: an Xid line names the GPU by PCI address only.

@@ -11,6 +11,7 @@ constexpr FindingId kAllFindingIds[] = {
     FindingId::ReleaseInProgress, FindingId::MemoryLeak,          FindingId::MemoryUnexplained,
     FindingId::Zombie,          FindingId::DState,                FindingId::Xid,
     FindingId::LeftoverSysvShm, FindingId::LeftoverSysvSem,       FindingId::LeftoverPosixShm,
+    FindingId::RunSupervisorGone,
 };
 
 }  // namespace
@@ -38,6 +39,7 @@ std::string_view finding_id_name(FindingId id) {
     case FindingId::LeftoverSysvShm: return "leftover-sysv-shm";
     case FindingId::LeftoverSysvSem: return "leftover-sysv-sem";
     case FindingId::LeftoverPosixShm: return "leftover-posix-shm";
+    case FindingId::RunSupervisorGone: return "run-supervisor-gone";
   }
   return "unknown";
 }

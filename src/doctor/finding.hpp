@@ -50,6 +50,7 @@ enum class FindingId {
   LeftoverSysvShm,
   LeftoverSysvSem,
   LeftoverPosixShm,
+  RunSupervisorGone,  // a `gpureap run` job's cgroup whose supervisor was killed
 };
 std::string_view finding_id_name(FindingId id);  // "orphaned-holders", "xid", ...
 std::optional<FindingId> parse_finding_id(std::string_view name);

@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -32,9 +34,49 @@ void remove_tree(const std::string& dir) {
   rmdir(dir.c_str());
 }
 
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool names_a_unit(const std::string& name) {
+  return ends_with(name, ".slice") || ends_with(name, ".scope") || ends_with(name, ".service");
+}
+
+// systemd's boolean values, as its parse_boolean() takes them.
+bool xattr_true(const std::string& dir, const char* name) {
+  char value[16] = {};
+  const ssize_t n = getxattr(dir.c_str(), name, value, sizeof value - 1);
+  if (n <= 0) return false;
+  const std::string_view v(value, static_cast<std::size_t>(n));
+  return v == "1" || v == "y" || v == "yes" || v == "true" || v == "on";
+}
+
+bool delegated(const std::string& dir) {
+  return xattr_true(dir, "trusted.delegate") || xattr_true(dir, "user.delegate");
+}
+
 }  // namespace
 
-std::optional<JobCgroup> JobCgroup::create(const std::string& proc_root, std::string* why) {
+std::string cgroup_not_ours_reason(const std::string& mount, const std::string& cgroup, bool systemd_booted) {
+  std::string path = cgroup == "/" ? std::string() : cgroup;
+  while (!path.empty()) {
+    const auto slash = path.rfind('/');
+    const std::string name = path.substr(slash + 1);
+    if (names_a_unit(name)) {
+      if (delegated(mount + path)) return std::string();
+      return fmt::format("gpureap's cgroup {} belongs to systemd's unit {}, which was not delegated (Delegate=yes)", cgroup,
+                         name);
+    }
+    path.erase(slash == std::string::npos ? 0 : slash);
+  }
+  if (systemd_booted && !delegated(mount)) {
+    return fmt::format("gpureap's cgroup {} belongs to systemd, which did not delegate it (Delegate=yes)", cgroup);
+  }
+  return std::string();
+}
+
+std::optional<JobCgroup> JobCgroup::create(const std::string& proc_root, std::string* why,
+                                           const std::string& systemd_dir) {
   auto fail = [why](std::string reason) -> std::optional<JobCgroup> {
     if (why) *why = std::move(reason);
     return std::nullopt;
@@ -44,6 +86,9 @@ std::optional<JobCgroup> JobCgroup::create(const std::string& proc_root, std::st
   const auto own = procfs::read_cgroup_v2_path(proc_root, getpid());
   if (!own) return fail("gpureap's own cgroup v2 could not be read");
   const std::string parent = *mount + (*own == "/" ? std::string() : *own);
+  struct stat booted{};
+  const bool systemd_booted = lstat(systemd_dir.c_str(), &booted) == 0 && S_ISDIR(booted.st_mode);
+  if (std::string reason = cgroup_not_ours_reason(*mount, *own, systemd_booted); !reason.empty()) return fail(reason);
   JobCgroup cgroup;
   cgroup.path_ = fmt::format("{}/gpureap-run.{}", parent, getpid());
   if (mkdir(cgroup.path_.c_str(), 0755) != 0) {

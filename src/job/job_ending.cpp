@@ -161,7 +161,9 @@ void verify(const EndingSettings& settings, RunReport& report) {
     gpu.index = use.index;
     gpu.expected_free_bytes = use.job_last_bytes;
     gpu.target_pids = use.job_pids;
-    if (settings.last_reading) {
+    if (!use.seen) {
+      gpu.baseline_used = use.used_at_end_bytes;  // the growth must come back from here
+    } else if (settings.last_reading) {
       for (const auto& reading : settings.last_reading->gpus) {
         if (reading.index != use.index) continue;
         gpu.baseline_used = reading.memory.used;

@@ -30,7 +30,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+// What tini forwards that a job may act on: the terminal's and a user's signals, the job-control
+// ones (SIGTSTP stops the job, SIGCONT resumes it) and SIGWINCH (a resized terminal).
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGWINCH};
+
+// How much more memory no listed process holds on a GPU the job was never seen on, before it is
+// called the job's: the driver's own allocations move by a few MiB.
+constexpr std::uint64_t kUnexplainedToleranceBytes = 64ull << 20;
 
 bool abnormal(int wait_status) {
   return WIFSIGNALED(wait_status) || (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0);
@@ -49,6 +55,9 @@ class Guard {
   void run() {
     setup_signals();
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    // Every GPU's memory before the job starts: a job that leaks and exits before the first
+    // look is never seen on the GPU, and only this tells its memory did not come back.
+    start_reading_ = driver().read_driver_only();
     if (settings_.use_cgroup) {
       std::string why;
       if (auto created = JobCgroup::create(settings_.proc_root, &why)) cgroup_.emplace(std::move(*created));
@@ -69,6 +78,7 @@ class Guard {
       }
     }
     take_terminal_ = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    interactive_ = take_terminal_;
     SpawnSettings spawn;
     spawn.argv = settings_.argv;
     spawn.cgroup_dir_fd = cgroup_ ? cgroup_->dir_fd() : -1;
@@ -82,17 +92,19 @@ class Guard {
       report_.end = JobEnd::SpawnFailed;
       if (report_.spawn.pid > 0) waitpid(report_.spawn.pid, nullptr, 0);
       give_back_terminal();
-      restore_signals();
+      drain_signals();
       return;
     }
     watch();
     report_.run_seconds = seconds_since(start_);
     give_back_terminal();
     end_what_is_left();
-    restore_signals();
+    drain_signals();
   }
 
  private:
+  // Without the signalfd a signal meant for the job would be lost (or end gpureap alone), so
+  // the job is not started.
   void setup_signals() {
     sigset_t mask;
     sigemptyset(&mask);
@@ -100,19 +112,22 @@ class Guard {
     sigaddset(&mask, SIGCHLD);
     sigprocmask(SIG_BLOCK, &mask, &original_mask_);
     signal_fd_ = procfs::unique_fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!signal_fd_) {
+      const int error = errno;
+      sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+      throw RunSetupError(fmt::format("cannot create the signalfd that forwards signals to the job: {}",
+                                      std::strerror(error)));
+    }
     // Taking the terminal back from the job's group must not stop gpureap.
-    previous_ttou_ = signal(SIGTTOU, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
   }
 
-  void restore_signals() {
-    signal(SIGTTOU, previous_ttou_);
-    // Signals that arrived while ending the job are moot now (read_signals records them and,
-    // the job being over, forwards nothing). They are taken off the signalfd first: unblocked
-    // while pending, they would kill gpureap before it reports, leaving an empty --report and
-    // 128+signal instead of the job's status.
+  // Signals that arrived while ending the job are moot now (read_signals records them and,
+  // the job being over, forwards nothing). They stay blocked until gpureap exits: unblocked
+  // before the report is written, one would end gpureap with 128+signal and no report.
+  void drain_signals() {
     ending_ = true;
     read_signals();
-    sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
   }
 
   void give_back_terminal() {
@@ -122,12 +137,47 @@ class Guard {
     }
   }
 
+  // The job stopped on the terminal's Ctrl-Z (or SIGTTIN/SIGTTOU): gpureap stops with it, as a
+  // shell's job does, so that the shell it was started from gets its prompt back. When the
+  // shell resumes gpureap (fg sends SIGCONT and hands it the terminal), the terminal goes back
+  // to the job and the job is resumed, so Ctrl-C reaches it again.
+  void stop_with_the_job(int stop_signal) {
+    if (!interactive_) return;
+    if (stop_signal != SIGTSTP && stop_signal != SIGTTIN && stop_signal != SIGTTOU) return;
+    tcsetpgrp(STDIN_FILENO, getpgrp());
+    // SIGTSTP is blocked (the signalfd forwards it): raised, then unblocked, its default action
+    // stops gpureap here. In an orphaned process group the kernel discards it: nobody could
+    // resume gpureap, and the job is resumed at once below.
+    sigset_t tstp;
+    sigemptyset(&tstp);
+    sigaddset(&tstp, SIGTSTP);
+    raise(SIGTSTP);
+    sigprocmask(SIG_UNBLOCK, &tstp, nullptr);
+    sigprocmask(SIG_BLOCK, &tstp, nullptr);
+    // Resumed (by fg, or by bg without the terminal: then the job runs in the background). The
+    // time it was stopped is not idleness for --hang-timeout.
+    last_active_ = Clock::now();
+    take_terminal_ = tcgetpgrp(STDIN_FILENO) == getpgrp();
+    if (take_terminal_) tcsetpgrp(STDIN_FILENO, report_.main_pid);
+    forward(SIGCONT);
+  }
+
   static double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   }
 
   // Every child that has ended: the main command's status, and the orphans reparented to us.
   void reap_children() {
+    if (interactive_ && !ending_ && !report_.main_wait_status) {
+      int status = 0;
+      if (waitpid(report_.main_pid, &status, WNOHANG | WUNTRACED) == report_.main_pid) {
+        if (WIFSTOPPED(status)) {
+          stop_with_the_job(WSTOPSIG(status));
+        } else {
+          report_.main_wait_status = status;
+        }
+      }
+    }
     while (true) {
       int status = 0;
       const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -308,9 +358,51 @@ class Guard {
       pollfd fds[2] = {{signal_fd_.get(), POLLIN, 0}, {exit_events_ ? exit_events_->fd() : -1, POLLIN, 0}};
       const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_sample - now).count() + 1;
       const int ready = poll(fds, 2, static_cast<int>(wait_ms));
-      if (ready < 0 && errno != EINTR) break;
+      if (ready < 0) {
+        // A running job is never ended for gpureap's own trouble: the next turn polls again
+        // (after the wait it asked for, so that a persistent error does not spin).
+        const int error = errno;
+        if (error == EINTR) continue;
+        if (!poll_error_noted_) {
+          poll_error_noted_ = true;
+          report_.notes.push_back(fmt::format("waiting for signals failed ({}); gpureap kept watching the job",
+                                              std::strerror(error)));
+        }
+        ::poll(nullptr, 0, static_cast<int>(wait_ms));
+        continue;
+      }
       if (fds[0].revents & POLLIN) read_signals();
       if (exit_events_ && (fds[1].revents & POLLIN)) read_exit_events();
+    }
+  }
+
+  // GPUs the job was never seen on whose memory that no listed process holds grew while it ran
+  // (a leak in its first moments, before the first look): verified like the others, against
+  // that growth.
+  void add_gpus_never_seen() {
+    if (!start_reading_) return;
+    const auto now = driver().read_driver_only();
+    if (!now) return;
+    auto unlisted = [](const GpuReading& gpu) -> std::optional<std::uint64_t> {
+      if (gpu.error || !gpu.memory.used) return std::nullopt;
+      std::uint64_t listed = 0;
+      for (const auto& p : gpu.processes) listed += p.used_memory.value_or(0);
+      return *gpu.memory.used > listed ? *gpu.memory.used - listed : 0;
+    };
+    for (const auto& before : start_reading_->gpus) {
+      if (has_gpu(before.index)) continue;
+      for (const auto& after : now->gpus) {
+        if (after.index != before.index) continue;
+        const auto was = unlisted(before);
+        const auto is = unlisted(after);
+        if (!was || !is || *is <= *was + kUnexplainedToleranceBytes) continue;
+        GpuUse& use = gpu_use(before.index);
+        use.seen = false;
+        use.used_first_bytes = before.memory.used;
+        use.used_at_end_bytes = after.memory.used;
+        use.job_last_bytes = *is - *was;
+        use.job_peak_bytes = use.job_last_bytes;
+      }
     }
   }
 
@@ -319,6 +411,7 @@ class Guard {
     // A last look when something is left: the baseline the release is verified against, even
     // for a job that ended before its first look.
     if (!list_members(membership()).empty()) sample();
+    add_gpus_never_seen();
     EndingSettings ending;
     ending.kill_timeout = settings_.kill_timeout;
     ending.verify_timeout = settings_.verify_timeout;
@@ -346,11 +439,13 @@ class Guard {
   const RunSettings& settings_;
   RunReport& report_;
   sigset_t original_mask_{};
-  sighandler_t previous_ttou_ = SIG_DFL;
   procfs::unique_fd signal_fd_;
   std::optional<JobCgroup> cgroup_;
   std::optional<ExitEvents> exit_events_;
   bool take_terminal_ = false;
+  bool interactive_ = false;  // started in the terminal's foreground: stops and resumes with its job
+  bool poll_error_noted_ = false;
+  std::optional<DriverReading> start_reading_;
   bool ending_ = false;
   bool events_lost_noted_ = false;
   Clock::time_point start_;

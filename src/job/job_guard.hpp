@@ -1,6 +1,7 @@
 // `gpureap run`: a job guard that owns its whole process tree. It becomes a child subreaper,
 // starts the command in its own process group and (when it can) its own cgroup v2, forwards
-// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the job's group, reaps every orphan
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT and SIGWINCH to the job's
+// group (stopping with it on the terminal's Ctrl-Z, as a shell's job does), reaps every orphan
 // that falls to it (also as PID 1 of a container), watches the job (its GPU users, its CPU and
 // GPU activity), and when the job is over ends whatever is left of it with the kill engine's
 // ladder and verifies the GPU memory it used was released.
@@ -8,6 +9,7 @@
 
 #include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,8 +33,16 @@ struct RunSettings {
   std::string dev_dir = "/dev";
 };
 
+// gpureap cannot guard a job here (no signalfd): the job was not started.
+class RunSetupError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Runs the job to its end. Never throws for the job's own failures (they are in the report);
-// throws std::runtime_error when the audit log cannot be written (the ladder stops).
+// throws RunSetupError before the job starts, std::runtime_error when the audit log cannot be
+// written (the ladder stops). The signals it forwards stay blocked when it returns, so that
+// none ends gpureap before its report is written.
 RunReport run_job(const RunSettings& settings);
 
 }  // namespace gpureap::job

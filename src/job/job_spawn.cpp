@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace gpureap::job {
@@ -51,6 +52,21 @@ pid_t fork_into_cgroup(int cgroup_dir_fd) {
   return static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
 }
 
+// From /proc/self/stat's num_threads (field 20). Unknown counts as several.
+bool single_threaded() {
+  char text[1024];
+  const int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char* p = std::strrchr(text, ')');
+  // After "comm)": state is field 3, num_threads field 20.
+  for (int field = 2; p != nullptr && field < 20; ++field) p = std::strchr(p + 1, ' ');
+  return p != nullptr && std::strtol(p + 1, nullptr, 10) == 1;
+}
+
 }  // namespace
 
 SpawnResult spawn_job(const SpawnSettings& settings) {
@@ -67,11 +83,12 @@ SpawnResult spawn_job(const SpawnSettings& settings) {
     result.error = errno;
     return result;
   }
-  // The process is single-threaded here (nothing has loaded the driver yet), so a raw clone3
-  // leaves the child in the state fork() would.
+  // A raw clone3 leaves the child in the state fork() would only in a single-threaded process
+  // (glibc's fork also resets its own locks for the child). The driver library, read for the
+  // baseline before the job starts, may have started threads: then fork() and cgroup.procs.
   bool in_cgroup = false;
   pid_t pid = -1;
-  if (settings.cgroup_dir_fd >= 0) {
+  if (settings.cgroup_dir_fd >= 0 && single_threaded()) {
     pid = fork_into_cgroup(settings.cgroup_dir_fd);
     in_cgroup = pid >= 0;
   }

@@ -38,7 +38,11 @@ struct FailedProcess {
 
 struct GpuUse {
   unsigned index = 0;                              // the driver's index (minor number without a driver)
-  std::optional<std::uint64_t> used_first_bytes;   // the GPU's used memory at the first sample
+  // false: no process of the job was seen on it, but memory no listed process holds grew
+  // while the job ran (job_last_bytes of it): a leak made before the first look.
+  bool seen = true;
+  std::optional<std::uint64_t> used_first_bytes;   // the GPU's used memory at the first sample (before the job, when !seen)
+  std::optional<std::uint64_t> used_at_end_bytes;  // !seen: its used memory when the job ended
   std::optional<std::uint64_t> used_after_bytes;   // after the job ended and its memory was verified
   std::uint64_t job_peak_bytes = 0;                // most the job's listed processes held at one sample
   std::uint64_t job_last_bytes = 0;                // what they held at the last sample

@@ -35,6 +35,7 @@ DoctorOptions quick_doctor_options() {
   options.settle_seconds = 0;
   options.no_kernel_log = true;
   options.check_ipc = false;
+  options.check_run_supervisors = false;
   return options;
 }
 

@@ -1,5 +1,6 @@
 // A job for `gpureap run`'s tests: forks N "ranks" and, in every process, appends one line
-// "<pid> <signal number>" to FILE for each SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2
+// "<pid> <signal number>" to FILE for each SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+// SIGTSTP, SIGCONT or SIGWINCH
 // it receives. Prints "READY <main pid> <rank pids...>" once everything is listening.
 // The main process exits 0 on --exit-on SIG (a number); the ranks never exit by themselves.
 //   signal-recorder FILE RANKS EXIT_ON_SIGNAL
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
   struct sigaction sa {};
   sa.sa_handler = record;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGWINCH}) {
+    sigaction(sig, &sa, nullptr);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
