@@ -145,7 +145,8 @@ std::optional<WebConfig> parse_web_config(std::string_view text, const std::stri
 }
 
 std::optional<WebConfig> load_web_config(const std::string& path, std::string& error) {
-  const auto text = procfs::read_bounded_file(path, kMaxWebConfigBytes, "web-config file", error);
+  const auto text = procfs::read_bounded_file(path, kMaxWebConfigBytes, "web-config file", error,
+                                              procfs::FileTrust::RootOrInvoker);
   if (!text) return std::nullopt;
   const std::string dir = std::filesystem::path(path).parent_path().string();
   return parse_web_config(*text, sanitize_for_terminal(path), dir.empty() ? "." : dir, error);
