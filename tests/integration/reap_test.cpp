@@ -359,12 +359,18 @@ TEST(Reap, AnAbsoluteCgroupPathIsTakenAsAbsolute) {
   EXPECT_EQ(rc, 0) << report.dump(2);
   EXPECT_EQ(report["criteria"]["cgroup"], cgroup.path());
   EXPECT_TRUE(running(job.pid));
-  // A /sys/fs/cgroup path that names nothing is said to be missing as written, not joined to the mount.
+  // A /sys/fs/cgroup path is never joined to the mount: on a unified host it is missing as
+  // written; on a hybrid one (v2 at /sys/fs/cgroup/unified) it is not under the mount.
   const auto missing = host.gpureap({"reap", "--cgroup", "/sys/fs/cgroup/gpureap-no-such-job"});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.err.find("--cgroup /sys/fs/cgroup/gpureap-no-such-job: no such cgroup"), std::string::npos)
+  const std::string mount = killtree::cgroup2_mount("/proc").value_or("");
+  EXPECT_NE(missing.err.find(mount == "/sys/fs/cgroup"
+                                 ? "--cgroup /sys/fs/cgroup/gpureap-no-such-job: no such cgroup"
+                                 : "--cgroup /sys/fs/cgroup/gpureap-no-such-job: not under the cgroup v2 hierarchy, "
+                                   "which is mounted at " + mount),
+            std::string::npos)
       << missing.err;
-  EXPECT_EQ(missing.err.find("/sys/fs/cgroup/sys/fs/cgroup"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.err.find("/sys/fs/cgroup/unified/sys/"), std::string::npos) << missing.err;
 }
 
 }  // namespace
