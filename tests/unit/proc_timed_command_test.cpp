@@ -50,8 +50,8 @@ bool alive(pid_t pid) {
 TEST_F(TimedCommandTest, AtItsTimeoutTheWholeProcessGroupEnds) {
   // As a notification command that forks `( sleep 300 ) &` and then hangs itself.
   TimedCommand command;
-  command.argv = {"/bin/sh", "-c", "( echo $$ > " + dir_ + "/inner.pid; exec sleep 300 ) & echo $$ > " + dir_ +
-                                       "/outer.pid; exec sleep 300"};
+  command.argv = {"/bin/sh", "-c",
+                  "/bin/sh -c 'echo $$ > " + dir_ + "/inner.pid; exec sleep 300' & exec sleep 300"};
   command.timeout = std::chrono::milliseconds(500);
   const auto start = std::chrono::steady_clock::now();
   const TimedRun run = run_timed_command(command);
