@@ -63,7 +63,8 @@ TEST(DeepConfig, TheWebConfigReaderRefusesNinetyThousandLevels) {
   const std::string block = write_file(host, "deep-block.yml", nested("- ", 90000) + "x\n");
   for (const std::string& file : {flow, block}) {
     const auto result = host.gpureap({"export", "--no-kernel-log", "--listen", "127.0.0.1:0", "--web-config", file});
-    expect_one_line(result, 2, file + ":", "export --web-config");
+    expect_one_line(result, 2, file + ":1:", "export --web-config");
+    EXPECT_NE(result.err.find("nested deeper than 64 levels"), std::string::npos) << result.err;
   }
 }
 
