@@ -1,5 +1,6 @@
 // The terminal sanitiser: whatever bytes a process, the kernel or a file name supplies, what
-// reaches the terminal is valid UTF-8 with no control character (C0, DEL, C1) left in it.
+// reaches the terminal is valid UTF-8 with no control character (C0, DEL, C1) nor invisible
+// format character left in it.
 // Built only when src/text/sanitize.hpp exists (fuzz/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +13,11 @@
 
 namespace {
 
-bool is_control(char32_t cp) { return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F); }
+// Also the invisible format characters that would make two different names look the same.
+bool is_control(char32_t cp) {
+  return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x00AD || (cp >= 0x200B && cp <= 0x200F) ||
+         (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF || (cp >= 0xE0001 && cp <= 0xE007F);
+}
 
 bool plain(std::string_view text) {
   for (const char c : text) {

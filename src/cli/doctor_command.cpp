@@ -80,7 +80,7 @@ std::string check_usage(DoctorCommandOptions& o) {
 // gpureap's own NVML handle holds the device files, so the source is closed first.
 void reset_leaked(std::unique_ptr<SnapshotSource>& source, const std::vector<const FixAction*>& actions,
                   std::vector<FixResult>& results) {
-  std::vector<unsigned> ready;
+  std::vector<std::pair<unsigned, std::string>> ready;  // index, and the UUID (or bus id) nvidia-smi is given
   for (const FixAction* a : actions) {
     if (a->kind != FixAction::Kind::ResetGpu || !a->gpu) continue;
     auto fresh = source->take();
@@ -91,11 +91,14 @@ void reset_leaked(std::unique_ptr<SnapshotSource>& source, const std::vector<con
       results.push_back({a->finding_id, a->description, FixOutcome::Skipped, "not reset: " + why});
       continue;
     }
-    ready.push_back(*a->gpu);
+    const GpuView* gpu = fresh->gpu_by_index(*a->gpu);
+    ready.emplace_back(*a->gpu, gpu == nullptr                   ? std::string()
+                                : !gpu->reading.uuid.empty() ? gpu->reading.uuid
+                                                             : gpu->reading.pci_bus_id);
   }
   if (ready.empty()) return;
   source.reset();
-  for (unsigned gpu : ready) results.push_back(reset_gpu(gpu));
+  for (const auto& [index, device_id] : ready) results.push_back(reset_gpu(index, device_id));
   source = std::make_unique<SnapshotSource>(default_snapshot_options());
 }
 

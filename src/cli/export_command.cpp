@@ -103,7 +103,8 @@ CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
   command->add_option("--listen", options.listen,
                       "Address to listen on: IP:PORT or [IPv6]:PORT (default 127.0.0.1:9874; port 0: any free one)");
   command->add_option("--web-config", options.web_config,
-                      "TLS and basic auth, in the YAML of Prometheus's exporter-toolkit (see docs/metrics.md)");
+                      "TLS and basic auth, in the YAML of Prometheus's exporter-toolkit (see docs/metrics.md); "
+                      "owned by root or you, not writable by group or others");
   command->add_flag("--per-process", options.per_process,
                     "Add one series per GPU process, labelled with its pid, user, container and command");
   command->add_option("--max-scrapes", options.max_scrapes,

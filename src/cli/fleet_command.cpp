@@ -156,7 +156,7 @@ std::string check_options(FleetOptions& options, HttpUrl& url, PrometheusClientO
     if (!options.password_file.empty()) {
       auto read = read_secret_file(options.password_file, why);
       if (!read) {
-        return fmt::format("gpureap fleet: --password-file {}: {}", sanitize_for_terminal(options.password_file), why);
+        return "gpureap fleet: " + sanitize_for_terminal(why);
       }
       password = std::move(*read);
     } else if (environment_password) {

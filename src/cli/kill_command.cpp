@@ -99,7 +99,8 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
       "terminal to ask on without --yes), 128+signal interrupted while signalling (everything it had\n"
       "stopped was continued first).\n\n"
       "Configuration: $GPUREAP_CONFIG, else /etc/gpureap/config.toml: [kill] protect = [\"name\", ...],\n"
-      "audit_log = \"/path\".\n\n"
+      "audit_log = \"/path\". Read only when it and its directory belong to root or you and nobody else\n"
+      "may write them.\n\n"
       "Environment: GPUREAP_AUDIT_LOG (audit log path), GPUREAP_CONFIG, GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR,\n"
       "NO_COLOR.");
   kill->add_option("pids", options.criteria.pids, "PIDs to end");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -107,7 +108,9 @@ CLI::App* add_reap_command(CLI::App& app, ReapOptions& options) {
       "Exit status: 0 everything ended and every GPU verified back to its baseline (also when nothing\n"
       "matched), 2 usage error (no owner, unknown user, GPU or cgroup, bad value), 3/4 the driver\n"
       "could not be read to verify the GPUs, 6 something remains (survivors with state and wchan, or\n"
-      "memory above the baseline), 7 permission denied, 8 a target was refused (protected process),\n"
+      "memory above the baseline), 7 permission denied (also --user naming another user, or a --cgroup\n"
+      "holding a process gpureap may not signal, when not root: nothing is signalled), 8 a target was\n"
+      "refused (protected process),\n"
       "128+signal interrupted while signalling.\n\n"
       "Configuration: as kill ([kill] protect, audit_log). Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG,\n"
       "GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR, NO_COLOR.");
@@ -159,6 +162,17 @@ int run_reap(ReapOptions options) {
   report.verify_timeout_s = options.verify_timeout_s;
   if (!options.users.empty() || !options.uids.empty()) report.criteria.uids = owner_uids(options);
   report.criteria.except = options.except;
+  // Another user's processes cannot all be seen (their descriptors, so their device files) nor
+  // signalled without root: their GPUs would be called back to baseline on what was hidden.
+  if (report.criteria.uids && ::geteuid() != 0) {
+    for (uid_t uid : *report.criteria.uids) {
+      if (uid == ::geteuid()) continue;
+      std::cerr << fmt::format("gpureap reap: uid {}'s processes can be ended only by root (gpureap runs as uid {}); "
+                               "nothing was signalled\n",
+                               uid, ::geteuid());
+      return exit_code::kPermissionDenied;
+    }
+  }
   if (!options.cgroup.empty()) {
     std::string error;
     const std::string dir = resolve_cgroup_dir(options.cgroup, proc_root, error);
@@ -190,6 +204,16 @@ int run_reap(ReapOptions options) {
       return exit_code::kPermissionDenied;
     }
     report.criteria.cgroup_pids = *members;
+    // kill(pid, 0) sends nothing: it asks the kernel whether we may signal that process.
+    for (pid_t pid : *members) {
+      if (::kill(pid, 0) != 0 && errno == EPERM) {
+        std::cerr << "gpureap reap: --cgroup " << sanitize_for_terminal(*report.criteria.cgroup_dir)
+                  << fmt::format(": PID {} in it belongs to another user and gpureap may not signal it (run as root); "
+                                 "nothing was signalled\n",
+                                 pid);
+        return exit_code::kPermissionDenied;
+      }
+    }
   }
   SnapshotSource source(snapshot_options);
   auto snapshot = source.take();

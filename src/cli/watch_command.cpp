@@ -108,7 +108,8 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
       "gpureap_watch_* counters, published after every look; a scrape never reads the driver.\n\n"
       "Environment: GPUREAP_AUDIT_LOG, GPUREAP_CONFIG ([kill] protect, audit_log), GPUREAP_NVML_LIBRARY,\n"
       "GPUREAP_DEV_DIR.");
-  refuse_empty(watch->add_option("--policy", options.policy, "The policy file (TOML; default /etc/gpureap/watch.toml)"),
+  refuse_empty(watch->add_option("--policy", options.policy, "The policy file (TOML; default /etc/gpureap/watch.toml): owned by root or you, not "
+                                 "writable by group or others, nor its directory"),
                options.empty_option);
   refuse_empty(watch->add_option("--check-config", options.check_config,
                                  "Check this policy file, print what its rules do, and exit (0 valid, 2 not)"),

@@ -1,10 +1,6 @@
 #include "doctor/doctor_fix.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,9 +15,7 @@
 #include "doctor/ipc_removal.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
-#include "proc/spawn_hygiene.hpp"
-
-extern char** environ;
+#include "proc/timed_command.hpp"
 
 namespace gpureap {
 namespace {
@@ -195,74 +189,33 @@ std::vector<FixResult> apply_fixes(SnapshotSource& source, Snapshot& snapshot, c
   return results;
 }
 
-FixResult reset_gpu(unsigned gpu, std::chrono::milliseconds timeout) {
-  FixResult result{FindingId::MemoryLeak, fmt::format("reset GPU {} (nvidia-smi -r -i {})", gpu, gpu), FixOutcome::Failed, ""};
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) {
-    result.message = std::string("pipe: ") + std::strerror(errno);
+FixResult reset_gpu(unsigned gpu, const std::string& device_id, std::chrono::milliseconds timeout) {
+  FixResult result{FindingId::MemoryLeak, fmt::format("reset GPU {} (nvidia-smi -r -i {})", gpu, device_id),
+                   FixOutcome::Failed, ""};
+  if (device_id.empty() || device_id.find_first_not_of("0123456789") == std::string::npos) {
+    // An index names whichever GPU the driver counts Nth now: one that fell off the bus shifts it.
+    result.message = fmt::format("not reset: GPU {} has no UUID or PCI bus id to name it by", gpu);
     return result;
   }
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_adddup2(&files, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&files, out[1], STDERR_FILENO);
-  (void)close_inherited_descriptors(files);  // nvidia-smi holds nothing of gpureap's
-  const std::string index = std::to_string(gpu);
-  std::vector<char*> argv = {const_cast<char*>("nvidia-smi"), const_cast<char*>("-r"), const_cast<char*>("-i"),
-                             const_cast<char*>(index.c_str()), nullptr};
-  pid_t child = -1;
-  const int spawned = posix_spawnp(&child, "nvidia-smi", &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  ::close(out[1]);
-  if (spawned != 0) {
-    ::close(out[0]);
-    result.message = fmt::format("could not run nvidia-smi: {}", std::strerror(spawned));
+  TimedCommand command;
+  command.argv = {"nvidia-smi", "-r", "-i", device_id};
+  command.timeout = timeout;  // a reset of a wedged GPU can hang in the driver
+  const TimedRun run = run_timed_command(command);
+  if (run.outcome == TimedOutcome::NotStarted) {
+    result.message = "could not run nvidia-smi: " + run.error;
     return result;
   }
-  // A reset of a wedged GPU can hang in the driver: never wait for ever.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const auto left_ms = [&deadline] {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return static_cast<int>(std::max<long long>(0, std::min<long long>(left.count(), 1000)));
-  };
-  std::string text;
-  bool timed_out = false;
-  for (;;) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{out[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, left_ms());
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = ::read(out[0], buffer, sizeof buffer);
-    if (n > 0 && text.size() < (1u << 20)) text.append(buffer, static_cast<std::size_t>(n));
-    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
-  }
-  ::close(out[0]);
-  int status = 0;
-  while (!timed_out) {
-    const pid_t done = ::waitpid(child, &status, WNOHANG);
-    if (done == child || (done < 0 && errno != EINTR)) break;
-    if (std::chrono::steady_clock::now() >= deadline) timed_out = true;
-    if (!timed_out) ::poll(nullptr, 0, 50);
-  }
-  if (timed_out) {
-    ::kill(child, SIGKILL);  // our own child, not yet reaped: its PID cannot have been reused
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+  if (run.outcome == TimedOutcome::TimedOut) {
     result.message = fmt::format("nvidia-smi -r -i {} did not finish within {:.1f} s and was killed; the GPU may be "
                                  "in a bad state: check it with nvidia-smi, and reboot if it does not answer",
-                                 gpu, std::chrono::duration<double>(timeout).count());
+                                 device_id, std::chrono::duration<double>(timeout).count());
     return result;
   }
+  std::string text = run.output;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   for (auto& c : text) c = c == '\n' ? ' ' : c;
-  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  result.outcome = ok ? FixOutcome::Done : FixOutcome::Failed;
-  result.message = ok ? text : fmt::format("nvidia-smi exited with status {}: {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1, text);
+  result.outcome = run.ok() ? FixOutcome::Done : FixOutcome::Failed;
+  result.message = run.ok() ? text : fmt::format("nvidia-smi {}: {}", describe_timed_run(run, timeout), text);
   return result;
 }
 

@@ -47,9 +47,12 @@ std::vector<FixResult> apply_fixes(SnapshotSource& source, Snapshot& snapshot, c
                                    const std::vector<const FixAction*>& actions, const FixOptions& options,
                                    const DoctorOptions& doctor_options);
 
-// Runs `nvidia-smi -r -i N` (no shell) and reports what it said; killed (and reported) when it
-// runs past `timeout`. The caller has checked the preconditions on a fresh snapshot and closed
+// Runs `nvidia-smi -r -i <device_id>` (run_timed_command: no shell, nvidia-smi from an
+// absolute PATH entry only) and reports what it said; killed (and reported) when it runs past
+// `timeout`. device_id is GPU `gpu`'s UUID or PCI bus id, never an index: an index names
+// whichever GPU the driver counts Nth when nvidia-smi starts, and a GPU fallen off the bus
+// shifts the others. The caller has checked the preconditions on a fresh snapshot and closed
 // its own NVML library.
-FixResult reset_gpu(unsigned gpu, std::chrono::milliseconds timeout = std::chrono::minutes(2));
+FixResult reset_gpu(unsigned gpu, const std::string& device_id, std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 }  // namespace gpureap

@@ -237,7 +237,11 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
   f.evidence["reset"] = readiness.to_json();
   f.evidence["processes_not_inspected"] = hidden;
   if (incomplete) f.remedies.push_back({"sudo gpureap doctor", Risk::None, "as root, every process's descriptors can be checked"});
-  f.remedies.push_back({fmt::format("nvidia-smi -r -i {}", index), Risk::High,
+  // By UUID (or bus id): an index names whichever GPU the driver counts Nth when it runs.
+  const std::string device_id = !gpu.reading.uuid.empty()         ? gpu.reading.uuid
+                                : !gpu.reading.pci_bus_id.empty() ? gpu.reading.pci_bus_id
+                                                                  : std::to_string(index);
+  f.remedies.push_back({fmt::format("nvidia-smi -r -i {}", device_id), Risk::High,
                         (readiness.ready() ? std::string("reset the GPU: frees everything on it (nothing uses it now; "
                                                          "NVIDIA does not guarantee success: check it afterwards)")
                                            : fmt::format("reset the GPU once nothing uses it ({} blocker(s) above)",
@@ -253,7 +257,7 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
   fix.kind = FixAction::Kind::ResetGpu;
   fix.finding_id = FindingId::MemoryLeak;
   fix.gpu = index;
-  fix.description = fmt::format("reset GPU {} with nvidia-smi -r -i {} (only with --allow-reset)", index, index);
+  fix.description = fmt::format("reset GPU {} with nvidia-smi -r -i {} (only with --allow-reset)", index, device_id);
   diagnosis.fixes.push_back(std::move(fix));
 }
 

@@ -1,4 +1,5 @@
 #include "exporter/web_config.hpp"
+#include "exporter/yaml_nesting.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -125,6 +126,11 @@ std::optional<WebConfig> parse_web_config(std::string_view text, const std::stri
                                           const std::string& base_dir, std::string& error) {
   WebConfig config;
   config.path = source;
+  if (const auto deep = yaml_too_deep(text)) {
+    error = fmt::format("{}:{}:{}: nested deeper than {} levels; a web-config needs three", source, deep->line,
+                        deep->column, kMaxYamlNesting);
+    return std::nullopt;
+  }
   const Reader reader(source, base_dir);
   try {
     const YAML::Node root = YAML::Load(std::string(text));
@@ -145,7 +151,8 @@ std::optional<WebConfig> parse_web_config(std::string_view text, const std::stri
 }
 
 std::optional<WebConfig> load_web_config(const std::string& path, std::string& error) {
-  const auto text = procfs::read_bounded_file(path, kMaxWebConfigBytes, "web-config file", error);
+  const auto text = procfs::read_bounded_file(path, kMaxWebConfigBytes, "web-config file", error,
+                                              procfs::FileTrust::RootOrInvoker);
   if (!text) return std::nullopt;
   const std::string dir = std::filesystem::path(path).parent_path().string();
   return parse_web_config(*text, sanitize_for_terminal(path), dir.empty() ? "." : dir, error);

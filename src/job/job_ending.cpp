@@ -216,7 +216,9 @@ ProcessEvidence describe_member(const EndingSettings& settings, const Member& me
   if (settings.dump && !evidence_dir.empty()) {
     DumpSettings dump;
     dump.directory = evidence_dir;
-    dump_process(dump, exe_basename(settings.proc_root, member.stat.pid), !member.gpu_minors.empty(), evidence);
+    dump.proc_root = settings.proc_root;
+    dump_process(dump, exe_basename(settings.proc_root, member.stat.pid), !member.gpu_minors.empty(),
+                 member.stat.start_time_ticks, evidence);
   }
   return evidence;
 }

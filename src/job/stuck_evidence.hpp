@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,18 +28,18 @@ struct ProcessEvidence {
   std::vector<std::string> notes;       // a dump that failed or timed out, and why
 };
 
-// An executable found in PATH (no shell), or "" when it is not installed.
-std::string find_in_path(const std::string& name);
-
 struct DumpSettings {
   std::string directory;   // where the outputs go (created by the caller, 0700)
-  std::chrono::seconds timeout{30};  // per debugger run; killed after it
+  std::chrono::seconds timeout{30};  // per debugger run; its process group is killed after it
+  std::string proc_root = "/proc";
 };
 
 // Runs the debugger(s) for one process (proc/debugger_commands.hpp), writing
 // <dir>/<pid>.<tool>.txt. Adds the files written (and notes for those that failed or were not
 // run) to `evidence`. A process in D state gets py-spy --nonblocking only: gdb would wait.
+// Each debugger attaches only to the process pinned with `start_time_ticks`; a dump during
+// which it ended is discarded, and a target a debugger left stopped is continued.
 void dump_process(const DumpSettings& settings, const std::string& exe_basename, bool uses_gpu,
-                  ProcessEvidence& evidence);
+                  std::uint64_t start_time_ticks, ProcessEvidence& evidence);
 
 }  // namespace gpureap::job

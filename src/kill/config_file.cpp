@@ -10,41 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "kill/toml_nesting.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {
-namespace {
-
-constexpr off_t kMaxConfigBytes = 1 << 20;
-
-}  // namespace
-
-std::optional<std::string> read_config_text(const std::string& path, std::string_view what, std::string& error) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    error = fmt::format("{} {}: cannot open it: {}", what, path, std::strerror(errno));
-    return std::nullopt;
-  }
-  std::string text;
-  error.clear();
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    error = fmt::format("{} {} is not a regular file", what, path);
-  } else if (info.st_size > kMaxConfigBytes) {
-    error = fmt::format("{} {} is larger than {} bytes", what, path, kMaxConfigBytes);
-  } else {
-    char buffer[8192];
-    ssize_t n = 0;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0 && text.size() <= static_cast<std::size_t>(kMaxConfigBytes)) {
-      text.append(buffer, static_cast<std::size_t>(n));
-    }
-    if (n < 0) error = fmt::format("{} {}: cannot read it: {}", what, path, std::strerror(errno));
-  }
-  close(fd);
-  if (!error.empty()) return std::nullopt;
-  return text;
-}
-
 std::string toml_where(const std::string& source, const toml::node& node) {
   const auto& begin = node.source().begin;
   if (begin.line == 0) return source;
@@ -69,6 +38,12 @@ bool toml_only_known(const std::string& source, const toml::table& table, std::i
 }
 
 std::optional<toml::table> parse_toml(std::string_view text, const std::string& source, std::string& error) {
+  if (const auto deep = toml_too_deep(text)) {
+    error = fmt::format("{}:{}:{}: nested deeper than {} levels (tables, dotted keys, arrays and inline tables "
+                        "together); gpureap's files need three",
+                        source, deep->line, deep->column, kMaxTomlNesting);
+    return std::nullopt;
+  }
   try {
     return toml::parse(text, source);
   } catch (const toml::parse_error& e) {

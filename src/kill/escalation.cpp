@@ -137,7 +137,7 @@ void wait_for_exits(State& state, Clock::duration budget, KillOutcome outcome) {
       member.live = false;
       TargetResult& result = state.results[member.result];
       result.outcome = outcome;
-      result.exit_ms = std::chrono::duration<double, std::milli>(now - state.first_signal_at).count();
+      result.exit_ms = ms_since_ending_signal(member, state.first_signal_at, now);
     }
     if (ready == 0 || now >= deadline) return;
   }

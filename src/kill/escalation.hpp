@@ -66,7 +66,7 @@ struct TargetResult {
   pid_t pid = 0;
   KillOutcome outcome = KillOutcome::Survived;
   std::vector<std::string> signals;  // names sent, in order: "SIGTERM", "SIGCONT", "SIGKILL"
-  std::optional<double> exit_ms;     // from the first signal to the exit, when seen
+  std::optional<double> exit_ms;     // from the signal that ended it (first or SIGKILL) to the exit, when seen
   char final_state = '?';            // state when last seen alive ('D', 'Z', ...)
   std::string wchan;                 // for StuckInD
   bool discovered = false;           // joined during the kill (a child forked meanwhile)

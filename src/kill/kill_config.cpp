@@ -16,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "kill/config_file.hpp"
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 
@@ -75,7 +76,8 @@ std::optional<KillConfig> load_kill_config_from(const std::string& path, bool mu
     error = fmt::format("configuration file {} does not exist (named by GPUREAP_CONFIG)", path);
     return std::nullopt;
   }
-  const auto contents = read_config_text(path, "configuration file", error);
+  const auto contents =
+      procfs::read_bounded_file(path, kMaxConfigBytes, "configuration file", error, procfs::FileTrust::RootOrInvoker);
   if (!contents) return std::nullopt;
   return parse_kill_config(*contents, path, error);
 }

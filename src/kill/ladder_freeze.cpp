@@ -227,7 +227,7 @@ void refreeze(State& state) {
       member.live = false;
       TargetResult& result = state.results[member.result];
       result.outcome = KillOutcome::ExitedAfterSignal;
-      result.exit_ms = std::chrono::duration<double, std::milli>(Clock::now() - state.first_signal_at).count();
+      result.exit_ms = ms_since_ending_signal(member, state.first_signal_at, Clock::now());
     }
   }
   sweep_until_stable(state);

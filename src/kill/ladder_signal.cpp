@@ -65,6 +65,7 @@ std::vector<int> signal_step(State& state, const std::vector<std::size_t>& membe
     Member& member = state.members[i];
     const int error = member.ref.send_signal(sig);
     if (error == 0) state.results[member.result].signals.push_back(signal_name(sig));
+    if (error == 0 && sig != SIGSTOP && sig != SIGCONT) member.ending_signal_at = Clock::now();
     record_error(state, member, sig, error, phase);
     errors.push_back(error);
   }

@@ -25,7 +25,18 @@ struct Member {
   bool live = true;        // still to be watched (not exited, not given up on)
   bool stopped_by_us = false;
   bool was_stopped = false;  // in state T before we began: gets SIGCONT after the first signal
+  // When the last signal that can end it (the first signal, SIGKILL) was sent: a kill time is
+  // measured from the signal that ended the process, not from a SIGTERM it ignored.
+  std::chrono::steady_clock::time_point ending_signal_at{};
 };
+
+// Milliseconds from the signal that ended `member` (or, before any, from the first signal) to `now`.
+inline double ms_since_ending_signal(const Member& member, std::chrono::steady_clock::time_point first_signal_at,
+                                     std::chrono::steady_clock::time_point now) {
+  const auto from = member.ending_signal_at != std::chrono::steady_clock::time_point{} ? member.ending_signal_at
+                                                                                        : first_signal_at;
+  return std::chrono::duration<double, std::milli>(now - from).count();
+}
 
 // Thrown at a step boundary when SIGINT/SIGTERM/SIGHUP/SIGQUIT reached gpureap.
 struct Interrupted {

@@ -63,7 +63,17 @@ std::string resolve_cgroup_dir(const std::string& path, const std::string& proc_
     return {};
   }
   std::string candidate = path;
-  if (!(path == *mount || path.rfind(*mount + "/", 0) == 0)) {
+  const bool under_mount = path == *mount || path.rfind(*mount + "/", 0) == 0;
+  // A path into /sys is a filesystem path, never one relative to the mount (as /proc/PID/cgroup
+  // shows it): joined to a mount elsewhere (a hybrid host's /sys/fs/cgroup/unified) it would
+  // name something else, or nothing with a misleading message.
+  if (!under_mount && (path == "/sys" || path.rfind("/sys/", 0) == 0)) {
+    error = fmt::format("--cgroup {}: not under the cgroup v2 hierarchy, which is mounted at {} (give a path under "
+                        "it, or relative to it as /proc/PID/cgroup shows)",
+                        path, *mount);
+    return {};
+  }
+  if (!under_mount) {
     std::string relative = path;
     while (!relative.empty() && relative.front() == '/') relative.erase(relative.begin());
     candidate = *mount + "/" + relative;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -176,8 +177,48 @@ DirEntryView entry_at(const char* record) {
   return DirEntryView{entry->d_name, entry->d_type, entry->d_reclen};
 }
 
+namespace {
+
+bool owned_by_root_or_invoker(const struct stat& info) { return info.st_uid == 0 || info.st_uid == ::getuid(); }
+
+std::string owner_reason(const struct stat& info) {
+  return fmt::format("to uid {}, neither root nor the user running gpureap (uid {}): whoever owns it decides what "
+                     "root does; chown it",
+                     info.st_uid, ::getuid());
+}
+
+}  // namespace
+
+std::string untrusted_file_reason(int fd, const std::string& path) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return fmt::format("cannot be checked: {}", std::strerror(errno));
+  if (!owned_by_root_or_invoker(info)) return "belongs " + owner_reason(info);
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("is writable by group or others (mode {:04o}): anyone who can write it decides what root does; "
+                       "chmod go-w it",
+                       info.st_mode & 07777);
+  }
+  // The directory the file really is in (a symlink's target's), through the open file.
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  char real[4096];
+  const ssize_t length = ::readlink(link, real, sizeof real - 1);
+  std::string dir = length > 0 ? std::string(real, static_cast<std::size_t>(length)) : path;
+  const auto slash = dir.rfind('/');
+  dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+  struct stat dir_info {};
+  if (::stat(dir.c_str(), &dir_info) != 0) return fmt::format("is in {}, which cannot be checked: {}", dir, std::strerror(errno));
+  if (!owned_by_root_or_invoker(dir_info)) return fmt::format("is in {}, which belongs {}", dir, owner_reason(dir_info));
+  if ((dir_info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (dir_info.st_mode & S_ISVTX) == 0) {
+    return fmt::format("is in {}, which is writable by group or others (mode {:04o}) without the sticky bit: anyone "
+                       "who can write there can replace it; chmod go-w the directory",
+                       dir, dir_info.st_mode & 07777);
+  }
+  return {};
+}
+
 std::optional<std::string> read_bounded_file(const std::string& path, std::size_t max_bytes, std::string_view what,
-                                             std::string& error) {
+                                             std::string& error, FileTrust trust) {
   const unique_fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (!fd) {
     error = fmt::format("{} {}: cannot open it: {}", what, path, std::strerror(errno));
@@ -190,6 +231,9 @@ std::optional<std::string> read_bounded_file(const std::string& path, std::size_
     error = fmt::format("{} {} is not a regular file", what, path);
   } else if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
     error = fmt::format("{} {} is larger than {} bytes", what, path, max_bytes);
+  } else if (std::string why = trust == FileTrust::RootOrInvoker ? untrusted_file_reason(fd.get(), path) : "";
+             !why.empty()) {
+    error = fmt::format("{} {} {}", what, path, why);
   } else {
     char buffer[8192];
     ssize_t n = 0;
@@ -197,6 +241,7 @@ std::optional<std::string> read_bounded_file(const std::string& path, std::size_
       text.append(buffer, static_cast<std::size_t>(n));
     }
     if (n < 0) error = fmt::format("{} {}: cannot read it: {}", what, path, std::strerror(errno));
+    if (text.size() > max_bytes) error = fmt::format("{} {} is larger than {} bytes", what, path, max_bytes);
   }
   if (!error.empty()) return std::nullopt;
   return text;

@@ -50,12 +50,26 @@ int write_all(int fd, std::string_view data);
 enum class OutputMode { Append, Truncate };
 unique_fd open_output_file(const std::string& path, OutputMode mode, std::string& why);
 
+// Who may have written a file gpureap reads. A file that defines what root does (watch's
+// policy names a command root runs; the kill configuration says what is protected; the
+// exporter's web-config who may read the node) is trusted as sshd's StrictModes trusts a
+// user's keys: it, and the directory it is in, belong to root or to the user running gpureap,
+// and neither is writable by group or others (a directory with the sticky bit, /tmp, may be:
+// there nobody else can replace the file).
+enum class FileTrust { Anyone, RootOrInvoker };
+
 // The text of a configuration-like file, read only from a regular file of at most max_bytes:
 // a FIFO, a device such as /dev/zero or a directory is an error, never a hang or silence.
 // nullopt with one line in `error` that names the file as "<what> <path>" ("configuration
-// file /etc/gpureap/config.toml is not a regular file").
+// file /etc/gpureap/config.toml is not a regular file"; "policy file /tmp/p.toml is writable
+// by group or others (mode 0664): ...").
 std::optional<std::string> read_bounded_file(const std::string& path, std::size_t max_bytes, std::string_view what,
-                                             std::string& error);
+                                             std::string& error, FileTrust trust = FileTrust::Anyone);
+
+// Empty when the opened file `fd` (named `path` to a person) and its directory are trusted as
+// FileTrust::RootOrInvoker says; otherwise one phrase, "is writable by group or others (mode
+// 0664): chmod go-w it", to follow "<what> <path> ".
+std::string untrusted_file_reason(int fd, const std::string& path);
 
 // openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_CLOEXEC), plus O_NOFOLLOW when asked.
 Fd open_dir_at(int dirfd, const char* name, bool no_follow);

@@ -9,10 +9,29 @@
 namespace gpureap {
 namespace {
 
-// Valid characters a terminal would act on or that change how the rest of the line reads.
+// Valid characters a terminal would act on, that change how the rest of the line reads, or
+// that show as nothing, so that two different names would look the same: the C1 controls, the
+// line and paragraph separators, every format character (Unicode category Cf: zero-width
+// spaces and joiners, the bidirectional marks, the byte order mark, tags, ...) and the fillers
+// that render blank (Hangul fillers).
 bool is_hidden_control(char32_t c) {
-  return (c >= 0x80 && c <= 0x9F) || c == 0x061C || c == 0x200E || c == 0x200F || c == 0x2028 || c == 0x2029 ||
-         (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+  if (c < 0x80) return false;
+  if (c <= 0x9F) return true;  // C1
+  struct Range {
+    char32_t first, last;
+  };
+  static constexpr Range kHidden[] = {
+      {0x00AD, 0x00AD},   {0x0600, 0x0605},   {0x061C, 0x061C},   {0x06DD, 0x06DD},   {0x070F, 0x070F},
+      {0x0890, 0x0891},   {0x08E2, 0x08E2},   {0x115F, 0x1160},   {0x180E, 0x180E},   {0x200B, 0x200F},
+      {0x2028, 0x202E},   {0x2060, 0x2064},   {0x2066, 0x206F},   {0x3164, 0x3164},   {0xFEFF, 0xFEFF},
+      {0xFFA0, 0xFFA0},   {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F},
+      {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
+  };
+  for (const Range& r : kHidden) {
+    if (c < r.first) return false;  // sorted
+    if (c <= r.last) return true;
+  }
+  return false;
 }
 
 std::string sanitize(std::string_view text, bool keep_newlines) {
@@ -40,7 +59,8 @@ std::string sanitize(std::string_view text, bool keep_newlines) {
     if (!c.valid) {
       out += fmt::format("\\x{:02x}", byte);
     } else if (is_hidden_control(c.code)) {
-      out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(c.code));
+      out += c.code > 0xFFFF ? fmt::format("\\U{:08x}", static_cast<std::uint32_t>(c.code))
+                             : fmt::format("\\u{:04x}", static_cast<std::uint32_t>(c.code));
     } else {
       out.append(text.substr(at, c.size));
     }

@@ -10,9 +10,12 @@
 //            that is not part of valid UTF-8 (raw C1 bytes 0x80-0x9F, overlong forms,
 //            surrogates, truncated sequences), one escape per byte
 //   \uHHHH   a C1 control written as valid UTF-8 (U+0080-U+009F), and the characters that
-//            reorder or break lines without being controls: U+2028, U+2029, the bidirectional
-//            marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F, U+202A-U+202E,
-//            U+2066-U+2069)
+//   \UHHHHHHHH  reorder or break lines without being controls, or show as nothing so that two
+//            different names would look the same: U+2028, U+2029, every format character
+//            (Unicode category Cf: the bidirectional marks, embeddings, overrides and isolates,
+//            zero-width space U+200B, joiners U+200C/U+200D, word joiner U+2060, the byte order
+//            mark U+FEFF, soft hyphen U+00AD, tags U+E0001-U+E007F, ...) and the Hangul
+//            fillers that render blank (U+115F, U+1160, U+3164, U+FFA0)
 // Everything else (printable ASCII, valid UTF-8) is kept as it is.
 //
 // JSON output does not use this: it keeps the exact bytes, escaped by the JSON library.

@@ -20,10 +20,10 @@ struct Delivery {
   std::string detail;  // why, for the log: "exit status 3: <its stderr's first line>", "HTTP 500"
 };
 
-// Runs argv[0] (an absolute path) with argv, `json` on its stdin, stdout to /dev/null and its
-// stderr kept for the log, with default signal dispositions and mask whatever the daemon
-// blocks. Sent when it exits 0 within the timeout; past it, the command (our own child, not
-// yet reaped, so its PID cannot have been reused) is sent SIGKILL and reaped.
+// Runs argv[0] (an absolute path) with argv through run_timed_command (proc/timed_command.hpp),
+// `json` on its stdin, stdout to /dev/null and the start of its stderr kept for the log. Sent
+// when it exits 0 within the timeout; past it, its whole process group is sent SIGKILL: what
+// it started in the background (`( sleep 300 ) &`) ends with it.
 Delivery run_notify_command(const std::vector<std::string>& argv, const std::string& json,
                             std::chrono::milliseconds timeout);
 

@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "kill/config_file.hpp"
+#include "proc/proc_io.hpp"
 #include "proc/account_lookup.hpp"
 #include "text/byte_size.hpp"
 #include "text/duration.hpp"
@@ -107,7 +108,7 @@ class PolicyReader {
   std::string ca_file(const toml::node& node, std::string_view key) const {
     std::string file = path(node, key);
     std::string error;
-    const auto text = read_config_text(file, key, error);
+    const auto text = procfs::read_bounded_file(file, kMaxConfigBytes, key, error);
     if (!text) fail(node, sanitize_for_terminal(error));
     if (text->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
       fail(node, fmt::format("{} {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", key, sanitize_for_terminal(file)));
@@ -427,7 +428,8 @@ std::optional<Policy> parse_policy(std::string_view text, const std::string& sou
 }
 
 std::optional<Policy> load_policy(const std::string& path, std::string& error) {
-  const auto text = read_config_text(path, "policy file", error);
+  const auto text =
+      procfs::read_bounded_file(path, kMaxConfigBytes, "policy file", error, procfs::FileTrust::RootOrInvoker);
   if (!text) return std::nullopt;
   return parse_policy(*text, path, error);
 }

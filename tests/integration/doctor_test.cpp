@@ -131,7 +131,8 @@ TEST(Doctor, LeakWithNoHolderIsCriticalAndTheResetAdviceNamesTheNvmlClient) {
   EXPECT_TRUE(persistence_named) << "the simulated GPU runs with persistence on";
   // Safest first: the reset comes before reloading the module and rebooting.
   ASSERT_GE(f["remedies"].size(), 3u);
-  EXPECT_EQ(f["remedies"][0]["command"], "nvidia-smi -r -i 1");
+  // By UUID, never by an index that a GPU falling off the bus would shift.
+  EXPECT_EQ(f["remedies"][0]["command"], "nvidia-smi -r -i " + gpu_entry(host.ps_json(), 1)["uuid"].get<std::string>());
   EXPECT_EQ(f["remedies"][0]["risk"], "high");
   EXPECT_TRUE(findings(report, "memory-leak", 0).empty()) << "GPU 0 is clean";
   EXPECT_TRUE(findings(report, "unlisted-holders").empty()) << "an NVML client holds no memory";

@@ -194,7 +194,7 @@ TEST(Export, AHundredConcurrentScrapesShareTheCollection) {
 
 TEST(Export, TlsAndBasicAuthFromAWebConfigFile) {
   SimHost host;
-  const std::string dir = host.state_dir();
+  const std::string dir = host.config_dir();
   const auto cert = run_command({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
                                  "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
                                  "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", dir + "/tls.key", "-out",
@@ -375,7 +375,7 @@ TEST(Export, ListensOnLoopbackUnlessToldOtherwise) {
 
 TEST(Export, BadInputIsOneLineAndADocumentedStatus) {
   SimHost host;
-  const std::string dir = host.state_dir();
+  const std::string dir = host.config_dir();
   std::ofstream(dir + "/typo.yml") << "basic_auth_user:\n  alice: x\n";
   std::ofstream(dir + "/tls.crt") << "not a certificate\n";
   std::ofstream(dir + "/tls.key") << "not a key\n";

@@ -26,10 +26,10 @@ void expect_config_refused(const SimHost& host, const std::string& config, pid_t
 TEST(HostileConfig, AMisspeltKeyOrSectionIsAnErrorNotLostProtection) {
   SimHost host;
   auto job = host.start({"--alloc", "0:1GiB"});
-  const std::string key = host.state_dir() + "/key.toml";
+  const std::string key = host.config_dir() + "/key.toml";
   std::ofstream(key) << "[kill]\nprotekt = [\"gpusim-cuda\"]\n";
   expect_config_refused(host, key, job.pid, "protekt");
-  const std::string section = host.state_dir() + "/section.toml";
+  const std::string section = host.config_dir() + "/section.toml";
   std::ofstream(section) << "[Kill]\nprotect = [\"gpusim-cuda\"]\n";
   expect_config_refused(host, section, job.pid, "Kill");
 }
@@ -47,7 +47,7 @@ TEST(HostileConfig, AFifoADeviceOrADirectoryIsAnErrorNotAHang) {
 TEST(HostileConfig, DoctorFixRefusesTheSameFile) {
   SimHost host;
   auto job = host.start({"--alloc", "0:1GiB"});
-  const std::string key = host.state_dir() + "/key.toml";
+  const std::string key = host.config_dir() + "/key.toml";
   std::ofstream(key) << "[kill]\nprotekt = [\"x\"]\n";
   const auto result = host.gpureap({"doctor", "--fix", "--yes", "--no-kernel-log"}, {{"GPUREAP_CONFIG", key}});
   EXPECT_EQ(result.exit_code, 11) << result.err;

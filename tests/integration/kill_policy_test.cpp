@@ -145,7 +145,7 @@ TEST(KillPolicy, ProtectedProcessIsRefusedUnlessForced) {
   EXPECT_TRUE(running(trainer.pid));
 
   // So does the configuration file, which also names the audit log.
-  const std::string config = host.state_dir() + "/config.toml";
+  const std::string config = host.config_dir() + "/config.toml";
   const std::string log = host.state_dir() + "/config-audit.log";
   std::ofstream(config) << "[kill]\nprotect = [\"mytrain*\"]\naudit_log = \"" << log << "\"\n";
   report = kill_json(host, {std::to_string(trainer.pid), "--yes"}, &rc, nullptr, {{"GPUREAP_CONFIG", config}});

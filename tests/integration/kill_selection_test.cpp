@@ -78,7 +78,7 @@ TEST(KillSelection, ProtectedParentIsNotReplacedByItsGpuChild) {
   Launcher launcher;
   ASSERT_NO_FATAL_FAILURE(start_launcher(host, "gpulauncher", kOneGpuProcess, launcher));
   // Protected by a name on the command line, then by the configuration file.
-  const std::string config = host.state_dir() + "/config.toml";
+  const std::string config = host.config_dir() + "/config.toml";
   std::ofstream(config) << "[kill]\nprotect = [\"gpulaunch*\"]\n";
   const std::vector<std::pair<std::vector<std::string>, std::map<std::string, std::string>>> ways = {
       {{"--protect", "gpulauncher"}, {}}, {{}, {{"GPUREAP_CONFIG", config}}}};

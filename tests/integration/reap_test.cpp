@@ -320,5 +320,58 @@ TEST(SlurmEpilog, EndsTheJobsCgroupLeavesTheNextJobAndDrainsWhenSomethingSurvive
   EXPECT_NE(stuck.err.find("Slurm drains this node"), std::string::npos) << stuck.err;
 }
 
+TEST(Reap, WithoutTheRightToSignalAnotherUsersProcessesItIsExit7NeverBackToBaseline) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root: another user runs reap";
+  const passwd* pw = test_user();
+  ASSERT_NE(pw, nullptr);
+  OwnCgroup cgroup("reap-denied");
+  SimHost host;
+  auto roots = host.start({"--alloc", "0:1GiB"});
+  SpawnOptions options;
+  options.env = host.env();
+  options.uid = pw->pw_uid;
+  const auto by_user = run_command({gpureap_binary(), "reap", "--user", "root", "--gpus", "0"}, options);
+  EXPECT_EQ(by_user.exit_code, 7) << by_user.out << by_user.err;
+  EXPECT_EQ(by_user.out.find("baseline"), std::string::npos) << by_user.out;
+  EXPECT_NE(by_user.err.find("uid 0's processes can be ended only by root"), std::string::npos) << by_user.err;
+  EXPECT_TRUE(running(roots.pid));
+  if (!cgroup.skip_reason().empty()) {
+    RecordProperty("cgroup_half_not_run", cgroup.skip_reason());  // the --user half above ran
+    return;
+  }
+  ASSERT_TRUE(cgroup.adopt(roots.pid));
+  const auto by_cgroup = run_command({gpureap_binary(), "reap", "--cgroup", cgroup.path()}, options);
+  EXPECT_EQ(by_cgroup.exit_code, 7) << by_cgroup.out << by_cgroup.err;
+  EXPECT_NE(by_cgroup.err.find("PID " + std::to_string(roots.pid) + " in it belongs to another user"),
+            std::string::npos)
+      << by_cgroup.err;
+  EXPECT_TRUE(running(roots.pid));
+}
+
+TEST(Reap, AnAbsoluteCgroupPathIsTakenAsAbsolute) {
+  OwnCgroup cgroup("reap-absolute");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  ASSERT_TRUE(cgroup.adopt(job.pid));
+  int rc = -1;
+  const auto report = reap_json(host, {"--cgroup", cgroup.path(), "--dry-run"}, &rc);
+  EXPECT_EQ(rc, 0) << report.dump(2);
+  EXPECT_EQ(report["criteria"]["cgroup"], cgroup.path());
+  EXPECT_TRUE(running(job.pid));
+  // A /sys/fs/cgroup path is never joined to the mount: on a unified host it is missing as
+  // written; on a hybrid one (v2 at /sys/fs/cgroup/unified) it is not under the mount.
+  const auto missing = host.gpureap({"reap", "--cgroup", "/sys/fs/cgroup/gpureap-no-such-job"});
+  EXPECT_EQ(missing.exit_code, 2);
+  const std::string mount = killtree::cgroup2_mount("/proc").value_or("");
+  EXPECT_NE(missing.err.find(mount == "/sys/fs/cgroup"
+                                 ? "--cgroup /sys/fs/cgroup/gpureap-no-such-job: no such cgroup"
+                                 : "--cgroup /sys/fs/cgroup/gpureap-no-such-job: not under the cgroup v2 hierarchy, "
+                                   "which is mounted at " + mount),
+            std::string::npos)
+      << missing.err;
+  EXPECT_EQ(missing.err.find("/sys/fs/cgroup/unified/sys/"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace gpureap::test

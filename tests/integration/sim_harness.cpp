@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -211,6 +212,9 @@ SimHost::SimHost(const std::vector<std::string>& init_args, std::string generati
   ctl(args);
   // Simulated programs may run as another user in some tests.
   run_command({"/bin/chmod", "-R", "a+rwX", state_dir_});
+  if (::mkdir(config_dir().c_str(), 0755) != 0 || ::chmod(config_dir().c_str(), 0755) != 0) {
+    throw std::runtime_error("mkdir " + config_dir());
+  }
 }
 
 SimHost::~SimHost() {

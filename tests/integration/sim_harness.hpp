@@ -86,6 +86,10 @@ class SimHost {
   SimHost& operator=(const SimHost&) = delete;
 
   const std::string& state_dir() const { return state_dir_; }
+  // Where tests put the files that define what root does (a policy, a configuration, a
+  // web-config): root's own directory, 0755, since gpureap trusts no such file in a directory
+  // others may write to, as the state directory is.
+  std::string config_dir() const { return state_dir_ + "/etc"; }
   std::string dev_dir() const { return state_dir_ + "/dev"; }
   std::string library_path() const;
   void set_generation(std::string generation) { generation_ = std::move(generation); }

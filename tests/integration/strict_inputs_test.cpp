@@ -41,7 +41,7 @@ TEST(StrictInputs, UnknownContainerIsAnErrorForPsAndKill) {
 TEST(StrictInputs, MisspeltConfigurationIsAnErrorAndNothingIsSignalled) {
   SimHost host;
   auto job = host.start({"--alloc", "0:1GiB"});
-  const std::string config = host.state_dir() + "/config.toml";
+  const std::string config = host.config_dir() + "/config.toml";
   for (const char* text : {"[kill]\nprotekt = [\"gpusim-cuda\"]\n", "[Kill]\nprotect = [\"gpusim-cuda\"]\n",
                            "[kill]\nprotect = \"gpusim-cuda\"\n"}) {
     std::ofstream(config) << text;

@@ -22,7 +22,7 @@ std::map<std::string, std::string> top_env(const SimHost& host, std::map<std::st
   auto env = host.env();
   env["LANG"] = "C.UTF-8";
   // An empty configuration, whatever this host's /etc/gpureap says.
-  const std::string config = host.state_dir() + "/top-config.toml";
+  const std::string config = host.config_dir() + "/top-config.toml";
   std::ofstream{config};
   env["GPUREAP_CONFIG"] = config;
   for (auto& [name, value] : extra) env[name] = value;

@@ -128,7 +128,7 @@ TEST(WatchListen, ServesHostAndCounterFamiliesThatPromtoolAcceptsAndSurvivesSigh
   }
 
   // The notification command inherited stdin, stdout, stderr and nothing of the server's.
-  std::ifstream fds(host.state_dir() + "/fds.txt");
+  std::ifstream fds(host.config_dir() + "/fds.txt");
   ASSERT_TRUE(fds) << "the notification command did not run";
   std::set<int> seen;
   for (std::string line; std::getline(fds, line);) {

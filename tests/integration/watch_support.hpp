@@ -71,9 +71,9 @@ inline WatchLine parse_watch_line(const std::string& raw) {
   return line;
 }
 
-// Writes `text` to <state>/<name> and returns the path.
+// Writes `text` to <config>/<name> (root's directory: a policy there is trusted) and returns the path.
 inline std::string write_file(const SimHost& host, const std::string& name, const std::string& text) {
-  const std::string path = host.state_dir() + "/" + name;
+  const std::string path = host.config_dir() + "/" + name;
   std::ofstream(path, std::ios::trunc) << text;
   return path;
 }

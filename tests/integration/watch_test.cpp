@@ -408,13 +408,13 @@ TEST(Watch, TheNotificationCommandGetsTheEventAsArgumentsAndJson) {
   const auto sent = watch.wait_for("notification", {{"channel", "command"}, {"pid", pid_text(hostile.pid)}});
   ASSERT_TRUE(sent);
   EXPECT_EQ(sent->field("outcome"), "sent") << sent->raw;
-  std::ifstream args_file(host.state_dir() + "/notify.args");
+  std::ifstream args_file(host.config_dir() + "/notify.args");
   std::vector<std::string> args;
   for (std::string line; std::getline(args_file, line);) args.push_back(line);
   const std::vector<std::string> expected = {"--to", "ops", "event=notice", "rule=old", "action=notify", "mode=dry-run",
                                              "pid=" + pid_text(hostile.pid), "uid=0", "user=root"};
   EXPECT_EQ(args, expected);
-  std::ifstream json_file(host.state_dir() + "/notify.json");
+  std::ifstream json_file(host.config_dir() + "/notify.json");
   const auto event = nlohmann::json::parse(json_file);
   EXPECT_EQ(event["schema"], "gpureap.watch.event/1");
   EXPECT_EQ(event["event"], "notice");
@@ -431,11 +431,14 @@ TEST(Watch, TheNotificationCommandGetsTheEventAsArgumentsAndJson) {
   EXPECT_EQ(watch.count("terminate"), 0u) << "a forged line";
 }
 
-TEST(Watch, ANotificationCommandPastItsTimeoutIsKilledAndReaped) {
+TEST(Watch, ANotificationCommandPastItsTimeoutIsKilledAndReapedWithWhatItStarted) {
   SimHost host;
   auto old = host.start({"--alloc", "0:1GiB"});
+  // It leaves a child in the background, as `( sleep 300 ) &` does, and then hangs itself.
   const std::string script =
-      write_file(host, "hang.sh", "#!/bin/sh\necho $$ > \"$(dirname \"$0\")/hang.pid\"\nexec sleep 60\n");
+      write_file(host, "hang.sh",
+                 "#!/bin/sh\nd=$(dirname \"$0\")\n/bin/sh -c 'echo $$ > \"$1/background.pid\"; exec sleep 300' sh \"$d\" &\n"
+                 "echo $$ > \"$d/hang.pid\"\nexec sleep 60\n");
   ASSERT_EQ(chmod(script.c_str(), 0755), 0);
   const std::string policy =
       write_file(host, "policy.toml",
@@ -447,9 +450,17 @@ TEST(Watch, ANotificationCommandPastItsTimeoutIsKilledAndReaped) {
   EXPECT_EQ(timed_out->field("outcome"), "timeout") << timed_out->raw;
   EXPECT_EQ(timed_out->priority, 4);
   pid_t hung = -1;
-  std::ifstream(host.state_dir() + "/hang.pid") >> hung;
+  std::ifstream(host.config_dir() + "/hang.pid") >> hung;
   ASSERT_GT(hung, 0);
   EXPECT_EQ(process_state(hung), 0) << "the command was left running, or unreaped";
+  pid_t background = -1;
+  std::ifstream(host.config_dir() + "/background.pid") >> background;
+  ASSERT_GT(background, 0);
+  for (int i = 0; i < 100 && process_state(background) != 0 && process_state(background) != 'Z'; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(process_state(background) == 0 || process_state(background) == 'Z')
+      << "the command's background child " << background << " outlived its timeout";
   EXPECT_EQ(watch.stop(), 0);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 
 #include <signal.h>
@@ -46,7 +47,7 @@ TEST(DoctorReset, NvidiaSmiThatOverrunsIsKilledAndReported) {
   const FakeNvidiaSmi smi("echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 60");
   ASSERT_FALSE(smi.dir().empty());
   const auto start = std::chrono::steady_clock::now();
-  const FixResult result = reset_gpu(3, std::chrono::milliseconds(300));
+  const FixResult result = reset_gpu(3, "GPU-3", std::chrono::milliseconds(300));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(result.outcome, FixOutcome::Failed);
   EXPECT_NE(result.message.find("did not finish within 0.3 s and was killed"), std::string::npos) << result.message;
@@ -57,10 +58,38 @@ TEST(DoctorReset, NvidiaSmiThatOverrunsIsKilledAndReported) {
 }
 
 TEST(DoctorReset, NvidiaSmiThatAnswersIsReported) {
-  const FakeNvidiaSmi smi("echo \"GPU 00000000:3B:00.0 was successfully reset.\"");
-  const FixResult result = reset_gpu(0, std::chrono::seconds(10));
+  const FakeNvidiaSmi smi("echo \"$@\" > \"$(dirname \"$0\")/args\"; echo \"GPU 00000000:3B:00.0 was successfully reset.\"");
+  const std::string uuid = "GPU-8d3c5c1e-5e2f-4b1a-9c0d-3f2e1d0c9b8a";
+  const FixResult result = reset_gpu(0, uuid, std::chrono::seconds(10));
   EXPECT_EQ(result.outcome, FixOutcome::Done) << result.message;
   EXPECT_EQ(result.message, "GPU 00000000:3B:00.0 was successfully reset.");
+  std::string args;
+  std::getline(std::ifstream(smi.dir() + "/args"), args);
+  EXPECT_EQ(args, "-r -i " + uuid);  // by UUID: an index may name another GPU once one fell off the bus
+}
+
+TEST(DoctorReset, AGpuIsNeverNamedByAnIndex) {
+  const FakeNvidiaSmi smi("touch \"$(dirname \"$0\")/ran\"");
+  for (const std::string id : {"", "0", "3"}) {
+    const FixResult result = reset_gpu(0, id, std::chrono::seconds(10));
+    EXPECT_EQ(result.outcome, FixOutcome::Failed);
+    EXPECT_NE(result.message.find("no UUID or PCI bus id"), std::string::npos) << result.message;
+  }
+  EXPECT_FALSE(std::filesystem::exists(smi.dir() + "/ran"));
+}
+
+TEST(DoctorReset, ARelativePathEntryIsNeverSearched) {
+  const FakeNvidiaSmi smi("touch \"$(dirname \"$0\")/ran\"");
+  const std::string old_path = std::getenv("PATH");
+  const std::string old_cwd = std::filesystem::current_path();
+  std::filesystem::current_path(smi.dir());
+  ::setenv("PATH", ".:", 1);  // "." and "" both name the working directory, where nvidia-smi is
+  const FixResult result = reset_gpu(0, "GPU-0", std::chrono::seconds(10));
+  ::setenv("PATH", old_path.c_str(), 1);
+  std::filesystem::current_path(old_cwd);
+  EXPECT_EQ(result.outcome, FixOutcome::Failed);
+  EXPECT_NE(result.message.find("nvidia-smi is not installed"), std::string::npos) << result.message;
+  EXPECT_FALSE(std::filesystem::exists(smi.dir() + "/ran"));
 }
 
 }  // namespace

@@ -82,8 +82,8 @@ TEST(Escalation, IgnoredSigtermIsFollowedBySigkillAtTheTimeout) {
   EXPECT_EQ(results[0].outcome, KillOutcome::Killed) << results[0].detail;
   EXPECT_EQ(results[0].signals, (Strings{"SIGTERM", "SIGKILL"}));
   ASSERT_TRUE(results[0].exit_ms.has_value());
-  EXPECT_GE(*results[0].exit_ms, 195.0);
-  EXPECT_LT(*results[0].exit_ms, 2000.0);
+  // From the SIGKILL that ended it, not from the SIGTERM it ignored 200 ms earlier.
+  EXPECT_LT(*results[0].exit_ms, 180.0);
   const int status = reap(pid, false);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }

@@ -70,6 +70,21 @@ TEST(TextSanitize, EscapesBidiOverridesAndLineSeparators) {
   EXPECT_EQ(sanitize_for_terminal("a\u2028b"), "a\\u2028b");
 }
 
+TEST(TextSanitize, InvisibleFormatCharactersAreShownSoTwoCommandsNeverLookTheSame) {
+  // "python train.py" and the same with a zero-width space, joiner, word joiner or byte order
+  // mark in it would be two different commands shown identically.
+  EXPECT_EQ(sanitize_for_terminal("py\u200Bthon"), "py\\u200bthon");
+  EXPECT_EQ(sanitize_for_terminal("py\u200Dthon"), "py\\u200dthon");
+  EXPECT_EQ(sanitize_for_terminal("py\u2060thon"), "py\\u2060thon");
+  EXPECT_EQ(sanitize_for_terminal("\uFEFFpython"), "\\ufeffpython");
+  EXPECT_EQ(sanitize_for_terminal("py\u00ADthon"), "py\\u00adthon");        // soft hyphen
+  EXPECT_EQ(sanitize_for_terminal("py\u3164thon"), "py\\u3164thon");        // Hangul filler
+  EXPECT_EQ(sanitize_for_terminal("py\U000E0041thon"), "py\\U000e0041thon");  // a tag character
+  EXPECT_NE(sanitize_for_terminal("python"), sanitize_for_terminal("py\u200Bthon"));
+  // Visible non-ASCII text is kept as it is.
+  EXPECT_EQ(sanitize_for_terminal("données 训练 ✓"), "données 训练 ✓");
+}
+
 TEST(TextSanitize, EscapesTheBackslashSoTheFormIsUnambiguous) {
   // A name that spells an escape cannot pass for one.
   EXPECT_EQ(sanitize_for_terminal("\\x1b"), "\\\\x1b");
