@@ -56,7 +56,7 @@ ordered_json gpu_json(const FleetGpu& gpu, double now) {
   return {{"gpu", gpu.index},
           {"uuid", empty_as_null(gpu.uuid)},
           {"name", empty_as_null(gpu.name)},
-          {"lost", gpu.lost},
+          {"lost", gpu.lost_unknown ? nlohmann::json(nullptr) : nlohmann::json(gpu.lost)},
           {"memory",
            {{"total_bytes", optional_value(gpu.total_bytes)},
             {"used_bytes", optional_value(gpu.used_bytes)},

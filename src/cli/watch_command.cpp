@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "kill/kill_config.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
+#include "watch/host_check.hpp"
 #include "watch/policy.hpp"
 #include "watch/watch_daemon.hpp"
 
@@ -112,7 +114,8 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
                                  "writable by group or others, nor its directory"),
                options.empty_option);
   refuse_empty(watch->add_option("--check-config", options.check_config,
-                                 "Check this policy file, print what its rules do, and exit (0 valid, 2 not)"),
+                                 "Check this policy file as the daemon does at start (audit log, HTTP module, the GPUs "
+                                 "it names when a driver is loaded), print what its rules do, and exit (0 valid, 2 not)"),
                options.empty_option);
   refuse_empty(watch->add_option("--interval", options.interval,
                                  "Seconds between looks, over the policy's interval, 0.05 to 3600 (also 500ms, 1m)"),
@@ -138,21 +141,56 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
   return watch;
 }
 
+// Every check the daemon makes before its first look, without starting it: the file, the
+// audit log it would need, the HTTP module a webhook needs, and (with a driver) the GPUs the
+// rules name. Legal values that make a policy do nothing get a warning.
+static int check_config(const WatchOptions& options) {
+  std::string error;
+  auto policy = load_policy(options.check_config, error);
+  if (!policy) {
+    std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+    return exit_code::kUsage;
+  }
+  const auto config = load_kill_config(error);
+  if (!config) {
+    std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+    return exit_code::kUsage;
+  }
+  WatchDaemonOptions daemon;
+  daemon.audit_log_override = options.audit_log;
+  if (const char* env = std::getenv("GPUREAP_AUDIT_LOG"); daemon.audit_log_override.empty() && env != nullptr) {
+    daemon.audit_log_override = env;
+  }
+  daemon.config_audit_log = config->audit_log;
+  const auto effective = effective_policy(*policy, daemon, error);
+  if (!effective) {
+    std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+    return exit_code::kUsage;
+  }
+  const PolicyHostCheck host = check_policy_on_this_host(*policy);
+  if (!host.problem.empty()) {
+    std::cerr << kWatchCommand << ": " << sanitize_for_terminal(host.problem) << "\n";
+    return exit_code::kUsage;
+  }
+  write_out(render_policy_summary(*policy));
+  const bool terminates = std::any_of(policy->rules.begin(), policy->rules.end(),
+                                      [](const Rule& r) { return r.action == RuleAction::Terminate; });
+  if (policy->mode == WatchMode::Enforce && terminates && policy->max_terminations == 0) {
+    std::cerr << kWatchCommand
+              << ": warning: limits.max_terminations = 0 in enforce mode: the terminate rules will end nothing "
+                 "(each match is deferred by the cap)\n";
+  }
+  if (!host.driver_read) std::cerr << kWatchCommand << ": note: " << sanitize_for_terminal(host.note) << "\n";
+  return exit_code::kOk;
+}
+
 int run_watch(WatchOptions options) {
   if (!options.empty_option.empty()) {
     std::cerr << fmt::format("{}: {} was given an empty value (an unset variable?)\n", kWatchCommand, options.empty_option);
     return exit_code::kUsage;
   }
   std::string error;
-  if (!options.check_config.empty()) {
-    const auto policy = load_policy(options.check_config, error);
-    if (!policy) {
-      std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
-      return exit_code::kUsage;
-    }
-    write_out(render_policy_summary(*policy));
-    return exit_code::kOk;
-  }
+  if (!options.check_config.empty()) return check_config(options);
   const bool serve_asked = options.web_config || options.per_process || options.max_scrapes != "10" ||
                            !options.kernel_log.empty() || options.no_kernel_log;
   if (serve_asked && !options.listen) {

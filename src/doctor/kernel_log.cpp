@@ -50,7 +50,11 @@ void take_line(std::string_view line, KernelLogRead& out) {
   if (is_continuation(line)) return;
   if (auto event = parse_xid_line(line)) {
     event->line_number = out.lines_read;
-    out.events.push_back(std::move(*event));
+    if (out.sink != nullptr) {
+      (*out.sink)(std::move(*event));
+    } else {
+      out.events.push_back(std::move(*event));
+    }
   }
 }
 
@@ -228,16 +232,21 @@ void read_kmsg_records(int fd, const std::string& path, KernelLogRead& out) {
 
 }  // namespace
 
-KernelLogRead read_kernel_log_file(const std::string& path) {
+KernelLogRead read_kernel_log_file(const std::string& path, const XidSink& sink) {
   // The newest part is what matters: the last kMaxKernelLogBytes, from a line start; a saved
   // file is complete, so its last line counts even without a newline.
   KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path);
-  return follower.read_file(true);
+  return follower.read_file(true, sink ? &sink : nullptr);
 }
 
-KernelLogRead read_kmsg(const std::string& path) {
+KernelLogRead read_kernel_log_file(const std::string& path) { return read_kernel_log_file(path, XidSink{}); }
+
+KernelLogRead read_kmsg(const std::string& path) { return read_kmsg(path, XidSink{}); }
+
+KernelLogRead read_kmsg(const std::string& path, const XidSink& sink) {
   KernelLogRead out;
   out.source = path;
+  out.sink = sink ? &sink : nullptr;
   // O_NONBLOCK: at the end of the buffer read() says EAGAIN instead of waiting for news.
   const procfs::unique_fd fd(open_cloexec(path, O_RDONLY | O_NONBLOCK));
   if (!fd) {
@@ -245,8 +254,9 @@ KernelLogRead read_kmsg(const std::string& path) {
     return out;
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) == 0 && !S_ISCHR(st.st_mode)) return read_kernel_log_file(path);
+  if (::fstat(fd.get(), &st) == 0 && !S_ISCHR(st.st_mode)) return read_kernel_log_file(path, sink);
   read_kmsg_records(fd.get(), path, out);
+  out.sink = nullptr;
   return out;
 }
 
@@ -279,9 +289,10 @@ KernelLogRead KernelLogFollower::read_new_kmsg() {
   return out;
 }
 
-KernelLogRead KernelLogFollower::read_file(bool to_the_end) {
+KernelLogRead KernelLogFollower::read_file(bool to_the_end, const XidSink* sink) {
   KernelLogRead out;
   out.source = path_;
+  out.sink = sink;
   struct stat st {};
   const procfs::unique_fd fd = open_saved_log(path_, st, out);
   if (!fd) return out;
@@ -298,6 +309,7 @@ KernelLogRead KernelLogFollower::read_file(bool to_the_end) {
   LineSplitter lines(out);
   const std::uint64_t end = read_lines_from(fd.get(), path_, start, skip_partial_line, max_bytes, lines, out);
   if (to_the_end) lines.finish();
+  out.sink = nullptr;  // the caller's, valid during the call only
   if (out.error) return out;
   file_seen_ = true;
   device_ = st.st_dev;

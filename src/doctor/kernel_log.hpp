@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,10 +17,15 @@
 
 namespace gpureap {
 
+// Where a reader streaming a log hands each Xid event, in log order (line_number set), instead
+// of keeping them: memory then stays bounded however many Xid lines a log holds.
+using XidSink = std::function<void(XidEvent&&)>;
+
 struct KernelLogRead {
   std::string source;                // "/dev/kmsg" or the file path
   std::size_t lines_read = 0;        // log lines (kmsg: records) seen, Xid or not
-  std::vector<XidEvent> events;      // in log order, line_number set
+  std::vector<XidEvent> events;      // in log order, line_number set; empty when a sink took them
+  const XidSink* sink = nullptr;     // set: each event goes there rather than to `events`
   std::optional<std::string> error;  // what went wrong, for a person: path, errno text, what to do
   bool truncated = false;            // kmsg records were overwritten before we read them (EPIPE)
 };
@@ -33,6 +39,7 @@ inline constexpr double kKernelLogReadSeconds = 30;
 // newest part, so that a flood (or a line that never ends) cannot make a look take seconds.
 inline constexpr std::size_t kMaxKernelLogGrowthBytes = 1u << 20;
 KernelLogRead read_kernel_log_file(const std::string& path);
+KernelLogRead read_kernel_log_file(const std::string& path, const XidSink& sink);
 
 // "" when path can be read as a saved kernel log, else the reason in one line (what doctor
 // says before it exits 11). Never blocks: a FIFO is opened without waiting for a writer.
@@ -41,6 +48,7 @@ std::string kernel_log_file_problem(const std::string& path);
 // The records /dev/kmsg holds now, oldest first, without waiting for new ones. A regular
 // file given as path is read as a saved log (one record per line), for tests and replays.
 KernelLogRead read_kmsg(const std::string& path = "/dev/kmsg");
+KernelLogRead read_kmsg(const std::string& path, const XidSink& sink);
 
 // The lines of `text` as read_kernel_log_file reads a file's; for logs already in memory.
 KernelLogRead scan_kernel_log_text(std::string_view text, std::string source);
@@ -61,11 +69,12 @@ class KernelLogFollower {
   const std::string& path() const { return path_; }
 
  private:
-  friend KernelLogRead read_kernel_log_file(const std::string& path);
+  friend KernelLogRead read_kernel_log_file(const std::string& path, const XidSink& sink);
+KernelLogRead read_kernel_log_file(const std::string& path, const XidSink& sink);
   KernelLogRead read_new_kmsg();
   // A saved file from where the last call stopped; to_the_end takes a last line without a
-  // newline too (a file known to be complete).
-  KernelLogRead read_file(bool to_the_end);
+  // newline too (a file known to be complete). Events go to `sink` when it is given.
+  KernelLogRead read_file(bool to_the_end, const XidSink* sink = nullptr);
 
   Kind kind_;
   std::string path_;

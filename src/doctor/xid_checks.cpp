@@ -77,9 +77,67 @@ std::optional<unsigned> gpu_at_pci(const Snapshot& snapshot, const PciLocation& 
   return std::nullopt;
 }
 
+// What is kept of the events of one (GPU, Xid): their count, the first and the last, and the
+// PIDs they named (a bounded number): the log is streamed, never held.
+struct XidGroup {
+  std::size_t count = 0;
+  XidEvent first, last;
+  std::optional<double> first_age, last_age;
+  std::vector<std::pair<int, std::optional<std::string>>> pids;  // distinct, in log order
+};
+constexpr std::size_t kMaxPidsPerGroup = 32;
+constexpr std::size_t kMaxXidGroups = 4096;  // distinct (PCI, Xid): a real host has a handful
+
 void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
   if (options.no_kernel_log) return;
-  const KernelLogRead log = options.kernel_log.empty() ? read_kmsg(options.kmsg_path) : read_kernel_log_file(options.kernel_log);
+  // Age where it can be known: the live log counts from boot; a saved one only from an
+  // absolute time with its zone.
+  const bool live = options.kernel_log.empty();
+  const std::string& root = snapshot.table.options().proc_root;
+  const auto uptime = live ? uptime_seconds(root.c_str()) : std::nullopt;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::size_t ignored = 0, unknown_age = 0, dropped_groups = 0;
+  // (PCI, Xid) → what is kept of its events; 154 keeps only the latest per GPU: it states the
+  // current request.
+  std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, XidGroup> groups;
+  const XidSink sink = [&](XidEvent&& e) {
+    std::optional<double> age;
+    if (live && uptime && e.seconds_since_boot) {
+      age = std::max(0.0, *uptime - *e.seconds_since_boot);
+    } else if (const auto when = parse_iso8601(e.time_text)) {
+      age = std::max(0.0, now - *when);
+    }
+    if (options.xid_max_age_seconds) {
+      if (!age) ++unknown_age;
+      if (age && *age > *options.xid_max_age_seconds) {
+        ++ignored;
+        return;
+      }
+    }
+    const auto key = std::make_tuple(e.pci.domain, e.pci.bus, e.pci.device, e.xid);
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      if (groups.size() >= kMaxXidGroups) {
+        ++dropped_groups;
+        return;
+      }
+      it = groups.emplace(key, XidGroup{}).first;
+    }
+    XidGroup& group = it->second;
+    if (e.xid == 154) group = XidGroup{};
+    if (e.pid && group.pids.size() < kMaxPidsPerGroup &&
+        std::none_of(group.pids.begin(), group.pids.end(), [&](const auto& p) { return p.first == *e.pid; })) {
+      group.pids.emplace_back(*e.pid, e.process_name);
+    }
+    if (group.count++ == 0) {
+      group.first = e;
+      group.first_age = age;
+    }
+    group.last = std::move(e);
+    group.last_age = age;
+  };
+  const KernelLogRead log =
+      options.kernel_log.empty() ? read_kmsg(options.kmsg_path, sink) : read_kernel_log_file(options.kernel_log, sink);
   if (log.error) {
     diagnosis.notes.push_back("Xid events not checked: " + *log.error);
     return;
@@ -87,42 +145,9 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
   if (log.truncated) {
     diagnosis.notes.push_back("the kernel log had overwritten older records: earlier Xid events may be missing");
   }
-  // Age where it can be known: the live log counts from boot; a saved one only from an
-  // absolute time with its zone.
-  const bool live = options.kernel_log.empty();
-  const std::string& root = snapshot.table.options().proc_root;
-  const auto uptime = live ? uptime_seconds(root.c_str()) : std::nullopt;
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::map<const XidEvent*, std::optional<double>> ages;
-  for (const auto& e : log.events) {
-    std::optional<double> age;
-    if (live && uptime && e.seconds_since_boot) {
-      age = std::max(0.0, *uptime - *e.seconds_since_boot);
-    } else if (const auto when = parse_iso8601(e.time_text)) {
-      age = std::max(0.0, now - *when);
-    }
-    ages[&e] = age;
-  }
-  std::size_t ignored = 0, unknown_age = 0;
-  // (PCI, Xid) → events; 154 keeps only the latest per GPU: it states the current request.
-  std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, std::vector<const XidEvent*>> groups;
-  for (const auto& e : log.events) {
-    if (options.xid_max_age_seconds) {
-      const auto age = ages[&e];
-      if (!age) ++unknown_age;
-      if (age && *age > *options.xid_max_age_seconds) {
-        ++ignored;
-        continue;
-      }
-    }
-    auto key = std::make_tuple(e.pci.domain, e.pci.bus, e.pci.device, e.xid);
-    auto& list = groups[key];
-    if (e.xid == 154) list.clear();
-    list.push_back(&e);
-  }
   const std::string& proc_root = snapshot.table.options().proc_root;
-  for (const auto& [key, events] : groups) {
-    const XidEvent& last = *events.back();
+  for (const auto& [key, group] : groups) {
+    const XidEvent& last = group.last;
     const XidInfo info = describe_xid(last);
     Finding f;
     f.id = FindingId::Xid;
@@ -130,16 +155,13 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     f.gpu = gpu_at_pci(snapshot, last.pci);
     const std::string where = f.gpu ? fmt::format("GPU {} ({})", *f.gpu, pci_text(last.pci)) : "PCI " + pci_text(last.pci);
     f.summary = fmt::format("{}: Xid {} ({}){}: {}", where, last.xid, info.meaning,
-                            events.size() > 1 ? fmt::format(", {} times", events.size()) : std::string(), info.advice);
+                            group.count > 1 ? fmt::format(", {} times", group.count) : std::string(), info.advice);
     f.details.push_back("Last: " + last.line);
     nlohmann::json pids = nlohmann::json::array();
-    std::set<int> seen;
-    for (const XidEvent* e : events) {
-      if (!e->pid || !seen.insert(*e->pid).second) continue;
-      const bool alive = process_exists(*e->pid, proc_root);
-      pids.push_back({{"pid", *e->pid}, {"name", e->process_name ? nlohmann::json(*e->process_name) : nlohmann::json(nullptr)},
-                      {"running", alive}});
-      f.details.push_back(fmt::format("Named PID {} ({}){}", *e->pid, e->process_name.value_or("?"),
+    for (const auto& [pid, name] : group.pids) {
+      const bool alive = process_exists(pid, proc_root);
+      pids.push_back({{"pid", pid}, {"name", name ? nlohmann::json(*name) : nlohmann::json(nullptr)}, {"running", alive}});
+      f.details.push_back(fmt::format("Named PID {} ({}){}", pid, name.value_or("?"),
                                       alive ? " is still running (PID numbers are reused: check it)" : " is gone"));
     }
     f.evidence["xid"] = last.xid;
@@ -148,9 +170,9 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     f.evidence["pci"] = pci_text(last.pci);
     f.evidence["gpu_instance"] = last.gpu_instance ? nlohmann::json(*last.gpu_instance) : nlohmann::json(nullptr);
     f.evidence["compute_instance"] = last.compute_instance ? nlohmann::json(*last.compute_instance) : nlohmann::json(nullptr);
-    f.evidence["count"] = events.size();
-    f.evidence["first"] = event_json(*events.front(), ages[events.front()]);
-    f.evidence["last"] = event_json(last, ages[&last]);
+    f.evidence["count"] = group.count;
+    f.evidence["first"] = event_json(group.first, group.first_age);
+    f.evidence["last"] = event_json(last, group.last_age);
     f.evidence["pids"] = pids;
     f.evidence["source"] = log.source;
     add_remedies(f, info, f.gpu ? " -i " + std::to_string(*f.gpu) : std::string());
@@ -158,6 +180,10 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
   }
   if (ignored > 0) {
     diagnosis.notes.push_back(fmt::format("{} Xid event(s) older than --since were ignored", ignored));
+  }
+  if (dropped_groups > 0) {
+    diagnosis.notes.push_back(fmt::format(
+        "{} Xid event(s) not counted: the log names more than {} distinct (GPU, Xid) pairs", dropped_groups, kMaxXidGroups));
   }
   if (unknown_age > 0) {
     diagnosis.notes.push_back(fmt::format(

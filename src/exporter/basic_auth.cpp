@@ -1,6 +1,7 @@
 #include "exporter/basic_auth.hpp"
 
 #include <crypt.h>
+#include <string.h>  // explicit_bzero
 
 #include <array>
 #include <cstring>
@@ -108,28 +109,65 @@ bool bcrypt_verify(std::string_view password, const std::string& hash) {
 }
 
 BasicAuthenticator::BasicAuthenticator(std::map<std::string, std::string> users) : users_(std::move(users)) {
-  const std::string cost =
-      !users_.empty() && bcrypt_hash_is_valid(users_.begin()->second) ? users_.begin()->second.substr(4, 2) : "10";
+  // The cost most users' hashes have (the lowest of equals): an unknown user then takes as long
+  // as they do. Users whose hashes have other costs can be told from them by timing; the
+  // web-config's documentation says to give every user the same cost.
+  std::map<std::string, int> costs;
+  for (const auto& [name, hash] : users_) {
+    if (bcrypt_hash_is_valid(hash)) ++costs[hash.substr(4, 2)];
+  }
+  std::string cost = "10";
+  int most = 0;
+  for (const auto& [c, n] : costs) {
+    if (n > most) {
+      most = n;
+      cost = c;
+    }
+  }
   dummy_hash_ = "$2y$" + cost + "$" + std::string(kDummySaltAndHash);
 }
 
+std::optional<bool> BasicAuthenticator::remembered(const CredentialDigest& key) {
+  const std::lock_guard lock(cache_mutex_);
+  const auto it = outcomes_.find(key);
+  if (it == outcomes_.end()) return std::nullopt;
+  return it->second;
+}
+
+void BasicAuthenticator::remember(const CredentialDigest& key, bool outcome) {
+  const std::lock_guard lock(cache_mutex_);
+  if (!outcomes_.emplace(key, outcome).second) return;
+  order_.push_back(key);
+  if (order_.size() > kMaxRemembered) {
+    outcomes_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
 bool BasicAuthenticator::allows(std::string_view authorization_header) {
-  const auto credentials = parse_basic_authorization(authorization_header);
+  auto credentials = parse_basic_authorization(authorization_header);
   if (!credentials) return false;
-  const auto user = users_.find(credentials->user);
-  if (user == users_.end()) {
-    bcrypt_verify(credentials->password, dummy_hash_);
-    return false;
+  const CredentialDigest key = hasher_.digest(credentials->user, credentials->password);
+  if (const auto outcome = remembered(key)) {
+    explicit_bzero(credentials->password.data(), credentials->password.size());
+    return *outcome;
   }
+  bool outcome = false;
   {
-    std::lock_guard lock(mutex_);
-    const auto known = verified_.find(user->first);
-    if (known != verified_.end() && equal_in_constant_time(known->second, credentials->password)) return true;
+    const std::lock_guard one_at_a_time(bcrypt_mutex_);
+    // Those that waited for the same credentials find the outcome the first one left.
+    if (const auto known = remembered(key)) {
+      outcome = *known;
+    } else {
+      const auto user = users_.find(credentials->user);
+      ++bcrypt_runs_;
+      outcome = bcrypt_verify(credentials->password, user == users_.end() ? dummy_hash_ : user->second) &&
+                user != users_.end();
+      remember(key, outcome);
+    }
   }
-  if (!bcrypt_verify(credentials->password, user->second)) return false;
-  std::lock_guard lock(mutex_);
-  verified_[user->first] = credentials->password;
-  return true;
+  explicit_bzero(credentials->password.data(), credentials->password.size());
+  return outcome;
 }
 
 }  // namespace gpureap

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "text/sanitize.hpp"
+
 namespace gpureap {
 namespace {
 
@@ -66,10 +68,17 @@ std::vector<Query> queries(int top) {
   };
 }
 
+// gpureap's exporter sends its label values sanitised for a terminal: they are read back to the
+// bytes they stand for here, and sanitised once where they are shown (a value from any other
+// source with no escapes in it is unchanged).
 std::string label(const Sample& sample, const std::string& name) {
   const auto it = sample.labels.find(name);
-  return it == sample.labels.end() ? std::string() : it->second;
+  return it == sample.labels.end() ? std::string() : unsanitize_terminal_text(it->second);
 }
+
+// No GPU had an Xid before 2000, and none is stamped a day past the server's own clock.
+constexpr double kEarliestPlausibleTime = 946684800;  // 2000-01-01
+constexpr double kFutureSlackSeconds = 86400;
 
 // GPU labels sort as numbers when they are ("10" after "9").
 bool gpu_before(const std::string& a, const std::string& b) {
@@ -137,8 +146,26 @@ class Assembly {
   std::optional<std::uint64_t> amount(const Sample& sample, std::string_view what) {
     const double v = sample.value;
     if (std::isfinite(v) && v >= 0 && v < 18446744073709551616.0) return static_cast<std::uint64_t>(std::llround(v));
-    warn(fmt::format("{} of {} GPU {} is {}: shown as unknown", what, label(sample, "instance"), label(sample, "gpu"), v));
+    bad_value(sample, what, "shown as unknown");
     return std::nullopt;
+  }
+
+  void bad_value(const Sample& sample, std::string_view what, std::string_view outcome) {
+    const std::string gpu_label = label(sample, "gpu");
+    warn(fmt::format("bad value from Prometheus: {} of {}{} is {}: {}", what, label(sample, "instance"),
+                     gpu_label.empty() ? "" : " GPU " + gpu_label, sample.value, outcome));
+  }
+
+  // 0 or 1 (a gauge of a state); nullopt, with a warning, for anything else.
+  std::optional<bool> state(const Sample& sample, std::string_view what) {
+    if (sample.value == 0 || sample.value == 1) return sample.value == 1;
+    bad_value(sample, what, "shown as unknown");
+    return std::nullopt;
+  }
+
+  bool plausible_time(double t) const {
+    if (!std::isfinite(t) || t < kEarliestPlausibleTime) return false;
+    return view_.evaluated_at <= 0 || t <= view_.evaluated_at + kFutureSlackSeconds;
   }
 
   void add_one(Series series, const Sample& sample) {
@@ -156,7 +183,12 @@ class Assembly {
       case Series::Unattributed: gpu(sample).unattributed_bytes = amount(sample, "unattributed memory"); return;
       case Series::OrphanedHolders: gpu(sample).orphaned_holders = amount(sample, "the orphaned holder count"); return;
       case Series::OrphanedMemory: gpu(sample).orphaned_memory_bytes = amount(sample, "orphaned memory"); return;
-      case Series::Lost: gpu(sample).lost = sample.value >= 0.5; return;
+      case Series::Lost: {
+        const auto lost = state(sample, "gpureap_gpu_lost");
+        gpu(sample).lost = lost.value_or(false);
+        gpu(sample).lost_unknown = !lost;
+        return;
+      }
       case Series::Processes: {
         const auto bytes = amount(sample, "a process's memory");
         if (!bytes || *bytes == 0) return;
@@ -178,7 +210,7 @@ class Assembly {
         return;
       }
       case Series::LastXid: {
-        if (!std::isfinite(sample.value)) return warn(fmt::format("an Xid time of {} is not a number", label(sample, "instance")));
+        if (!plausible_time(sample.value)) return bad_value(sample, "an Xid time (Unix seconds)", "not shown");
         FleetXid xid{label(sample, "xid"), sample.value};
         if (label(sample, "gpu").empty()) {
           FleetHost& h = host(label(sample, "instance"));
@@ -188,10 +220,12 @@ class Assembly {
         }
         return;
       }
-      case Series::DriverUp: host(label(sample, "instance")).driver_up = sample.value >= 0.5; return;
-      case Series::ScrapeUp:
-        host(label(sample, "instance")).scrape = sample.value >= 0.5 ? ScrapeState::Up : ScrapeState::Down;
+      case Series::DriverUp: host(label(sample, "instance")).driver_up = state(sample, "gpureap_driver_up"); return;
+      case Series::ScrapeUp: {
+        const auto up = state(sample, "up");
+        host(label(sample, "instance")).scrape = !up ? ScrapeState::Unknown : *up ? ScrapeState::Up : ScrapeState::Down;
         return;
+      }
     }
   }
 

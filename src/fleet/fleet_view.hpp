@@ -38,6 +38,7 @@ struct FleetGpu {
   std::optional<std::uint64_t> total_bytes, used_bytes, reserved_bytes, unattributed_bytes;
   std::optional<std::uint64_t> orphaned_holders, orphaned_memory_bytes;
   bool lost = false;
+  bool lost_unknown = false;  // gpureap_gpu_lost was not 0 or 1 (NaN, say): a warning says so
   // Biggest first, at most the number asked for.
   std::vector<FleetProcess> top_processes;
   std::vector<FleetUser> top_users;

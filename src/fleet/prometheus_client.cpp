@@ -51,8 +51,8 @@ QueryResult PrometheusClient::query(const std::string& promql, std::optional<dou
                 // The server gives up too: an expensive query must not run on after we stopped waiting.
                 {"timeout", fmt::format("{:.3f}", std::max(0.001, static_cast<double>(left_us) / 1e6))}};
   if (at) get.params.emplace_back("time", fmt::format("{:.3f}", *at));
-  // Each wait of the connection gets what is left of the whole; the body's arrival is checked
-  // against the deadline as it comes (a server that drips bytes would reset per-read timeouts).
+  // The call may take what is left of the whole: the module shuts the connection at its end,
+  // however the server drips its answer.
   get.timeout_us = left_us;
 
   int status = 0;
@@ -89,7 +89,7 @@ QueryResult PrometheusClient::query(const std::string& promql, std::optional<dou
     return query_failure(QueryFailureKind::BadAnswer,
                          fmt::format("the answer is larger than {} MiB: not read (is this Prometheus?)", limit >> 20));
   }
-  if (error == GPUREAP_HTTP_OUT_OF_MEMORY) {
+  if (error == GPUREAP_HTTP_OUT_OF_MEMORY || error == GPUREAP_HTTP_HEAD_TOO_LARGE) {
     return query_failure(QueryFailureKind::BadAnswer, http_error_text(error) + " (is this Prometheus?)");
   }
   if (error != GPUREAP_HTTP_OK) {

@@ -15,6 +15,17 @@ int body_trampoline(void* context, const char* data, std::size_t length) {
   return request->on_body(std::string_view(data, length)) ? 1 : 0;
 }
 
+template <typename Request>
+int cancelled_trampoline(void* context) {
+  const auto* request = static_cast<const Request*>(context);
+  return request->cancelled() ? 1 : 0;
+}
+
+template <typename Request>
+auto cancelled_of(const Request& request) -> int (*)(void*) {
+  return request.cancelled ? &cancelled_trampoline<Request> : nullptr;
+}
+
 }  // namespace
 
 std::unique_ptr<HttpClient> HttpClient::open(const HttpClientConfig& config, std::string& error) {
@@ -56,8 +67,14 @@ gpureap_http_error HttpClient::get(const HttpGet& request) {
     params.push_back(name.c_str());
     params.push_back(value.c_str());
   }
-  const gpureap_http_get r{request.path.c_str(),   params.data(),      request.params.size(), request.timeout_us,
-                           const_cast<HttpGet*>(&request), &status_trampoline<HttpGet>, &body_trampoline<HttpGet>};
+  const gpureap_http_get r{request.path.c_str(),
+                           params.data(),
+                           request.params.size(),
+                           request.timeout_us,
+                           const_cast<HttpGet*>(&request),
+                           cancelled_of(request),
+                           &status_trampoline<HttpGet>,
+                           &body_trampoline<HttpGet>};
   return static_cast<gpureap_http_error>(api_->client_get(client_, &r));
 }
 
@@ -68,6 +85,7 @@ gpureap_http_error HttpClient::post(const HttpPost& request) {
                             request.body.size(),
                             request.timeout_us,
                             const_cast<HttpPost*>(&request),
+                            cancelled_of(request),
                             &status_trampoline<HttpPost>,
                             &body_trampoline<HttpPost>};
   return static_cast<gpureap_http_error>(api_->client_post(client_, &r));
@@ -88,6 +106,9 @@ std::string http_error_text(gpureap_http_error error) {
     case GPUREAP_HTTP_CANCELED: return "the transfer was stopped";
     case GPUREAP_HTTP_OTHER: return "the request failed";
     case GPUREAP_HTTP_OUT_OF_MEMORY: return "the answer's headers did not end before the memory limit";
+    case GPUREAP_HTTP_DEADLINE: return "no whole answer within the timeout (the connection was closed)";
+    case GPUREAP_HTTP_HEAD_TOO_LARGE:
+      return "the answer's status line and headers passed 64 KiB (the connection was closed)";
   }
   return "the request failed";
 }

@@ -28,7 +28,9 @@ struct HttpClientConfig {
 struct HttpGet {
   std::string path;
   std::vector<std::pair<std::string, std::string>> params;
-  long long timeout_us = 10'000'000;  // for each wait
+  long long timeout_us = 10'000'000;  // the whole call (GPUREAP_HTTP_DEADLINE past it)
+  // Asked from another thread while the call runs; true ends it (GPUREAP_HTTP_CANCELED).
+  std::function<bool()> cancelled;
   // false stops the transfer (the result is then GPUREAP_HTTP_CANCELED).
   std::function<bool(int status, std::string_view location)> on_status;
   std::function<bool(std::string_view piece)> on_body;
@@ -38,7 +40,8 @@ struct HttpPost {
   std::string path;  // with its query, as given
   std::string content_type = "application/json";
   std::string body;
-  long long timeout_us = 10'000'000;  // for each wait
+  long long timeout_us = 10'000'000;  // the whole call (GPUREAP_HTTP_DEADLINE past it)
+  std::function<bool()> cancelled;    // as in HttpGet
   std::function<bool(int status, std::string_view location)> on_status;
   std::function<bool(std::string_view piece)> on_body;
 };

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#define GPUREAP_HTTP_MODULE_ABI 3
+#define GPUREAP_HTTP_MODULE_ABI 4
 #define GPUREAP_HTTP_MODULE_ENTRY "gpureap_http_module"
 
 extern "C" {
@@ -78,14 +78,23 @@ enum gpureap_http_error {
   GPUREAP_HTTP_CANCELED = 9,           // a callback returned 0
   GPUREAP_HTTP_OTHER = 10,
   GPUREAP_HTTP_OUT_OF_MEMORY = 11,     // the answer outgrew the memory the process may use
+  GPUREAP_HTTP_DEADLINE = 12,          // the whole call outlasted timeout_us: the connection was shut
+  GPUREAP_HTTP_HEAD_TOO_LARGE = 13,    // more than GPUREAP_HTTP_MAX_HEAD_BYTES came before the body
 };
+
+// What a server may send before its answer's body (status line and headers): past it the
+// connection is shut. httplib bounds each header line, not their number.
+#define GPUREAP_HTTP_MAX_HEAD_BYTES (64 * 1024)
 
 struct gpureap_http_get {
   const char* path;              // "/api/v1/query"
   const char* const* params;     // name, value, name, value, ...: URL-encoded by the module
   size_t param_count;            // pairs
-  long long timeout_us;          // for each wait: connecting, every read and write
+  long long timeout_us;          // the whole call: at its end a timer shuts the connection down
   void* context;
+  // Polled from another thread while the call runs; non-zero shuts the connection (CANCELED).
+  // NULL: never cancelled.
+  int (*cancelled)(void* context);
   // The status and the Location header (or ""), before the body; 0 stops the transfer.
   int (*on_status)(void* context, int status, const char* location);
   // Each piece of the body as it arrives, decompressed; 0 stops the transfer.
@@ -99,8 +108,9 @@ struct gpureap_http_post {
   const char* content_type;
   const char* body;
   size_t body_size;
-  long long timeout_us;  // for each wait: connecting, every read and write
+  long long timeout_us;  // the whole call: at its end a timer shuts the connection down
   void* context;
+  int (*cancelled)(void* context);  // as in gpureap_http_get
   int (*on_status)(void* context, int status, const char* location);
   int (*on_body)(void* context, const char* data, size_t length);
 };

@@ -69,7 +69,70 @@ std::string sanitize(std::string_view text, bool keep_newlines) {
   return out;
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The value of `digits` hex digits at text[at], or -1.
+long hex_at(std::string_view text, std::size_t at, std::size_t digits) {
+  if (at + digits > text.size()) return -1;
+  long value = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    const int d = hex_digit(text[at + i]);
+    if (d < 0) return -1;
+    value = value * 16 + d;
+  }
+  return value;
+}
+
+void append_utf8(std::string& out, std::uint32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
 }  // namespace
+
+std::string unsanitize_terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    if (text[at] == '\\' && at + 1 < text.size()) {
+      const char kind = text[at + 1];
+      if (kind == '\\') {
+        out += '\\';
+        at += 2;
+        continue;
+      }
+      if (kind == 'x') {
+        if (const long byte = hex_at(text, at + 2, 2); byte >= 0) {
+          out += static_cast<char>(byte);
+          at += 4;
+          continue;
+        }
+      }
+      if (kind == 'u') {
+        if (const long code = hex_at(text, at + 2, 4); code >= 0) {
+          append_utf8(out, static_cast<std::uint32_t>(code));
+          at += 6;
+          continue;
+        }
+      }
+    }
+    out += text[at++];
+  }
+  return out;
+}
 
 std::string sanitize_for_terminal(std::string_view text) { return sanitize(text, false); }
 

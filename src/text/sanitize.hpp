@@ -29,6 +29,12 @@ namespace gpureap {
 // For single-line fields: every control, newline and tab included, is escaped.
 std::string sanitize_for_terminal(std::string_view text);
 
+// The bytes sanitize_for_terminal was given, from what it returned: \\, \xHH and \uHHHH are
+// undone; anything else (a backslash that begins none of them) is kept as it is. For text that
+// comes already sanitised (the label values of gpureap's exporter, read back by fleet), so that
+// it is shown sanitised once, not with every backslash doubled.
+std::string unsanitize_terminal_text(std::string_view text);
+
 // For text gpureap lays out over several lines itself (a finding's detail): '\n' is kept,
 // everything else as sanitize_for_terminal.
 std::string sanitize_lines_for_terminal(std::string_view text);

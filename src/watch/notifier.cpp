@@ -56,6 +56,7 @@ void Notifier::stop(std::chrono::milliseconds budget) {
     if (!thread_.joinable()) return;
     stopping_ = true;
     stop_deadline_ = std::chrono::steady_clock::now() + budget;
+    cut_off_at_.store(stop_deadline_.time_since_epoch().count());
   }
   wake_.notify_one();
   thread_.join();
@@ -100,7 +101,15 @@ void Notifier::deliver(const WatchEvent& event, const NotifySettings& settings) 
     record("command", run_notify_command(argv, json, millis(settings.command_timeout_seconds)));
   }
   if (!settings.webhook.empty()) {
-    record("webhook", post_webhook(settings.webhook, settings.webhook_ca_file, json, millis(settings.webhook_timeout_seconds)));
+    const auto cut_off = [this] {
+      return std::chrono::steady_clock::now().time_since_epoch().count() >= cut_off_at_.load();
+    };
+    Delivery delivery =
+        post_webhook(settings.webhook, settings.webhook_ca_file, json, millis(settings.webhook_timeout_seconds), cut_off);
+    if (delivery.outcome != DeliveryOutcome::Sent && cut_off()) {
+      delivery = {DeliveryOutcome::Failed, "cut off: gpureap watch is stopping"};
+    }
+    record("webhook", delivery);
   }
 }
 

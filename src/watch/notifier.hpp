@@ -2,9 +2,11 @@
 // the daemon's looks or actions: send() queues and returns. Each event goes to every channel the
 // policy configures (the command, the webhook), each delivery is logged and counted by channel
 // and outcome; a full queue drops the event (counted "dropped"). On stop, what is queued is
-// still delivered within a budget, the rest dropped.
+// still delivered within a budget, the rest dropped: a webhook call still running when the
+// budget ends is cut off (its connection shut), so a server cannot hold the daemon's exit.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -45,6 +47,8 @@ class Notifier {
   NotifySettings settings_;
   bool stopping_ = false;
   std::chrono::steady_clock::time_point stop_deadline_{};
+  // stop_deadline_ for the delivery thread's cancel check, which must not take mutex_.
+  std::atomic<std::chrono::steady_clock::rep> cut_off_at_{std::chrono::steady_clock::time_point::max().time_since_epoch().count()};
   std::thread thread_;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,10 +31,10 @@ Delivery run_notify_command(const std::vector<std::string>& argv, const std::str
 // POST `json` (application/json) to an http:// or https:// URL through the HTTP module's
 // client (gpureap-http.so, loaded only when a policy has a webhook); https verifies the
 // server's certificate against the CAs of `ca_file` (PEM), or the system's when it is empty;
-// each of connecting, sending and reading the answer is bounded by the timeout, and the whole
-// by three times it. Sent on a 2xx status.
+// the whole call (connecting, sending, the answer's head and body) ends at the timeout, and at
+// once when `cancelled` (asked from another thread) says so. Sent on a 2xx status.
 Delivery post_webhook(const std::string& url, const std::string& ca_file, const std::string& json,
-                      std::chrono::milliseconds timeout);
+                      std::chrono::milliseconds timeout, std::function<bool()> cancelled = {});
 
 // The webhook URL split as the client needs it: its origin (parsed as fleet's URLs are) and
 // the rest, path and query, sent as written ("/" when none). nullopt with one phrase in `error`

@@ -29,7 +29,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::milliseconds kNotificationBudgetAtStop{5000};
+constexpr std::chrono::milliseconds kNotificationBudgetAtStop{1500};
 
 double unix_now() {
   timespec now{};

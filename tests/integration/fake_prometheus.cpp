@@ -1,5 +1,7 @@
 #include "fake_prometheus.hpp"
 
+#include <cmath>
+
 #include "sim_harness.hpp"
 
 #include <netinet/in.h>
@@ -135,7 +137,11 @@ void FakePrometheus::answer(const httplib::Request& request, httplib::Response& 
     }
     for (const auto& s : series_) {
       if (query.find(s.needle) == std::string::npos) continue;
-      result.push_back({{"metric", s.labels}, {"value", {kFakeNow, nlohmann::json(s.value).dump()}}});
+      // As Prometheus writes sample values: "NaN", "+Inf", "-Inf", or the number.
+      const std::string text = std::isnan(s.value)   ? "NaN"
+                               : std::isinf(s.value) ? (s.value > 0 ? "+Inf" : "-Inf")
+                                                     : nlohmann::json(s.value).dump();
+      result.push_back({{"metric", s.labels}, {"value", {kFakeNow, text}}});
     }
   }
   if (handler) return handler(request, response);

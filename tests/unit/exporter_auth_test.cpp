@@ -7,11 +7,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "exporter/basic_auth.hpp"
+#include "exporter/credential_digest.hpp"
 #include "exporter/web_config.hpp"
 
 namespace gpureap {
@@ -95,6 +99,50 @@ TEST(ExporterBasicAuth, AllowsTheRightPasswordOnly) {
   EXPECT_FALSE(auth.allows(basic("grafana:pass word")));
   EXPECT_FALSE(auth.allows(""));
   EXPECT_TRUE(auth.allows(basic("prometheus:pass word")));
+}
+
+TEST(ExporterBasicAuth, AFloodOfOneWrongPasswordCostsOneBcryptRun) {
+  BasicAuthenticator auth({{"prometheus", bcrypt_hash("right")}, {"grafana", bcrypt_hash("other")}});
+  // 14 clients at once, each repeating the same wrong password: bcrypt runs once, the others
+  // wait for that one outcome or find it remembered.
+  std::vector<std::thread> clients;
+  std::atomic<int> allowed{0};
+  for (int c = 0; c < 14; ++c) {
+    clients.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) allowed += auth.allows(basic("prometheus:wrong")) ? 1 : 0;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(allowed.load(), 0);
+  EXPECT_EQ(auth.bcrypt_runs(), 1u);
+  // The right password is one more run, then remembered; an unknown user costs one run per
+  // distinct password, as a known one does.
+  EXPECT_TRUE(auth.allows(basic("prometheus:right")));
+  EXPECT_TRUE(auth.allows(basic("prometheus:right")));
+  EXPECT_EQ(auth.bcrypt_runs(), 2u);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(auth.allows(basic("nobody:right")));
+  EXPECT_EQ(auth.bcrypt_runs(), 3u);
+  // Another user's password is not this user's: the digest covers both.
+  EXPECT_FALSE(auth.allows(basic("grafana:right")));
+  EXPECT_TRUE(auth.allows(basic("grafana:other")));
+  EXPECT_FALSE(auth.allows(basic("prometheus:other")));
+  EXPECT_EQ(auth.bcrypt_runs(), 6u);
+  EXPECT_FALSE(auth.allows(basic("prometheus:wrong")));
+  EXPECT_EQ(auth.bcrypt_runs(), 6u);
+}
+
+TEST(ExporterBasicAuth, SipHashMatchesTheReferenceVectors) {
+  // The reference implementation's key 00..0f; messages 00, 00 01, ... (vectors.h, SipHash-2-4).
+  std::uint64_t k0 = 0, k1 = 0;
+  for (int i = 0; i < 8; ++i) {
+    k0 |= static_cast<std::uint64_t>(i) << (8 * i);
+    k1 |= static_cast<std::uint64_t>(i + 8) << (8 * i);
+  }
+  EXPECT_EQ(siphash24(k0, k1, ""), 0x726fdb47dd0e0e31ULL);
+  EXPECT_EQ(siphash24(k0, k1, std::string("\x00", 1)), 0x74f839c593dc67fdULL);
+  std::string fifteen;
+  for (int i = 0; i < 15; ++i) fifteen += static_cast<char>(i);
+  EXPECT_EQ(siphash24(k0, k1, fifteen), 0xa129ca6149be45e5ULL);
 }
 
 TEST(ExporterBasicAuth, ConstantTimeComparisonStillCompares) {

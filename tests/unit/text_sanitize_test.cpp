@@ -111,5 +111,17 @@ TEST(TextSanitize, EveryByteValueComesOutInert) {
   EXPECT_TRUE(inert(sanitize_for_terminal(pairs)));
 }
 
+TEST(TextSanitize, UnsanitizeGivesBackTheBytesSanitizeWasGiven) {
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  for (const std::string& text :
+       {all, std::string("evil\x1b]0;pwned\x07 C:\\tmp \\x1b literal"), std::string("\xe2\x80\xae rtl \xc2\x85 nel"),
+        std::string("plain"), std::string()}) {
+    EXPECT_EQ(unsanitize_terminal_text(sanitize_for_terminal(text)), text);
+  }
+  // A backslash that begins no escape is kept as it is.
+  EXPECT_EQ(unsanitize_terminal_text("a\\q \\x4 \\u12 end\\"), "a\\q \\x4 \\u12 end\\");
+}
+
 }  // namespace
 }  // namespace gpureap
