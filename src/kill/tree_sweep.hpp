@@ -1,8 +1,11 @@
-// Finding the processes that belong to a target while it is being killed: its descendants
-// (from /proc/<pid>/task/<tid>/children, or a scan of ppids where the kernel lacks that file)
-// and the members of its process group (a scan of pgids). Each new process is pinned (pidfd,
-// then its start time checked) the moment it is found, and handed to the caller at once so
-// that it can be stopped before the next one is looked for. Internal to src/kill.
+// The one verified walk over a living process's descendants and process group, used by every
+// sweep (kill's ladder, run's job members, reap, watch, top). A PID read from a children file,
+// a ppid scan or a pgid scan is only a lead: it is pinned (pidfd, start time checked), and
+// then read again through the pin; it is kept only when that read still shows it under the
+// pinned member it was found under (its ppid, or in group mode its pgid), and that member's
+// pidfd still says it lives. A stranger that took a finished member's PID, or the child of
+// such a stranger, therefore never joins. The walk starts only from members whose pidfd has
+// not signalled exit, and a process group is scanned only while a living member still has it.
 #pragma once
 
 #include <functional>
@@ -18,12 +21,14 @@
 namespace gpureap::killtree {
 
 struct SweepScope {
-  std::vector<pid_t> members;         // processes already pinned for this target
+  std::vector<const PidRef*> members;  // pinned processes of this target; exited ones are skipped
   bool descendants = false;           // follow children (recursively)
   std::optional<pid_t> process_group;  // also every process with this pgid
 };
 
-// Called for each new process, already pinned; `state` is its stat state when found.
+// Called for each new process, pinned and verified, once the walk no longer needs it (after its
+// own children were looked at); `state` is its stat state read through the pin. It may not
+// invalidate the PidRefs given in the scope.
 using FoundFn = std::function<void(PidRef ref, char state)>;
 // Called for a process of the scope that could not be pinned for another reason than its
 // exit (EMFILE, ENFILE, no pidfd_open...): it cannot be signalled and must be reported.
