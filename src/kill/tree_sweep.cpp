@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "kill/cgroup_kill.hpp"
 #include "proc/pid_files.hpp"
 #include "proc/proc_io.hpp"
 
@@ -22,7 +23,7 @@ struct Callbacks {
 };
 
 // What a lead must still show once pinned, read through the pin: under whom it was found.
-using StillBelongsFn = std::function<bool(const StatFields& pinned_stat)>;
+using StillBelongsFn = std::function<bool(const PidRef& pinned, const StatFields& pinned_stat)>;
 
 struct Found {
   PidRef ref;
@@ -53,7 +54,7 @@ bool consider(const std::string& proc_root, pid_t pid, std::unordered_set<pid_t>
   if (pinned.status != PinStatus::Ok) return false;  // exited, or the PID was reused meanwhile
   // The lead was read by bare PID: only a read through the pin says whose it is now.
   const auto again = pinned.ref.read_stat(proc_root);
-  if (!again || again->state == 'Z' || again->state == 'X' || !still_belongs(*again)) return false;
+  if (!again || again->state == 'Z' || again->state == 'X' || !still_belongs(pinned.ref, *again)) return false;
   --call.pin_budget;
   known.insert(pid);
   out.push_back(Found{std::move(pinned.ref), again->state});
@@ -88,7 +89,7 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
   if (scope.process_group && *scope.process_group > 1) {
     const pid_t group = *scope.process_group;
     if (const PidRef* anchor = group_anchor(proc_root, living, group)) {
-      const StillBelongsFn in_group = [&](const StatFields& pinned) {
+      const StillBelongsFn in_group = [&](const PidRef&, const StatFields& pinned) {
         if (pinned.pgid != group || !lives(anchor)) return false;
         const auto anchor_stat = anchor->read_stat(proc_root);
         return anchor_stat && anchor_stat->pgid == group;
@@ -104,49 +105,81 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
   for (Found& f : joined) found(std::move(f.ref), f.state);
   if (!scope.descendants) return count;
 
-  // Breadth-first from every living member and every process found on the way; a found
-  // process is handed over once its own children have been looked at, so that only the
-  // frontier holds descriptors.
-  struct Node {
+  // Depth-first from every living member: a found process's children are looked at before
+  // its next sibling is pinned, and it is handed over once they have been, so that only the
+  // path being walked holds descriptors (a caller that drops what it is handed walks any
+  // width of tree under a low open-file limit).
+  struct Frame {
     const PidRef* root = nullptr;
     Found owned;
+    std::vector<pid_t> children;
+    std::size_t next = 0;
     const PidRef& ref() const { return root != nullptr ? *root : owned.ref; }
   };
-  std::deque<Node> queue;
-  for (const PidRef* ref : living) queue.push_back(Node{ref, {}});
   std::unordered_map<pid_t, std::vector<pid_t>> by_parent;  // filled on first fallback
   bool scanned = false;
-  while (!queue.empty()) {
-    Node node = std::move(queue.front());
-    queue.pop_front();
-    const PidRef& parent = node.ref();
-    if (lives(&parent)) {  // else its children now belong to its reaper, not to the plan
-      auto children = procfs::read_children(proc_root, parent.pid());
-      if (!children) {
-        if (!scanned) {
-          for (const auto& stat : procfs::scan_stats(proc_root)) by_parent[stat.ppid].push_back(stat.pid);
-          scanned = true;
-        }
-        const auto it = by_parent.find(parent.pid());
-        children = it == by_parent.end() ? std::vector<pid_t>{} : it->second;
-      }
-      // Still the child of this parent, read through the child's pin, while the parent lives
-      // (a living parent's PID names no one else).
-      const StillBelongsFn under_parent = [&](const StatFields& pinned) {
-        return pinned.ppid == parent.pid() && lives(&parent);
-      };
-      std::deque<Found> children_found;
-      for (const pid_t child : *children) {
-        consider(proc_root, child, known, excluded, call, under_parent, children_found);
-      }
-      for (Found& f : children_found) queue.push_back(Node{nullptr, std::move(f)});
+  const auto children_of = [&](const PidRef& parent) {
+    auto children = procfs::read_children(proc_root, parent.pid());
+    if (children) return std::move(*children);
+    if (!scanned) {
+      for (const auto& stat : procfs::scan_stats(proc_root)) by_parent[stat.ppid].push_back(stat.pid);
+      scanned = true;
     }
-    if (node.root == nullptr) {
-      ++count;
-      found(std::move(node.owned.ref), node.owned.state);
+    const auto it = by_parent.find(parent.pid());
+    return it == by_parent.end() ? std::vector<pid_t>{} : it->second;
+  };
+  for (const PidRef* root : living) {
+    std::vector<Frame> stack;
+    stack.push_back(Frame{root, {}, children_of(*root), 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const PidRef& parent = top.ref();
+      // A parent that exited hands its children to its reaper: they are no longer the plan's.
+      if (top.next < top.children.size() && lives(&parent)) {
+        const pid_t child = top.children[top.next++];
+        // Still the child of this parent, read through the child's pin, while the parent
+        // lives (a living parent's PID names no one else).
+        const StillBelongsFn under_parent = [&](const PidRef&, const StatFields& pinned) {
+          return pinned.ppid == parent.pid() && lives(&parent);
+        };
+        std::deque<Found> one;
+        if (consider(proc_root, child, known, excluded, call, under_parent, one)) {
+          Frame frame{nullptr, std::move(one.front()), {}, 0};
+          frame.children = children_of(frame.owned.ref);
+          stack.push_back(std::move(frame));  // `top` and `parent` are not used past here
+        }
+        continue;
+      }
+      Frame done = std::move(stack.back());
+      stack.pop_back();
+      if (done.root == nullptr) {
+        ++count;
+        found(std::move(done.owned.ref), done.owned.state);
+      }
     }
   }
   return count;
+}
+
+std::size_t pin_cgroup_members(const std::string& proc_root, const std::string& cgroup_dir,
+                               const std::vector<pid_t>& pids, std::unordered_set<pid_t>& known,
+                               const std::unordered_set<pid_t>& excluded, std::size_t& pin_budget,
+                               const FoundFn& found, const PinFailedFn& failed) {
+  const Callbacks call{pin_budget, failed};
+  const auto mount = cgroup2_mount(proc_root);
+  if (!mount) return 0;
+  // Read after the pin, then the pin read again: the cgroup file named the pinned process.
+  const StillBelongsFn in_cgroup = [&](const PidRef& pinned, const StatFields&) {
+    const auto path = procfs::read_cgroup_v2_path(proc_root, pinned.pid());
+    if (!path) return false;
+    const std::string dir = *mount + *path;
+    const bool inside = dir == cgroup_dir || dir.rfind(cgroup_dir + "/", 0) == 0;
+    return inside && pinned.read_stat(proc_root).has_value() && lives(&pinned);
+  };
+  std::deque<Found> joined;
+  for (const pid_t pid : pids) consider(proc_root, pid, known, excluded, call, in_cgroup, joined);
+  for (Found& f : joined) found(std::move(f.ref), f.state);
+  return joined.size();
 }
 
 std::size_t pidfd_budget(std::size_t reserve) {

@@ -44,6 +44,15 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
                        std::unordered_set<pid_t>& known, const std::unordered_set<pid_t>& excluded,
                        std::size_t& pin_budget, const FoundFn& found, const PinFailedFn& failed);
 
+// The members of a cgroup v2 subtree, from PIDs read out of its cgroup.procs files: each is
+// pinned, and kept only when its /proc/<pid>/cgroup, read after the pin, names cgroup_dir or a
+// cgroup below it and the pin still names a living process. Same `known`, `excluded`,
+// budget and callbacks as sweep_once. Returns how many joined.
+std::size_t pin_cgroup_members(const std::string& proc_root, const std::string& cgroup_dir,
+                               const std::vector<pid_t>& pids, std::unordered_set<pid_t>& known,
+                               const std::unordered_set<pid_t>& excluded, std::size_t& pin_budget,
+                               const FoundFn& found, const PinFailedFn& failed);
+
 // How many pidfds this process may still open, leaving `reserve` descriptors free for reads.
 std::size_t pidfd_budget(std::size_t reserve = 32);
 
