@@ -21,6 +21,7 @@
 #include "cli/terminal_io.hpp"
 #include "kill/audit_log.hpp"
 #include "kill/cgroup_kill.hpp"
+#include "kill/interrupt_guard.hpp"
 #include "kill/kill_config.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
@@ -245,6 +246,8 @@ int run_reap(ReapOptions options) {
   execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.kill_timeout_s * 1000));
   execution.engine.proc_root = proc_root;
   execution.tree = false;
+  InterruptGuard interrupts;  // the command's own thread: Ctrl-C stops the ladder, never gpureap mid-step
+  execution.engine.interruption = interrupts.interruption();
   try {
     execute_plan(plan, pins, *snapshot, policy, execution, audit ? &*audit : nullptr, report.kill);
   } catch (const std::runtime_error& error) {
