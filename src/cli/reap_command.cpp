@@ -22,6 +22,7 @@
 #include "kill/audit_log.hpp"
 #include "kill/cgroup_kill.hpp"
 #include "kill/interrupt_guard.hpp"
+#include "kill/tree_sweep.hpp"
 #include "kill/kill_config.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
@@ -224,6 +225,15 @@ int run_reap(ReapOptions options) {
   report.kill.targets = planned_outcomes(plan);
 
   std::map<pid_t, PinResult> pins = pin_targets(plan, *snapshot);
+  // The cgroup's PIDs were read before the pins: each pinned one is shown in the cgroup again
+  // through its pin, or it is a stranger that took a member's PID and is left alone.
+  if (report.criteria.cgroup_dir) {
+    for (auto& [pid, pin] : pins) {
+      if (pin.status == PinStatus::Ok && !killtree::pinned_in_cgroup(proc_root, pin.ref, *report.criteria.cgroup_dir)) {
+        pin = PinResult{PinStatus::IdentityChanged, 0, {}};
+      }
+    }
+  }
   if (!options.json) {
     if (plan.targets.empty()) {
       write_out(style.bold(fmt::format("{}Nothing of the job is running", options.dry_run ? "[dry run] " : "")) + "\n");

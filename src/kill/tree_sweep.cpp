@@ -161,20 +161,24 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
   return count;
 }
 
+bool pinned_in_cgroup(const std::string& proc_root, const PidRef& pinned, const std::string& cgroup_dir) {
+  const auto mount = cgroup2_mount(proc_root);
+  if (!mount) return false;
+  // Read after the pin, then the pin read again: the cgroup file named the pinned process.
+  const auto path = procfs::read_cgroup_v2_path(proc_root, pinned.pid());
+  if (!path) return false;
+  const std::string dir = *mount + *path;
+  const bool inside = dir == cgroup_dir || dir.rfind(cgroup_dir + "/", 0) == 0;
+  return inside && pinned.read_stat(proc_root).has_value() && lives(&pinned);
+}
+
 std::size_t pin_cgroup_members(const std::string& proc_root, const std::string& cgroup_dir,
                                const std::vector<pid_t>& pids, std::unordered_set<pid_t>& known,
                                const std::unordered_set<pid_t>& excluded, std::size_t& pin_budget,
                                const FoundFn& found, const PinFailedFn& failed) {
   const Callbacks call{pin_budget, failed};
-  const auto mount = cgroup2_mount(proc_root);
-  if (!mount) return 0;
-  // Read after the pin, then the pin read again: the cgroup file named the pinned process.
   const StillBelongsFn in_cgroup = [&](const PidRef& pinned, const StatFields&) {
-    const auto path = procfs::read_cgroup_v2_path(proc_root, pinned.pid());
-    if (!path) return false;
-    const std::string dir = *mount + *path;
-    const bool inside = dir == cgroup_dir || dir.rfind(cgroup_dir + "/", 0) == 0;
-    return inside && pinned.read_stat(proc_root).has_value() && lives(&pinned);
+    return pinned_in_cgroup(proc_root, pinned, cgroup_dir);
   };
   std::deque<Found> joined;
   for (const pid_t pid : pids) consider(proc_root, pid, known, excluded, call, in_cgroup, joined);

@@ -44,6 +44,10 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
                        std::unordered_set<pid_t>& known, const std::unordered_set<pid_t>& excluded,
                        std::size_t& pin_budget, const FoundFn& found, const PinFailedFn& failed);
 
+// Is the pinned process, living, in cgroup_dir or a cgroup below it? /proc/<pid>/cgroup is read
+// after the pin and the pin checked after the read, so the answer is about the pinned process.
+bool pinned_in_cgroup(const std::string& proc_root, const PidRef& pinned, const std::string& cgroup_dir);
+
 // The members of a cgroup v2 subtree, from PIDs read out of its cgroup.procs files: each is
 // pinned, and kept only when its /proc/<pid>/cgroup, read after the pin, names cgroup_dir or a
 // cgroup below it and the pin still names a living process. Same `known`, `excluded`,
