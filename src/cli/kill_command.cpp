@@ -26,6 +26,7 @@
 #include "text/terminal_width.hpp"
 #include "kill/audit_log.hpp"
 #include "kill/escalation.hpp"
+#include "kill/interrupt_guard.hpp"
 #include "kill/kill_config.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_plan.hpp"
@@ -265,6 +266,8 @@ int run_kill(KillOptions options) {
   execution.tree = options.criteria.tree;
   execution.group = options.criteria.group;
   execution.reap_zombies = options.reap_zombies;
+  InterruptGuard interrupts;  // the command's own thread: Ctrl-C stops the ladder, never gpureap mid-step
+  execution.engine.interruption = interrupts.interruption();
   try {
     execute_plan(plan, pins, *snapshot, policy, execution, audit ? &*audit : nullptr, report);
   } catch (const std::runtime_error& error) {

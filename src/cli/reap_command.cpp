@@ -22,6 +22,8 @@
 #include "cli/terminal_io.hpp"
 #include "kill/audit_log.hpp"
 #include "kill/cgroup_kill.hpp"
+#include "kill/interrupt_guard.hpp"
+#include "kill/tree_sweep.hpp"
 #include "kill/kill_config.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
@@ -247,6 +249,15 @@ int run_reap(ReapOptions options) {
   report.kill.targets = planned_outcomes(plan);
 
   std::map<pid_t, PinResult> pins = pin_targets(plan, *snapshot);
+  // The cgroup's PIDs were read before the pins: each pinned one is shown in the cgroup again
+  // through its pin, or it is a stranger that took a member's PID and is left alone.
+  if (report.criteria.cgroup_dir) {
+    for (auto& [pid, pin] : pins) {
+      if (pin.status == PinStatus::Ok && !killtree::pinned_in_cgroup(proc_root, pin.ref, *report.criteria.cgroup_dir)) {
+        pin = PinResult{PinStatus::IdentityChanged, 0, {}};
+      }
+    }
+  }
   if (!options.json) {
     if (plan.targets.empty()) {
       write_out(style.bold(fmt::format("{}Nothing of the job is running", options.dry_run ? "[dry run] " : "")) + "\n");
@@ -269,6 +280,8 @@ int run_reap(ReapOptions options) {
   execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.kill_timeout_s * 1000));
   execution.engine.proc_root = proc_root;
   execution.tree = false;
+  InterruptGuard interrupts;  // the command's own thread: Ctrl-C stops the ladder, never gpureap mid-step
+  execution.engine.interruption = interrupts.interruption();
   try {
     execute_plan(plan, pins, *snapshot, policy, execution, audit ? &*audit : nullptr, report.kill);
   } catch (const std::runtime_error& error) {

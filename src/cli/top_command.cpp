@@ -178,6 +178,7 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
     screen->paint(layout_frame(state, layout));
   };
   draw();
+  int quit_signal = 0;  // what told top to leave (a closed terminal reads as SIGHUP)
   while (!state.quit) {
     std::array<pollfd, 4> fds{{{STDIN_FILENO, POLLIN, 0}, {signals.fd(), POLLIN, 0}, {refresher.fd(), POLLIN, 0},
                                {worker->fd(), POLLIN, 0}}};
@@ -192,6 +193,7 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
         } else {
           state.quit = true;
           exit_status = exit_code::interrupted_by(s);
+          if (quit_signal == 0) quit_signal = s;
         }
       }
     }
@@ -223,7 +225,10 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
       }
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (fds[0].revents & (POLLHUP | POLLERR)) state.quit = true;  // the terminal went away
+      if (fds[0].revents & (POLLHUP | POLLERR)) {  // the terminal went away
+        state.quit = true;
+        if (quit_signal == 0) quit_signal = SIGHUP;
+      }
       const std::size_t page = table_capacity(state, layout);
       while (auto key = screen->read_key()) {
         const KeyAction action = handle_key(state, *key, page);
@@ -238,6 +243,8 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
     }
     draw();
   }
+  // Told to leave: a ladder under way stops at its next step and continues what it stopped.
+  if (quit_signal != 0) worker->interrupt(quit_signal);
   if (worker->busy()) {
     state.set_status("finishing the action in progress before quitting…", StatusTone::Busy);
     draw();

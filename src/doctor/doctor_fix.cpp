@@ -13,6 +13,7 @@
 
 #include "text/human_format.hpp"
 #include "doctor/ipc_removal.hpp"
+#include "kill/interrupt_guard.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
 #include "proc/timed_command.hpp"
@@ -51,6 +52,8 @@ FixResult end_processes(SnapshotSource& source, Snapshot& snapshot, const std::v
   request.protect = options.protect;
   request.audit = options.audit;
   EndResult ended;
+  InterruptGuard interrupts;  // doctor --fix runs on the command's main thread
+  request.interruption = interrupts.interruption();
   try {
     ended = end_chosen_pids(source, snapshot, request);
   } catch (const std::runtime_error& error) {

@@ -126,7 +126,13 @@ std::vector<TargetResult> signal_members(const EndingSettings& settings, const M
     std::vector<EscalationTarget> targets;
     for (; next != members.end() && targets.size() < budget; ++next) {
       const auto& [pid, member] = *next;
-      PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
+      PinResult pin;
+      if (member.proven) {
+        pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
+      } else {
+        pin.status = PinStatus::Error;  // its membership was never shown through a pin
+        pin.error = EMFILE;
+      }
       if (pin.status == PinStatus::Gone || pin.status == PinStatus::IdentityChanged) continue;  // ended meanwhile
       if (out_of_descriptors(pin) && !targets.empty()) break;  // this batch first; retried in the next
       if (pin.status != PinStatus::Ok) {

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <string_view>
+#include <unordered_set>
 
 #include "job/job_cgroup.hpp"
+#include "kill/pid_ref.hpp"
+#include "kill/tree_sweep.hpp"
 #include "proc/pid_files.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/proc_parse.hpp"
@@ -43,67 +46,48 @@ void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, Me
   });
 }
 
-namespace {
-
-// gpureap's descendants through /proc/<pid>/task/*/children: the cost follows the job's size,
-// not the host's. nullopt without CONFIG_PROC_CHILDREN: then every process's parent is read.
-std::optional<std::set<pid_t>> descendants_by_children(const std::string& proc_root, pid_t self) {
-  std::set<pid_t> found;
-  std::vector<pid_t> stack{self};
-  while (!stack.empty()) {
-    const pid_t pid = stack.back();
-    stack.pop_back();
-    const auto children = procfs::read_children(proc_root, pid);
-    if (!children) {
-      if (pid == self) return std::nullopt;
-      continue;  // it exited meanwhile
-    }
-    for (pid_t child : *children) {
-      if (found.insert(child).second) stack.push_back(child);
-    }
-  }
-  return found;
-}
-
-std::set<pid_t> descendants_by_parents(const std::string& proc_root, pid_t self) {
-  std::set<pid_t> found;
-  const auto stats = procfs::scan_stats(proc_root);
-  std::map<pid_t, pid_t> parent;
-  for (const auto& s : stats) parent[s.pid] = s.ppid;
-  for (const auto& s : stats) {
-    pid_t up = s.ppid;
-    for (int depth = 0; up > 0 && depth < 4096; ++depth) {
-      if (up == self) {
-        found.insert(s.pid);
-        break;
-      }
-      auto it = parent.find(up);
-      if (it == parent.end()) break;
-      up = it->second;
-    }
-  }
-  found.erase(self);
-  return found;
-}
-
-}  // namespace
+// Descriptors kept free for the reads of /proc the walk and each member's description make.
+constexpr std::size_t kReadReserve = 8;
 
 Members list_members(const MembershipSettings& settings) {
-  auto pids = descendants_by_children(settings.proc_root, settings.self);
-  if (!pids) pids = descendants_by_parents(settings.proc_root, settings.self);
-  if (settings.cgroup != nullptr) {
-    for (pid_t pid : settings.cgroup->member_pids()) {
-      if (pid != settings.self) pids->insert(pid);
-    }
-  }
   Members members;
-  for (pid_t pid : *pids) {
-    auto stat = procfs::read_stat(settings.proc_root, pid);
-    if (!stat || stat->state == 'Z' || stat->state == 'X') continue;
+  const std::string& proc_root = settings.proc_root;
+  // Each member is proven through its pin (the walk and the cgroup check read /proc again
+  // through it), and described only while the pin still names it.
+  std::size_t budget = killtree::pidfd_budget(kReadReserve);
+  const auto keep = [&](PidRef ref, char) {
+    ++budget;  // `ref` is closed on the way out
+    auto stat = ref.read_stat(proc_root);
+    if (!stat) return;
     Member member;
     member.stat = std::move(*stat);
-    read_gpu_files(settings.proc_root, settings.dev_dir, member);
+    read_gpu_files(proc_root, settings.dev_dir, member);
+    if (!ref.read_stat(proc_root)) return;  // the descriptors read may be a stranger's
+    members.insert_or_assign(member.stat.pid, std::move(member));
+  };
+  // A member that cannot be pinned (no descriptors left) is listed, unproven: never signalled.
+  const auto unpinned = [&](pid_t pid, const PinResult&) {
+    auto stat = procfs::read_stat(proc_root, pid);
+    if (!stat || stat->state == 'Z' || stat->state == 'X') return;
+    Member member;
+    member.stat = std::move(*stat);
+    member.proven = false;
     members.emplace(pid, std::move(member));
+  };
+  std::unordered_set<pid_t> known{settings.self};
+  const std::unordered_set<pid_t> excluded;
+  if (const auto self_stat = procfs::read_stat(proc_root, settings.self)) {
+    PinResult self = PidRef::pin(settings.self, self_stat->start_time_ticks, proc_root);
+    if (self.status == PinStatus::Ok) {
+      killtree::SweepScope scope;
+      scope.members.push_back(&self.ref);
+      scope.descendants = true;
+      killtree::sweep_once(proc_root, scope, known, excluded, budget, keep, unpinned);
+    }
+  }
+  if (settings.cgroup != nullptr) {
+    killtree::pin_cgroup_members(proc_root, settings.cgroup->path(), settings.cgroup->member_pids(), known,
+                                 excluded, budget, keep, unpinned);
   }
   return members;
 }

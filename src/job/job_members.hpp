@@ -1,7 +1,9 @@
 // Who belongs to the job, and what each member is doing. Ownership is proof, never a guess:
 // the processes in the job's cgroup, and gpureap's descendants (as a child subreaper, every
-// process the job forks stays below it, double-forked and setsid'd ones included). The
-// process group is used to forward signals, never to decide membership.
+// process the job forks stays below it, double-forked and setsid'd ones included), each
+// pinned and then shown to be in the cgroup, or under its living parent, by a read through
+// the pin (killtree's one walk): a PID reused by a stranger between the read and the pin
+// never joins. The process group is used to forward signals, never to decide membership.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,9 @@ struct Member {
   StatFields stat;
   std::vector<unsigned> gpu_minors;  // N of each /dev/nvidia<N> it holds
   bool holds_control_file = false;   // nvidiactl and friends only
+  // Pinned and shown to be the job's through the pin (under gpureap, or in the job's cgroup).
+  // False only when it could not be pinned (no descriptors left): never signalled then.
+  bool proven = true;
 };
 
 // One look at the job: its live members (zombies left out: they hold nothing) by PID.

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -84,9 +85,10 @@ std::optional<std::string> own_cgroup_dir(const std::string& proc_root, pid_t pi
 }
 
 std::vector<pid_t> cgroup_subtree_pids(const std::string& cgroup_dir) {
-  auto dir = CgroupDir::open(cgroup_dir);
-  if (!dir) return {};
-  return dir->member_pids().value_or(std::vector<pid_t>{});
+  const procfs::unique_fd dir = procfs::open_dir_at(AT_FDCWD, cgroup_dir.c_str(), true);
+  std::vector<pid_t> pids;
+  if (!dir || !collect_pids(dir.get(), pids, 0)) return {};
+  return pids;
 }
 
 int write_cgroup_kill(const std::string& cgroup_dir) {
@@ -95,9 +97,17 @@ int write_cgroup_kill(const std::string& cgroup_dir) {
   return write_at(dir.get(), "cgroup.kill", "1");
 }
 
-std::optional<CgroupDir> CgroupDir::open(const std::string& path) {
+std::optional<CgroupDir> CgroupDir::open(const std::string& path, std::chrono::milliseconds lock_bound) {
   procfs::unique_fd fd = procfs::open_dir_at(AT_FDCWD, path.c_str(), true);
   if (!fd) return std::nullopt;
+  // Two gpureaps on one cgroup (watch and an epilog's reap) take turns: the second waits for
+  // the first to be done, at most lock_bound, and otherwise leaves the cgroup alone.
+  const auto deadline = Clock::now() + lock_bound;
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) break;  // no locking here: nothing to share it with
+    if (Clock::now() >= deadline) return std::nullopt;
+    ::poll(nullptr, 0, 10);
+  }
   CgroupDir dir;
   dir.path_ = path;
   dir.dir_ = std::move(fd);
@@ -111,6 +121,9 @@ std::optional<std::vector<pid_t>> CgroupDir::member_pids() const {
 }
 
 bool CgroupDir::freeze(std::chrono::milliseconds bound) {
+  if (frozen_) return true;
+  // A freeze someone else made is theirs to undo: never taken over, never thawed by us.
+  if (frozen_by_someone_else()) return false;
   const procfs::unique_fd events(::openat(dir_.get(), "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!events || write_at(dir_.get(), "cgroup.freeze", "1") != 0) return false;
   frozen_ = true;
@@ -131,6 +144,15 @@ bool CgroupDir::freeze(std::chrono::milliseconds bound) {
 void CgroupDir::thaw() noexcept {
   if (!frozen_) return;
   if (write_at(dir_.get(), "cgroup.freeze", "0") == 0) frozen_ = false;
+}
+
+bool CgroupDir::frozen_by_someone_else() const {
+  if (frozen_) return false;
+  const procfs::unique_fd file(::openat(dir_.get(), "cgroup.freeze", O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!file) return true;  // unreadable: assume it is not ours to touch
+  char value = '?';
+  if (::read(file.get(), &value, 1) != 1) return true;
+  return value != '0';
 }
 
 int CgroupDir::kill() const { return write_at(dir_.get(), "cgroup.kill", "1"); }

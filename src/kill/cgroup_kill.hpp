@@ -40,7 +40,10 @@ int write_cgroup_kill(const std::string& cgroup_dir);
 // go through that fd, so they concern the same cgroup even if the path is replaced.
 class CgroupDir {
  public:
-  static std::optional<CgroupDir> open(const std::string& path);
+  // Opens the directory and takes an exclusive flock on it, waiting at most lock_bound for
+  // another gpureap acting on the same cgroup; nullopt when it could not be opened or locked.
+  static std::optional<CgroupDir> open(const std::string& path,
+                                       std::chrono::milliseconds lock_bound = std::chrono::seconds(5));
   CgroupDir(CgroupDir&&) noexcept = default;
   CgroupDir& operator=(CgroupDir&&) noexcept = default;
   ~CgroupDir() { thaw(); }  // never leave a cgroup frozen, whatever path we leave by
@@ -49,12 +52,15 @@ class CgroupDir {
   // Every PID in the subtree, read through the fd; nullopt when a cgroup.procs could not be
   // read (an unreadable cgroup is never killed).
   std::optional<std::vector<pid_t>> member_pids() const;
-  // Writes 1 to cgroup.freeze and waits (at most `bound`) for "frozen 1" in cgroup.events.
-  // False when it did not settle: the cgroup is thawed again.
+  // Reads cgroup.freeze first: already frozen by someone else means false, nothing written
+  // (that freeze is never thawed by us). Otherwise writes 1 and waits (at most `bound`) for
+  // "frozen 1" in cgroup.events; false when it did not settle: the cgroup is thawed again.
   bool freeze(std::chrono::milliseconds bound);
   // Writes 0 to cgroup.freeze when we froze it. Never throws; safe to call twice.
   void thaw() noexcept;
   bool frozen_by_us() const { return frozen_; }
+  // cgroup.freeze reads 1 (or cannot be read) and the freeze is not ours.
+  bool frozen_by_someone_else() const;
   // openat(fd, "cgroup.kill") and write "1". Returns 0 or the errno.
   int kill() const;
 

@@ -121,7 +121,7 @@ void wait_for_exits(State& state, Clock::duration budget, KillOutcome outcome) {
       owners.push_back(i);
     }
     if (fds.empty()) return;
-    fds.push_back(pollfd{state.interrupts.fd(), POLLIN, 0});
+    if (state.options.interruption.fd >= 0) fds.push_back(pollfd{state.options.interruption.fd, POLLIN, 0});
     const auto left = std::max(Clock::duration::zero(), deadline - Clock::now());
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
     timespec wait{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
@@ -205,8 +205,7 @@ void judge_survivors(State& state) {
 
 EscalationRun run_ladder(std::vector<EscalationTarget> targets, const EscalationOptions& options,
                          const AuditHooks& audit) {
-  InterruptGuard interrupts;
-  State state(targets, options, audit, interrupts);
+  State state(targets, options, audit);
   state.excluded = killtree::self_and_ancestors(options.proc_root);
   state.pin_budget = killtree::pidfd_budget();
   state.results.resize(targets.size());
@@ -230,7 +229,7 @@ EscalationRun run_ladder(std::vector<EscalationTarget> targets, const Escalation
     resume_everything(state);
     throw;
   }
-  if (state.interrupted_by == 0) state.interrupted_by = interrupts.received();  // arrived at the very end
+  if (state.interrupted_by == 0) state.interrupted_by = state.interruption_received();  // at the very end
   judge_survivors(state);                                                 // 5
   return EscalationRun{std::move(state.results), state.interrupted_by};
 }

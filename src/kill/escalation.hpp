@@ -12,10 +12,12 @@
 //   verify    judge what is still alive (D state, unkillable), from reads re-checked against
 //             the pidfd
 //
-// Every signal is audited first, one flush per step (ladder_signal.cpp). SIGINT, SIGTERM,
-// SIGHUP and SIGQUIT sent to gpureap meanwhile stop the ladder between steps: everything it
-// stopped or froze is continued, and the run says which signal interrupted it
-// (interrupt_guard.hpp). A swept root's signals read SIGSTOP, SIGTERM, SIGCONT, SIGSTOP,
+// Every signal is audited first, one flush per step (ladder_signal.cpp). The caller's
+// Interruption (EscalationOptions) stops the ladder between steps and wakes its waits:
+// everything it stopped or froze is continued, and the run says which signal interrupted it.
+// The engine installs no signal handler itself: a command's main thread turns SIGINT,
+// SIGTERM, SIGHUP and SIGQUIT into an Interruption (InterruptGuard), a worker thread passes
+// its owner's request (InterruptRequest, interrupt_guard.hpp). A swept root's signals read SIGSTOP, SIGTERM, SIGCONT, SIGSTOP,
 // SIGKILL. The engine itself refuses (outcome Refused, nothing sent) PID <= 1, gpureap and its
 // ancestors, kernel threads and targets without a valid pidfd. A process of a tree that
 // cannot be pinned (EMFILE...) is reported as a survivor, never left out silently.
@@ -54,12 +56,21 @@ struct EscalationTarget {
   std::string reason;              // why it was selected (for the audit log)
 };
 
+// How the caller stops a ladder under way: `received` is asked between steps (a signal number,
+// 0 to go on; unset: never) and `fd`, when >= 0, is polled while the ladder waits (readable
+// once it should stop).
+struct Interruption {
+  std::function<int()> received;
+  int fd = -1;
+};
+
 struct EscalationOptions {
   int first_signal = 15;  // SIGTERM
   std::chrono::milliseconds timeout{10000};
   bool escalate = true;   // SIGKILL after the timeout
   std::chrono::milliseconds kill_grace{2000};  // how long to wait after SIGKILL before judging
   std::string proc_root = "/proc";
+  Interruption interruption;  // none: the ladder runs to its end
 };
 
 struct TargetResult {
@@ -95,7 +106,7 @@ struct AuditHooks {
 
 struct EscalationRun {
   std::vector<TargetResult> results;  // as run_escalation's
-  int interrupted_by = 0;  // SIGINT, SIGTERM, SIGHUP or SIGQUIT received during the ladder; 0: none
+  int interrupted_by = 0;  // the signal options.interruption reported during the ladder; 0: none
 };
 
 EscalationRun run_ladder(std::vector<EscalationTarget> targets, const EscalationOptions& options,
@@ -105,7 +116,7 @@ EscalationRun run_ladder(std::vector<EscalationTarget> targets, const Escalation
 // group (discovered=true), in the order found. `audit` is called before each signal (if it
 // throws, that signal is not sent and the exception propagates, after a SIGCONT to processes
 // the freeze had stopped); `audit_result`, when set, after each send with result_errno filled
-// in. run_ladder without the flush hook and the interruption.
+// in. run_ladder without the flush hook; options.interruption still applies.
 std::vector<TargetResult> run_escalation(std::vector<EscalationTarget> targets, const EscalationOptions& options,
                                          const AuditSink& audit = {}, const AuditSink& audit_result = {});
 

@@ -61,4 +61,20 @@ int InterruptGuard::received() {
   return g_first_signal.load();
 }
 
+InterruptRequest::InterruptRequest() {
+  int fds[2] = {-1, -1};
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    read_end_ = procfs::unique_fd(fds[0]);
+    write_end_ = procfs::unique_fd(fds[1]);
+  }
+}
+
+void InterruptRequest::request(int signal) {
+  int none = 0;
+  signal_.compare_exchange_strong(none, signal != 0 ? signal : SIGTERM);
+  // Never drained: the ladder's poll stays woken, and received() says why.
+  const unsigned char byte = 1;
+  if (write_end_) (void)!::write(write_end_.get(), &byte, 1);
+}
+
 }  // namespace gpureap

@@ -105,6 +105,7 @@ EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndR
   engine.first_signal = SIGTERM;
   engine.timeout = std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
   engine.proc_root = snapshot.table.options().proc_root;
+  engine.interruption = request.interruption;
   EndResult result;
   result.report = carry_out_kill(prepared, source, snapshot, engine, request.verify_timeout_s, request.audit);
   result.plan = std::move(prepared.plan);

@@ -40,6 +40,7 @@ struct EndRequest {
   double verify_timeout_s = 30;
   std::vector<std::string> protect;  // added to the built-in protected names
   const AuditLog* audit = nullptr;
+  Interruption interruption;  // what stops the ladder early (the caller's signals); none: never
 };
 
 struct EndResult {

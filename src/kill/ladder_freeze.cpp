@@ -84,12 +84,19 @@ void sweep_until_stable(State& state) {
       scope.descendants = state.targets[t].sweep_descendants;
       scope.process_group = state.targets[t].process_group;
       for (const Member& member : state.members) {
-        if (member.target == t) scope.members.push_back(member.ref.pid());
+        if (member.target == t && member.live) scope.members.push_back(&member.ref);
       }
+      // Adopted after the walk: adopting grows state.members, which the scope points into.
+      std::vector<std::pair<PidRef, char>> finds;
+      std::vector<std::pair<pid_t, PinResult>> failures;
       killtree::sweep_once(
           state.options.proc_root, scope, state.known, state.excluded, state.pin_budget,
-          [&](PidRef ref, char st) { found.push_back(adopt(state, std::move(ref), st, t)); },
-          [&](pid_t pid, const PinResult& failure) { report_unpinned(state, pid, failure); });
+          [&](PidRef ref, char st) { finds.emplace_back(std::move(ref), st); },
+          [&](pid_t pid, const PinResult& failure) {
+            failures.emplace_back(pid, PinResult{failure.status, failure.error, {}});
+          });
+      for (auto& [ref, st] : finds) found.push_back(adopt(state, std::move(ref), st, t));
+      for (const auto& [pid, failure] : failures) report_unpinned(state, pid, failure);
     }
     std::vector<std::size_t> to_stop;
     for (const std::size_t i : found) {
@@ -211,7 +218,18 @@ void freeze(State& state) {
   if (drop_foreign_cgroups(state, Phase::BeforeFirstSignal)) sweep_until_stable(state);
 }
 
+// True while some member's pidfd has not signalled exit.
+bool any_member_lives(const State& state) {
+  for (const Member& member : state.members) {
+    if (member.live && !member.ref.has_exited()) return true;
+  }
+  return false;
+}
+
 void refreeze(State& state) {
+  // With every member gone there is nothing to hold still, and any PID read now may be a
+  // stranger's.
+  if (!any_member_lives(state)) return;
   if (!freeze_swept_cgroups(state)) return;
   const std::vector<std::size_t> stop = live_members_to_stop(state, false, 0);
   std::vector<std::size_t> live;

@@ -10,7 +10,6 @@
 
 #include "kill/cgroup_kill.hpp"
 #include "kill/escalation.hpp"
-#include "kill/interrupt_guard.hpp"
 #include "kill/pid_ref.hpp"
 
 namespace gpureap::ladder {
@@ -38,20 +37,18 @@ inline double ms_since_ending_signal(const Member& member, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(now - from).count();
 }
 
-// Thrown at a step boundary when SIGINT/SIGTERM/SIGHUP/SIGQUIT reached gpureap.
+// Thrown at a step boundary when the caller's Interruption says stop.
 struct Interrupted {
   int signal = 0;
 };
 
 struct State {
-  State(std::vector<EscalationTarget>& targets_in, const EscalationOptions& options_in,
-        const AuditHooks& audit_in, InterruptGuard& interrupts_in)
-      : targets(targets_in), options(options_in), audit(audit_in), interrupts(interrupts_in) {}
+  State(std::vector<EscalationTarget>& targets_in, const EscalationOptions& options_in, const AuditHooks& audit_in)
+      : targets(targets_in), options(options_in), audit(audit_in) {}
 
   std::vector<EscalationTarget>& targets;
   const EscalationOptions& options;
   const AuditHooks& audit;
-  InterruptGuard& interrupts;
 
   std::vector<TargetResult> results;  // one per target, then one per discovered process
   std::vector<Member> members;
@@ -78,9 +75,12 @@ struct State {
   bool owns_frozen_cgroup(std::size_t target) const {
     return cgroups[target].has_value() && cgroups[target]->frozen_by_us();
   }
-  // Throws Interrupted when a signal arrived: called between steps, never inside one.
-  void checkpoint() {
-    if (const int sig = interrupts.received(); sig != 0) throw Interrupted{sig};
+  int interruption_received() const {
+    return options.interruption.received ? options.interruption.received() : 0;
+  }
+  // Throws Interrupted when the caller asked to stop: called between steps, never inside one.
+  void checkpoint() const {
+    if (const int sig = interruption_received(); sig != 0) throw Interrupted{sig};
   }
 };
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "kill/cgroup_kill.hpp"
 #include "proc/pid_files.hpp"
 #include "proc/proc_io.hpp"
 
@@ -18,13 +19,22 @@ namespace {
 
 struct Callbacks {
   std::size_t& pin_budget;
-  const FoundFn& found;
   const PinFailedFn& failed;
 };
 
-// Pins pid if it may be touched; true when it joins.
+// What a lead must still show once pinned, read through the pin: under whom it was found.
+using StillBelongsFn = std::function<bool(const PidRef& pinned, const StatFields& pinned_stat)>;
+
+struct Found {
+  PidRef ref;
+  char state = '?';
+};
+
+// Pins pid if it may be touched and keeps it when `still_belongs` holds for a read made
+// through the pin; true when it joins (appended to `out`).
 bool consider(const std::string& proc_root, pid_t pid, std::unordered_set<pid_t>& known,
-              const std::unordered_set<pid_t>& excluded, const Callbacks& call) {
+              const std::unordered_set<pid_t>& excluded, const Callbacks& call, const StillBelongsFn& still_belongs,
+              std::deque<Found>& out) {
   if (pid <= 1 || known.count(pid) != 0 || excluded.count(pid) != 0) return false;
   const auto stat = procfs::read_stat(proc_root, pid);
   if (!stat || (stat->flags & kPfKthread) != 0) return false;
@@ -36,16 +46,31 @@ bool consider(const std::string& proc_root, pid_t pid, std::unordered_set<pid_t>
   } else {
     pinned = PidRef::pin(pid, stat->start_time_ticks, proc_root);
   }
-  if (pinned.status == PinStatus::Ok) --call.pin_budget;
   if (pinned.status == PinStatus::Error || pinned.status == PinStatus::Unsupported) {
     known.insert(pid);  // reported once, not on every sweep
     if (call.failed) call.failed(pid, pinned);
     return false;
   }
   if (pinned.status != PinStatus::Ok) return false;  // exited, or the PID was reused meanwhile
+  // The lead was read by bare PID: only a read through the pin says whose it is now.
+  const auto again = pinned.ref.read_stat(proc_root);
+  if (!again || again->state == 'Z' || again->state == 'X' || !still_belongs(pinned.ref, *again)) return false;
+  --call.pin_budget;
   known.insert(pid);
-  call.found(std::move(pinned.ref), stat->state);
+  out.push_back(Found{std::move(pinned.ref), again->state});
   return true;
+}
+
+bool lives(const PidRef* ref) { return ref != nullptr && ref->valid() && !ref->has_exited(); }
+
+// A living member whose pinned read shows it in `group`: while it lives, the group's ID
+// cannot be given to another group.
+const PidRef* group_anchor(const std::string& proc_root, const std::vector<const PidRef*>& living, pid_t group) {
+  for (const PidRef* ref : living) {
+    const auto stat = ref->read_stat(proc_root);
+    if (stat && stat->pgid == group) return ref;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -53,39 +78,112 @@ bool consider(const std::string& proc_root, pid_t pid, std::unordered_set<pid_t>
 std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
                        std::unordered_set<pid_t>& known, const std::unordered_set<pid_t>& excluded,
                        std::size_t& pin_budget, const FoundFn& found, const PinFailedFn& failed) {
-  const Callbacks call{pin_budget, found, failed};
-  std::size_t count = 0;
+  const Callbacks call{pin_budget, failed};
+  std::vector<const PidRef*> living;
+  for (const PidRef* ref : scope.members) {
+    if (lives(ref)) living.push_back(ref);
+  }
+  if (living.empty()) return 0;  // nothing of the target lives: every PID read now is a stranger's
+  std::deque<Found> joined;       // the group's finds
+
   if (scope.process_group && *scope.process_group > 1) {
-    for (const auto& stat : procfs::scan_stats(proc_root)) {
-      if (stat.pgid == *scope.process_group && consider(proc_root, stat.pid, known, excluded, call)) ++count;
+    const pid_t group = *scope.process_group;
+    if (const PidRef* anchor = group_anchor(proc_root, living, group)) {
+      const StillBelongsFn in_group = [&](const PidRef&, const StatFields& pinned) {
+        if (pinned.pgid != group || !lives(anchor)) return false;
+        const auto anchor_stat = anchor->read_stat(proc_root);
+        return anchor_stat && anchor_stat->pgid == group;
+      };
+      for (const auto& stat : procfs::scan_stats(proc_root)) {
+        if (stat.pgid == group) consider(proc_root, stat.pid, known, excluded, call, in_group, joined);
+      }
     }
   }
+
+  // A group's finds are walked from on the next sweep, as members.
+  std::size_t count = joined.size();
+  for (Found& f : joined) found(std::move(f.ref), f.state);
   if (!scope.descendants) return count;
 
-  // Breadth-first from every member (and every process found on the way).
-  std::deque<pid_t> queue(scope.members.begin(), scope.members.end());
+  // Depth-first from every living member: a found process's children are looked at before
+  // its next sibling is pinned, and it is handed over once they have been, so that only the
+  // path being walked holds descriptors (a caller that drops what it is handed walks any
+  // width of tree under a low open-file limit).
+  struct Frame {
+    const PidRef* root = nullptr;
+    Found owned;
+    std::vector<pid_t> children;
+    std::size_t next = 0;
+    const PidRef& ref() const { return root != nullptr ? *root : owned.ref; }
+  };
   std::unordered_map<pid_t, std::vector<pid_t>> by_parent;  // filled on first fallback
   bool scanned = false;
-  while (!queue.empty()) {
-    const pid_t parent = queue.front();
-    queue.pop_front();
-    auto children = procfs::read_children(proc_root, parent);
-    if (!children) {
-      if (!scanned) {
-        for (const auto& stat : procfs::scan_stats(proc_root)) by_parent[stat.ppid].push_back(stat.pid);
-        scanned = true;
-      }
-      const auto it = by_parent.find(parent);
-      children = it == by_parent.end() ? std::vector<pid_t>{} : it->second;
+  const auto children_of = [&](const PidRef& parent) {
+    auto children = procfs::read_children(proc_root, parent.pid());
+    if (children) return std::move(*children);
+    if (!scanned) {
+      for (const auto& stat : procfs::scan_stats(proc_root)) by_parent[stat.ppid].push_back(stat.pid);
+      scanned = true;
     }
-    for (const pid_t child : *children) {
-      if (consider(proc_root, child, known, excluded, call)) {
+    const auto it = by_parent.find(parent.pid());
+    return it == by_parent.end() ? std::vector<pid_t>{} : it->second;
+  };
+  for (const PidRef* root : living) {
+    std::vector<Frame> stack;
+    stack.push_back(Frame{root, {}, children_of(*root), 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const PidRef& parent = top.ref();
+      // A parent that exited hands its children to its reaper: they are no longer the plan's.
+      if (top.next < top.children.size() && lives(&parent)) {
+        const pid_t child = top.children[top.next++];
+        // Still the child of this parent, read through the child's pin, while the parent
+        // lives (a living parent's PID names no one else).
+        const StillBelongsFn under_parent = [&](const PidRef&, const StatFields& pinned) {
+          return pinned.ppid == parent.pid() && lives(&parent);
+        };
+        std::deque<Found> one;
+        if (consider(proc_root, child, known, excluded, call, under_parent, one)) {
+          Frame frame{nullptr, std::move(one.front()), {}, 0};
+          frame.children = children_of(frame.owned.ref);
+          stack.push_back(std::move(frame));  // `top` and `parent` are not used past here
+        }
+        continue;
+      }
+      Frame done = std::move(stack.back());
+      stack.pop_back();
+      if (done.root == nullptr) {
         ++count;
-        queue.push_back(child);
+        found(std::move(done.owned.ref), done.owned.state);
       }
     }
   }
   return count;
+}
+
+bool pinned_in_cgroup(const std::string& proc_root, const PidRef& pinned, const std::string& cgroup_dir) {
+  const auto mount = cgroup2_mount(proc_root);
+  if (!mount) return false;
+  // Read after the pin, then the pin read again: the cgroup file named the pinned process.
+  const auto path = procfs::read_cgroup_v2_path(proc_root, pinned.pid());
+  if (!path) return false;
+  const std::string dir = *mount + *path;
+  const bool inside = dir == cgroup_dir || dir.rfind(cgroup_dir + "/", 0) == 0;
+  return inside && pinned.read_stat(proc_root).has_value() && lives(&pinned);
+}
+
+std::size_t pin_cgroup_members(const std::string& proc_root, const std::string& cgroup_dir,
+                               const std::vector<pid_t>& pids, std::unordered_set<pid_t>& known,
+                               const std::unordered_set<pid_t>& excluded, std::size_t& pin_budget,
+                               const FoundFn& found, const PinFailedFn& failed) {
+  const Callbacks call{pin_budget, failed};
+  const StillBelongsFn in_cgroup = [&](const PidRef& pinned, const StatFields&) {
+    return pinned_in_cgroup(proc_root, pinned, cgroup_dir);
+  };
+  std::deque<Found> joined;
+  for (const pid_t pid : pids) consider(proc_root, pid, known, excluded, call, in_cgroup, joined);
+  for (Found& f : joined) found(std::move(f.ref), f.state);
+  return joined.size();
 }
 
 std::size_t pidfd_budget(std::size_t reserve) {

@@ -110,10 +110,10 @@ ActionEvent ActionWorker::carry_out(Ladder ladder) {
   PendingKill pending = std::move(*pending_);
   pending_.reset();
   const Snapshot& snapshot = *pending.snapshot;
+  EscalationOptions engine = escalation_for(ladder, settings_.timeout_s, snapshot.table.options().proc_root);
+  engine.interruption = interruption_.interruption();  // never signal handlers from this thread
   const KillReport report =
-      carry_out_kill(pending.prepared, source(), snapshot,
-                     escalation_for(ladder, settings_.timeout_s, snapshot.table.options().proc_root),
-                     settings_.verify_timeout_s, settings_.audit);
+      carry_out_kill(pending.prepared, source(), snapshot, engine, settings_.verify_timeout_s, settings_.audit);
   event.kind = ActionEvent::Kind::KillFinished;
   event.status = kill_status_line(report);
   event.succeeded = kill_succeeded(report);

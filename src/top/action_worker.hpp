@@ -16,6 +16,7 @@
 
 #include "doctor/doctor.hpp"
 #include "kill/audit_log.hpp"
+#include "kill/interrupt_guard.hpp"
 #include "kill/kill_run.hpp"
 #include "snapshot/snapshot.hpp"
 #include "top/kill_preview.hpp"
@@ -58,6 +59,9 @@ class ActionWorker {
   void doctor(std::optional<unsigned> gpu);   // -> DoctorReady
 
   bool busy() const;
+  // Stops a ladder under way (and any later one) between its steps: what it stopped or froze
+  // is continued. The owner calls it when it must leave (SIGTERM, a closed terminal).
+  void interrupt(int signal) { interruption_.request(signal); }
   int fd() const { return wake_.fd(); }
   std::vector<ActionEvent> take_events();
 
@@ -83,6 +87,7 @@ class ActionWorker {
   ActionEvent examine(std::optional<unsigned> gpu);
 
   ActionSettings settings_;
+  InterruptRequest interruption_;
   std::unique_ptr<SnapshotSource> source_;  // the worker's own: loaded on first use
   std::optional<PendingKill> pending_;
   WakeSignal wake_;

@@ -293,3 +293,34 @@ TEST(KillSafety, TreeLargerThanTheHardOpenFileLimitFailsLoudly) {
 
 }  // namespace
 }  // namespace gpureap::test
+
+namespace gpureap::test {
+namespace {
+
+// Issue 18, item 4: a cgroup frozen by someone else (an admin, a checkpointing tool) before
+// `gpureap kill` is never thawed by it: the engine reads cgroup.freeze first and undoes only a
+// freeze it made. The target still ends (a fatal signal reaches a frozen process).
+TEST(KillSafety, AFreezeMadeBySomeoneElseSurvivesTheKill) {
+  OwnCgroup cgroup("foreignfreeze");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  SimHost host;
+  const pid_t target = cgroup.start_shell("exec sleep 1000");
+  ASSERT_GT(target, 0);
+  ASSERT_TRUE(eventually([&] { return args_of(target) == "sleep 1000 "; }));
+  {
+    std::ofstream freeze(cgroup.path() + "/cgroup.freeze");
+    freeze << "1";
+  }
+  ASSERT_TRUE(eventually([&] { return read_text_file(cgroup.path() + "/cgroup.events").find("frozen 1") != std::string::npos; }));
+  int rc = -1;
+  const auto report = kill_json(host, {std::to_string(target), "--yes", "--timeout", "0.5", "--no-verify"}, &rc);
+  const auto* t = kill_target(report, target);
+  ASSERT_NE(t, nullptr) << report.dump(2);
+  // A fatal signal ends a frozen process: SIGTERM already does.
+  EXPECT_TRUE((*t)["outcome"] == "exited" || (*t)["outcome"] == "killed") << report.dump(2);
+  EXPECT_TRUE(reaped(target));
+  EXPECT_EQ(read_text_file(cgroup.path() + "/cgroup.freeze").substr(0, 1), "1") << "gpureap thawed a freeze it did not make";
+}
+
+}  // namespace
+}  // namespace gpureap::test

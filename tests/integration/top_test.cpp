@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -206,6 +208,51 @@ TEST_F(TopScreen, EndingATaggedJobFreesItsMemoryAndSparesEveryBystander) {
     }
   }
   quit(*top);
+}
+
+// The gpureap top running on `host` (its environment names the host's state directory).
+pid_t top_pid(const SimHost& host) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code error;
+    const auto exe = std::filesystem::read_symlink("/proc/" + name + "/exe", error);
+    if (error || exe != std::filesystem::path(gpureap_binary())) continue;
+    if (read_text_file("/proc/" + name + "/environ").find(host.state_dir() + "/top-config.toml") != std::string::npos) {
+      return static_cast<pid_t>(std::stoi(name));
+    }
+  }
+  return -1;
+}
+
+char state_of(pid_t pid) {
+  const std::string stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+// Issue 18, item 3: the ladder takes its interruption from top, and installs no signal handler
+// of its own on top's worker thread: SIGTERM to top while a kill is in its ladder ends top
+// (128+15) at the ladder's next step, and the job, which ignores SIGTERM, is left running,
+// never stopped.
+TEST_F(TopScreen, SigtermWhileAKillIsInItsLadderEndsTopAndLeavesNothingStopped) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB", "--on-sigterm", "ignore"});
+  const std::string audit = host.state_dir() + "/audit.log";
+  auto top = start_top(host, {}, {{"GPUREAP_AUDIT_LOG", audit}});
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(job.pid) + " ")) << top->text();
+  const pid_t gpureap = top_pid(host);
+  ASSERT_GT(gpureap, 1);
+  select_pid(*top, job.pid);
+  top->keys({"K"});
+  ASSERT_TRUE(top->wait_for("Will be signalled (1):")) << top->text();
+  top->keys({"Enter"});  // SIGTERM, then SIGKILL after 10 s
+  ASSERT_TRUE(eventually([&] { return audited(audit_lines(audit), job.pid, "SIGTERM"); })) << top->text();
+  ASSERT_EQ(kill(gpureap, SIGTERM), 0);
+  EXPECT_EQ(top->wait_exit(5000), 128 + SIGTERM) << "top went on after SIGTERM: " << top->text();
+  EXPECT_TRUE(running(job.pid)) << "the ladder went on to SIGKILL";
+  EXPECT_NE(state_of(job.pid), 'T') << "the job was left stopped";
+  EXPECT_FALSE(audited(audit_lines(audit), job.pid, "SIGKILL"));
 }
 
 TEST_F(TopScreen, AProtectedProcessIsRefusedWithTheReasonAndNothingIsSignalled) {
