@@ -16,6 +16,7 @@
 
 #include "kill/cgroup_kill.hpp"
 #include "kill/escalation.hpp"
+#include "kill/interrupt_guard.hpp"
 #include "kill_test_support.hpp"
 
 namespace gpureap::killtest {
@@ -110,7 +111,10 @@ TEST_F(LadderSteps, InterruptionDuringTheFreezeContinuesEveryStoppedMember) {
       ::raise(SIGINT);  // the user's Ctrl-C, in the middle of the freeze
     }
   };
-  const auto run = run_ladder(tree_target(root), quick(5000), hooks);
+  InterruptGuard guard;  // the caller's, as kill's main thread installs it
+  auto options = quick(5000);
+  options.interruption = guard.interruption();
+  const auto run = run_ladder(tree_target(root), options, hooks);
   EXPECT_EQ(run.interrupted_by, SIGINT);
   ASSERT_FALSE(run.results.empty());
   EXPECT_EQ(run.results[0].signals, (Strings{"SIGSTOP", "SIGCONT"}));
@@ -197,7 +201,10 @@ TEST_F(LadderSteps, InterruptionWhileTheCgroupIsFrozenThawsIt) {
       ::raise(SIGHUP);  // the terminal closed while the tree is frozen
     }
   };
-  const auto run = run_ladder(tree_target(root), quick(5000), hooks);
+  InterruptGuard guard;
+  auto options = quick(5000);
+  options.interruption = guard.interruption();
+  const auto run = run_ladder(tree_target(root), options, hooks);
   EXPECT_EQ(frozen_when_raised, "1");
   EXPECT_EQ(run.interrupted_by, SIGHUP);
   EXPECT_EQ(cgroup.freeze_state(), "0") << "the cgroup was left frozen";
