@@ -150,6 +150,10 @@ std::string render_results(const KillPlan& plan, const KillReport& report, const
       out += "           its tree was its own cgroup: ended whole with cgroup.kill (" +
              sanitize_for_terminal(o.cgroup_killed) + ")\n";
     }
+    if (o.resumed_parent) {
+      out += fmt::format("           resumed {} (PID {}), stopped when its child was\n",
+                         sanitize_for_terminal(o.resumed_parent->comm), o.resumed_parent->pid);
+    }
   }
   for (pid_t pid : plan.missing) out += fmt::format("  {:>7}  no such process\n", pid);
   for (const auto& note : report.notes) out += "  " + sanitize_for_terminal(note) + "\n";
@@ -212,6 +216,8 @@ Json kill_report_json(const KillPlan& plan, const KillReport& report) {
     }
     j["detail"] = o.detail.empty() ? Json(nullptr) : Json(o.detail);
     j["cgroup_killed"] = o.cgroup_killed.empty() ? Json(nullptr) : Json(o.cgroup_killed);
+    j["resumed_parent"] = o.resumed_parent ? Json{{"pid", o.resumed_parent->pid}, {"comm", o.resumed_parent->comm}}
+                                           : Json(nullptr);
     targets.push_back(std::move(j));
   }
   out["targets"] = targets;

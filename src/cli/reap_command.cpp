@@ -198,8 +198,7 @@ int run_reap(ReapOptions options) {
 
   // The cgroup's members are read before the snapshot, so that each of them is in it.
   if (report.criteria.cgroup_dir) {
-    const auto dir = killtree::CgroupDir::open(*report.criteria.cgroup_dir);
-    const auto members = dir ? dir->member_pids() : std::nullopt;
+    const auto members = killtree::read_subtree_pids(*report.criteria.cgroup_dir);
     if (!members) {
       std::cerr << "gpureap reap: --cgroup " << sanitize_for_terminal(*report.criteria.cgroup_dir)
                 << ": cannot read its cgroup.procs (run as root); nothing was signalled\n";

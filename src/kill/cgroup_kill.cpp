@@ -84,11 +84,15 @@ std::optional<std::string> own_cgroup_dir(const std::string& proc_root, pid_t pi
   return dir;
 }
 
-std::vector<pid_t> cgroup_subtree_pids(const std::string& cgroup_dir) {
+std::optional<std::vector<pid_t>> read_subtree_pids(const std::string& cgroup_dir) {
   const procfs::unique_fd dir = procfs::open_dir_at(AT_FDCWD, cgroup_dir.c_str(), true);
   std::vector<pid_t> pids;
-  if (!dir || !collect_pids(dir.get(), pids, 0)) return {};
+  if (!dir || !collect_pids(dir.get(), pids, 0)) return std::nullopt;
   return pids;
+}
+
+std::vector<pid_t> cgroup_subtree_pids(const std::string& cgroup_dir) {
+  return read_subtree_pids(cgroup_dir).value_or(std::vector<pid_t>{});
 }
 
 int write_cgroup_kill(const std::string& cgroup_dir) {

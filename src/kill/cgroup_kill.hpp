@@ -32,6 +32,9 @@ std::optional<std::string> own_cgroup_dir(const std::string& proc_root, pid_t pi
 
 // Every PID in the cgroup and its descendant cgroups (cgroup.procs, recursively).
 std::vector<pid_t> cgroup_subtree_pids(const std::string& cgroup_dir);
+// The same, nullopt when a cgroup.procs could not be read. A read takes no lock: a gpureap
+// acting on the cgroup (CgroupDir) does not make it unreadable.
+std::optional<std::vector<pid_t>> read_subtree_pids(const std::string& cgroup_dir);
 
 // Writes "1" to <cgroup_dir>/cgroup.kill. Returns 0 or the errno. (Tests clean up with it.)
 int write_cgroup_kill(const std::string& cgroup_dir);

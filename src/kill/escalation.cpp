@@ -227,8 +227,10 @@ EscalationRun run_ladder(std::vector<EscalationTarget> targets, const Escalation
     resume_everything(state);
   } catch (...) {
     resume_everything(state);
+    resume_parents(state);
     throw;
   }
+  resume_parents(state);
   if (state.interrupted_by == 0) state.interrupted_by = state.interruption_received();  // at the very end
   judge_survivors(state);                                                 // 5
   return EscalationRun{std::move(state.results), state.interrupted_by};

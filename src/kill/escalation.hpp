@@ -18,7 +18,8 @@
 // The engine installs no signal handler itself: a command's main thread turns SIGINT,
 // SIGTERM, SIGHUP and SIGQUIT into an Interruption (InterruptGuard), a worker thread passes
 // its owner's request (InterruptRequest, interrupt_guard.hpp). A swept root's signals read SIGSTOP, SIGTERM, SIGCONT, SIGSTOP,
-// SIGKILL. The engine itself refuses (outcome Refused, nothing sent) PID <= 1, gpureap and its
+// SIGKILL. A parent outside the plan that stopped itself when SIGSTOP stopped its child (runuser,
+// su, sudo) is continued after the ladder, on every way out (ladder_parents.cpp). The engine itself refuses (outcome Refused, nothing sent) PID <= 1, gpureap and its
 // ancestors, kernel threads and targets without a valid pidfd. A process of a tree that
 // cannot be pinned (EMFILE...) is reported as a survivor, never left out silently.
 #pragma once
@@ -73,6 +74,13 @@ struct EscalationOptions {
   Interruption interruption;  // none: the ladder runs to its end
 };
 
+// A parent outside the plan that stopped itself when gpureap stopped its child (runuser, su and
+// sudo mirror their child's stop; so does a shell's job control), continued after the ladder.
+struct ResumedParent {
+  pid_t pid = 0;
+  std::string comm;  // attacker-controlled: sanitise before printing
+};
+
 struct TargetResult {
   pid_t pid = 0;
   KillOutcome outcome = KillOutcome::Survived;
@@ -83,6 +91,7 @@ struct TargetResult {
   bool discovered = false;           // joined during the kill (a child forked meanwhile)
   std::string detail;                // errno text, the zombie's parent, ...
   std::string cgroup_killed;         // the cgroup v2 directory killed with cgroup.kill, if any
+  std::optional<ResumedParent> resumed_parent;  // its parent, stopped with it by the freeze, continued
 };
 
 // One line per signal, written and flushed before the engine moves on (audit log).

@@ -189,6 +189,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
     if (r.final_state != '?') outcome->final_state = r.final_state;
     outcome->wchan = r.wchan;
     outcome->cgroup_killed = r.cgroup_killed;
+    outcome->resumed_parent = r.resumed_parent;
     outcome->discovered = outcome->discovered || r.discovered;
     if (r.outcome == KillOutcome::PermissionDenied) {
       const PlannedTarget* t = nullptr;

@@ -22,6 +22,7 @@ struct TargetOutcome {
   bool discovered = false;  // joined during the kill (forked meanwhile): not in the plan
   std::string detail;
   std::string cgroup_killed;  // its tree was its own cgroup v2, ended with cgroup.kill
+  std::optional<ResumedParent> resumed_parent;  // its parent mirrored the freeze's stop: continued
 };
 
 struct KillSettings {

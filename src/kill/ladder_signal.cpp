@@ -52,6 +52,7 @@ void record_error(State& state, Member& member, int sig, int error, Phase phase)
 std::vector<int> signal_step(State& state, const std::vector<std::size_t>& members, int sig, Phase phase) {
   if (members.empty()) return {};
   state.checkpoint();
+  if (sig == SIGSTOP) watch_parents(state, members);
   std::vector<SignalEvent> events;
   events.reserve(members.size());
   for (const std::size_t i : members) {

@@ -37,6 +37,14 @@ inline double ms_since_ending_signal(const Member& member, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(now - from).count();
 }
 
+// The parent (outside the plan) of a member about to get SIGSTOP, pinned before the stop: a
+// parent that mirrors its child's stop (runuser, su, sudo) is continued after the ladder.
+struct WatchedParent {
+  PidRef ref;
+  std::size_t member = 0;     // the member it is the parent of
+  bool was_stopped = false;   // in state T before gpureap stopped the child: left as it is
+};
+
 // Thrown at a step boundary when the caller's Interruption says stop.
 struct Interrupted {
   int signal = 0;
@@ -54,6 +62,8 @@ struct State {
   std::vector<Member> members;
   std::unordered_set<pid_t> known;     // every PID handled (pinned, refused or failed)
   std::unordered_set<pid_t> excluded;  // gpureap and its ancestors
+  std::vector<WatchedParent> parents;  // of members stopped with SIGSTOP (not the cgroup freezer)
+  std::unordered_set<pid_t> watched_parents;
   std::vector<std::optional<killtree::CgroupDir>> cgroups;  // per target: its frozen own cgroup
   // Per target: the earlier target whose frozen cgroup holds this target's tree too (several
   // targets of one job in one cgroup: `gpureap run` ends every member of its job at once).
@@ -94,6 +104,13 @@ void stop_members(State& state, const std::vector<std::size_t>& members, Phase p
 // On every way out that is not the ladder's end: SIGCONT to what we stopped, thaw what we
 // froze. Sent even when the audit fails (it undoes our own act; a job left in T is worse).
 void resume_everything(State& state) noexcept;
+
+// --- ladder_parents.cpp ---
+// Before a SIGSTOP step: pin and record the state of each member's parent not in the plan.
+void watch_parents(State& state, const std::vector<std::size_t>& members);
+// After the ladder, on every way out: SIGCONT to each watched parent that was not stopped
+// before and is stopped now (it mirrored its child's stop), audited like any signal.
+void resume_parents(State& state) noexcept;
 
 // --- ladder_freeze.cpp ---
 // Freeze every swept tree and group: cgroup.freeze where the tree owns its cgroup, SIGSTOP

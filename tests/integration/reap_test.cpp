@@ -1,7 +1,9 @@
 // `gpureap reap`: job-end cleanup ends what the job provably owns (its cgroup, or its user's GPU
 // processes) and nothing else, verifies the GPUs are back to baseline, and names what remains.
 // Real processes under the simulator, the real binary.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -346,6 +348,27 @@ TEST(Reap, WithoutTheRightToSignalAnotherUsersProcessesItIsExit7NeverBackToBasel
             std::string::npos)
       << by_cgroup.err;
   EXPECT_TRUE(running(roots.pid));
+}
+
+// Reading cgroup.procs takes no lock: another gpureap acting on the cgroup (holding the flock
+// on its directory) does not make reap say it cannot read it.
+TEST(Reap, ACgroupLockedByAnotherGpureapIsStillRead) {
+  OwnCgroup cgroup("reap-locked");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  ASSERT_TRUE(cgroup.adopt(job.pid));
+  const int lock = ::open(cgroup.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  int rc = -1;
+  std::string err;
+  const auto report = reap_json(host, {"--cgroup", cgroup.path(), "--dry-run"}, &rc, &err);
+  ::close(lock);
+  EXPECT_EQ(rc, 0) << report.dump(2) << err;
+  EXPECT_EQ(err.find("cannot read"), std::string::npos) << err;
+  EXPECT_NE(report.dump().find(std::to_string(job.pid)), std::string::npos) << report.dump(2);
+  EXPECT_TRUE(running(job.pid));
 }
 
 TEST(Reap, AnAbsoluteCgroupPathIsTakenAsAbsolute) {

@@ -257,11 +257,26 @@ SimProcess SimHost::start_program(const std::string& program, const std::vector<
                                   std::optional<uid_t> uid) const {
   std::vector<std::string> argv = {program};
   argv.insert(argv.end(), args.begin(), args.end());
-  int out_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
   SpawnOptions options;
   options.env = env();
   options.uid = uid;
+  return launch(argv, options);
+}
+
+SimProcess SimHost::start_through(const std::vector<std::string>& switcher,
+                                  const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = switcher;
+  argv.push_back(reachable_by_other_users(GPUSIM_CUDA_BINARY));
+  argv.insert(argv.end(), args.begin(), args.end());
+  SpawnOptions options;
+  options.env = env();
+  options.for_other_users = true;
+  return launch(argv, options);
+}
+
+SimProcess SimHost::launch(const std::vector<std::string>& argv, const SpawnOptions& options) const {
+  int out_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
   const PreparedExec exec(argv, options);
   const pid_t child = fork();
   if (child == 0) {
@@ -372,7 +387,7 @@ const nlohmann::json& gpu_entry(const nlohmann::json& ps, unsigned index) {
 
 PreparedExec::PreparedExec(std::vector<std::string> command, const SpawnOptions& options)
     : argv(std::move(command)),
-      env(build_env(options.uid ? env_for_other_users(options.env) : options.env)),
+      env(build_env(options.uid || options.for_other_users ? env_for_other_users(options.env) : options.env)),
       new_process_group(options.new_process_group),
       uid(options.uid) {
   if (uid && !argv.empty()) argv[0] = reachable_by_other_users(argv[0]);

@@ -23,6 +23,7 @@ struct CommandResult {
 struct SpawnOptions {
   std::map<std::string, std::string> env;  // added to the harness environment
   std::optional<uid_t> uid;                // run as this user (needs root)
+  bool for_other_users = false;            // the environment reachable by a user the command switches to
   bool new_process_group = true;
   std::string stdin_path;                  // the command's stdin; "" leaves the harness's
 };
@@ -105,6 +106,10 @@ class SimHost {
   // The same from another executable (see sim_binary_named).
   SimProcess start_program(const std::string& program, const std::vector<std::string>& args,
                            std::optional<uid_t> uid = std::nullopt) const;
+  // gpusim-cuda <args...> started through a command that switches to the test user and runs
+  // its last words (runuser -u U --, su ... -c 'exec "$0" "$@"' -- U): the program's path and
+  // the environment made reachable by that user; the switcher is the process the test forked.
+  SimProcess start_through(const std::vector<std::string>& switcher, const std::vector<std::string>& args) const;
   // A copy of gpusim-cuda at <state>/bin/<name>: a process whose executable is called `name`
   // (what protection by executable path sees), runnable by any user.
   std::string sim_binary_named(const std::string& name) const;
@@ -121,6 +126,7 @@ class SimHost {
   nlohmann::json ps_json(const std::vector<std::string>& args = {}, int* exit_code = nullptr) const;
 
  private:
+  SimProcess launch(const std::vector<std::string>& argv, const SpawnOptions& options) const;
   std::string state_dir_;
   std::string generation_;
 };

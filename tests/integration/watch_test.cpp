@@ -140,6 +140,28 @@ TEST(Watch, IdleInEnforceEndsTheJobAndItsWorkersVerifiesTheMemoryAndSparesBystan
   }
 }
 
+// runuser stops itself when its child stops (issue 18, item 9): after watch's SIGSTOP freeze
+// it is continued, reaps its child and exits; nothing outside the plan is left stopped.
+TEST(Watch, EnforceLeavesARunuserParentRunning) {
+  if (!running_as_root() || access("/usr/sbin/runuser", X_OK) != 0) GTEST_SKIP() << "needs root and runuser";
+  ASSERT_NE(test_user(), nullptr);
+  SimHost host;
+  auto idle = host.start_through({"/usr/sbin/runuser", "-u", kTestUserName, "--"},
+                                 {"--alloc", "0:1GiB", "--on-sigterm", "ignore"});
+  ASSERT_GT(idle.pid, 0) << idle.ready_line;
+  const std::string policy = write_file(
+      host, "policy.toml",
+      std::string("mode = \"enforce\"\n") + kFast + "audit_log = \"" + host.state_dir() + "/audit.log\"\n" +
+          "[terminate]\nkill_timeout = \"300ms\"\nverify_timeout = \"5s\"\n" + idle_rule("0s"));
+  BackgroundWatch watch(host, policy);
+  const auto ended = watch.wait_for("terminate", {{"pid", pid_text(idle.pid)}});
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->field("outcome"), "killed") << ended->raw;
+  EXPECT_NE(idle.wait_exit(3000), -1) << "runuser left in state " << process_state(idle.launcher_pid);
+  EXPECT_EQ(watch.stop(), 0);
+  EXPECT_TRUE(audited(audit_lines(host.state_dir() + "/audit.log"), idle.launcher_pid, "SIGCONT"));
+}
+
 TEST(Watch, TheGracePeriodComesBetweenTheNoticeAndTheAction) {
   SimHost host;
   auto idle = host.start({"--alloc", "0:1GiB"});

@@ -360,10 +360,10 @@ TEST(TopCpu, FirstSightIsTheLifetimeAverageThenTheShareSinceTheLastLook) {
 TEST(TopKillStatus, TheMemoryComesFirstAndAlikeOutcomesShareAnEntry) {
   KillReport report;
   report.settings.signal = "SIGTERM";
-  report.targets = {{10, KillOutcome::ExitedAfterSignal, {"SIGTERM"}, 3.0, 'S', "", false, "", ""},
-                    {11, KillOutcome::ExitedAfterSignal, {"SIGTERM"}, 5.0, 'S', "", false, "", ""},
-                    {12, KillOutcome::Killed, {"SIGTERM", "SIGKILL"}, 10005.0, 'S', "", false, "", ""},
-                    {13, KillOutcome::Refused, {}, std::nullopt, 'S', "", false, "", ""}};
+  report.targets = {{10, KillOutcome::ExitedAfterSignal, {"SIGTERM"}, 3.0, 'S', "", false, "", "", std::nullopt},
+                    {11, KillOutcome::ExitedAfterSignal, {"SIGTERM"}, 5.0, 'S', "", false, "", "", std::nullopt},
+                    {12, KillOutcome::Killed, {"SIGTERM", "SIGKILL"}, 10005.0, 'S', "", false, "", "", std::nullopt},
+                    {13, KillOutcome::Refused, {}, std::nullopt, 'S', "", false, "", "", std::nullopt}};
   GpuVerification gpu;
   gpu.index = 0;
   gpu.verified = true;

@@ -1,0 +1,71 @@
+// Stopping never spreads (issue 18, item 9): runuser and su wait for their child with
+// WUNTRACED and stop themselves when it stops. gpureap's SIGSTOP of the target must not leave
+// such a parent (root, not in the plan) stopped for good with its child an unreaped zombie.
+// Real runuser and su, the real binary.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "kill_support.hpp"
+#include "sim_harness.hpp"
+
+namespace gpureap::test {
+namespace {
+
+// Kills the program started through `switcher` (a SIGTERM it ignores, so that it stays stopped
+// long enough for the parent to mirror the stop, then SIGKILL) and checks the parent was
+// continued, said so, reaped its child and exited.
+void kill_leaves_parent_running(const std::vector<std::string>& switcher, const std::string& parent_comm) {
+  if (!running_as_root() || access(switcher[0].c_str(), X_OK) != 0) GTEST_SKIP() << "needs root and " << switcher[0];
+  ASSERT_NE(test_user(), nullptr);
+  SimHost host;
+  auto job = host.start_through(switcher, {"--alloc", "0:1GiB", "--on-sigterm", "ignore"});
+  ASSERT_GT(job.pid, 0) << job.ready_line;
+  ASSERT_NE(job.pid, job.launcher_pid) << "the program runs as the switcher's child";
+  int rc = -1;
+  std::string err;
+  const auto report = host.gpureap_json({"kill", std::to_string(job.pid), "--yes", "--timeout", "0.3", "--json"},
+                                        &rc, {}, &err);
+  EXPECT_EQ(rc, 0) << report.dump(2) << err;
+  const auto* t = kill_target(report, job.pid);
+  ASSERT_NE(t, nullptr) << report.dump(2);
+  EXPECT_EQ((*t)["outcome"], "killed");
+  ASSERT_TRUE((*t)["resumed_parent"].is_object()) << report.dump(2);
+  EXPECT_EQ((*t)["resumed_parent"]["pid"], job.launcher_pid);
+  EXPECT_EQ((*t)["resumed_parent"]["comm"], parent_comm);
+  // Continued, the parent reaps its child and exits with its status, as without gpureap.
+  const int status = job.wait_exit(3000);
+  ASSERT_NE(status, -1) << parent_comm << " did not exit; state " << process_state(job.launcher_pid);
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_FALSE(running(job.pid));
+}
+
+TEST(KillStopMirror, RunuserParentIsContinuedAndReapsItsChild) {
+  kill_leaves_parent_running({"/usr/sbin/runuser", "-u", kTestUserName, "--"}, "runuser");
+}
+
+TEST(KillStopMirror, SuParentIsContinuedAndReapsItsChild) {
+  // The test user's shell is nologin: -s names one; "$0" "$@" are the program and its options.
+  kill_leaves_parent_running({"/bin/su", "-s", "/bin/sh", "-c", "exec \"$0\" \"$@\"", "--", kTestUserName}, "su");
+}
+
+// The same through the text report a person reads.
+TEST(KillStopMirror, TextReportNamesTheResumedParent) {
+  if (!running_as_root() || access("/usr/sbin/runuser", X_OK) != 0) GTEST_SKIP() << "needs root and runuser";
+  ASSERT_NE(test_user(), nullptr);
+  SimHost host;
+  auto job = host.start_through({"/usr/sbin/runuser", "-u", kTestUserName, "--"},
+                                {"--alloc", "0:1GiB", "--on-sigterm", "ignore"});
+  ASSERT_GT(job.pid, 0) << job.ready_line;
+  const auto result = host.gpureap({"kill", std::to_string(job.pid), "--yes", "--timeout", "0.3"});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("resumed runuser (PID " + std::to_string(job.launcher_pid) + "), stopped when its child was"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(job.wait_exit(3000), -1) << "runuser left in state " << process_state(job.launcher_pid);
+}
+
+}  // namespace
+}  // namespace gpureap::test
