@@ -76,7 +76,9 @@ TEST(Export, TheFiguresOfAKnownWorkload) {
     if (p->labels.at("pid") == std::to_string(job.pid)) {
       EXPECT_NE(p->labels.at("command").find("gpusim-cuda --alloc 0:4GiB --workers 2"), std::string::npos);
     }
-    if (p->labels.at("pid") == std::to_string(dead.pid)) EXPECT_EQ(p->labels.at("command"), "") << "it has exited";
+    if (p->labels.at("pid") == std::to_string(dead.pid)) {
+      EXPECT_EQ(p->labels.at("command"), "") << "it has exited";
+    }
   }
   EXPECT_EQ(m.value("gpureap_doctor_finding", {{"id", "orphaned-holders"}, {"severity", "warning"}, {"gpu", "1"}}), 1);
   EXPECT_EQ(m.value("gpureap_collection_errors_total", {{"source", "nvml"}}), 0);
