@@ -28,7 +28,8 @@ void refuse(ClientConnection& connection, RequestArrival why) {
     ERR_clear_error();
     SSL_write(connection.tls.get(), answer.data(), static_cast<int>(answer.size()));
   } else {
-    [[maybe_unused]] const ssize_t sent = ::send(connection.fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    [[maybe_unused]] const ssize_t sent =
+        ::send(connection.fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
   close_connection(connection);
 }
@@ -193,7 +194,8 @@ void ConnectionGate::receive(int fd) {
     std::string& received = waiting.connection.received;
     const std::size_t room = kMaxRequestBytes - std::min(received.size(), kMaxRequestBytes);
     std::uint32_t wanted = EPOLLIN;
-    const ssize_t n = read_some(waiting.connection, buffer, std::min(sizeof buffer, std::max<std::size_t>(room, 1)), wanted);
+    const std::size_t asked = std::min(sizeof buffer, std::max<std::size_t>(room, 1));
+    const ssize_t n = read_some(waiting.connection, buffer, asked, wanted);
     if (n > 0) {
       received.append(buffer, static_cast<std::size_t>(n));
       const RequestArrival arrival = assess_request(received);

@@ -1,9 +1,10 @@
 // Where connections wait for their request, so that no worker does: one thread with epoll
 // reads what each client sends (under TLS, after a non-blocking handshake, through the
 // session) and hands a connection to `ready` only once its request is whole
-// (request_head.hpp). The handshake counts against the same deadline as the request. A connection that does not complete one by its deadline is
-// closed; so is the one that has waited longest when `capacity` connections wait, so that
-// a burst of idle connections cannot keep out a scraper whose request follows at once.
+// (request_head.hpp). A connection that does not complete its handshake and request by its
+// deadline is closed; so is the one that has waited longest when `capacity` connections
+// wait, so that a burst of idle connections cannot keep out a scraper whose request follows
+// at once.
 #pragma once
 
 #include <chrono>

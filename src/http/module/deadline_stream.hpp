@@ -1,7 +1,8 @@
 // The httplib::Stream a request is handled through: the bytes the gate already read first,
-// then the socket (through its TLS session when it has one), every read and write bounded by a deadline for the whole request rather
-// than per call (a client trickling a byte per second cannot hold a worker for long).
-// Debian's split httplib.h does not declare its own SocketStream, hence this one.
+// then the socket (through its TLS session when it has one), every read and write bounded by
+// a deadline for the whole request rather than per call (a client trickling a byte per second
+// cannot hold a worker for long). Debian's split httplib.h does not declare its own
+// SocketStream, hence this one.
 #pragma once
 
 #include <sys/types.h>
