@@ -1,5 +1,6 @@
 #include "export_support.hpp"
 
+#include <crypt.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -181,6 +183,27 @@ Scrape parse_exposition(const std::string& text) {
     scrape.samples.push_back(*sample);
   }
   return scrape;
+}
+
+std::string bcrypt_of(const std::string& password) {
+  crypt_data data;
+  std::memset(&data, 0, sizeof(data));
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  if (crypt_gensalt_rn("$2y$", 4, nullptr, 0, salt, sizeof(salt)) == nullptr) return {};
+  const char* hash = crypt_r(password.c_str(), salt, &data);
+  return hash ? hash : "";
+}
+
+std::string write_tls_web_config(const std::string& dir, const std::string& user, const std::string& password) {
+  const auto cert = run_command({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                 "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                                 "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", dir + "/tls.key", "-out",
+                                 dir + "/tls.crt"});
+  EXPECT_EQ(cert.exit_code, 0) << cert.err;
+  if (cert.exit_code != 0) return {};
+  std::ofstream(dir + "/web.yml") << "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n"
+                                  << "basic_auth_users:\n  " << user << ": " << bcrypt_of(password) << "\n";
+  return dir + "/web.yml";
 }
 
 std::string promtool_binary() {

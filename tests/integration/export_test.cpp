@@ -3,7 +3,6 @@
 // the contract of docs/metrics.md, shared collections, TLS and basic auth, a hung driver,
 // lost GPUs, Xid counters, where it listens, and its errors.
 #include <arpa/inet.h>
-#include <crypt.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -28,15 +27,6 @@ namespace {
 std::string me() { return getpwuid(geteuid())->pw_name; }
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
-
-std::string bcrypt_of(const std::string& password) {
-  crypt_data data;
-  std::memset(&data, 0, sizeof(data));
-  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-  if (crypt_gensalt_rn("$2y$", 4, nullptr, 0, salt, sizeof(salt)) == nullptr) return {};
-  const char* hash = crypt_r(password.c_str(), salt, &data);
-  return hash ? hash : "";
-}
 
 TEST(Export, TheFiguresOfAKnownWorkload) {
   SimHost host({"--gpus", "2", "--memory", "80GiB"});
@@ -86,7 +76,9 @@ TEST(Export, TheFiguresOfAKnownWorkload) {
     if (p->labels.at("pid") == std::to_string(job.pid)) {
       EXPECT_NE(p->labels.at("command").find("gpusim-cuda --alloc 0:4GiB --workers 2"), std::string::npos);
     }
-    if (p->labels.at("pid") == std::to_string(dead.pid)) EXPECT_EQ(p->labels.at("command"), "") << "it has exited";
+    if (p->labels.at("pid") == std::to_string(dead.pid)) {
+      EXPECT_EQ(p->labels.at("command"), "") << "it has exited";
+    }
   }
   EXPECT_EQ(m.value("gpureap_doctor_finding", {{"id", "orphaned-holders"}, {"severity", "warning"}, {"gpu", "1"}}), 1);
   EXPECT_EQ(m.value("gpureap_collection_errors_total", {{"source", "nvml"}}), 0);
@@ -195,13 +187,7 @@ TEST(Export, AHundredConcurrentScrapesShareTheCollection) {
 TEST(Export, TlsAndBasicAuthFromAWebConfigFile) {
   SimHost host;
   const std::string dir = host.config_dir();
-  const auto cert = run_command({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                                 "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                                 "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", dir + "/tls.key", "-out",
-                                 dir + "/tls.crt"});
-  ASSERT_EQ(cert.exit_code, 0) << cert.err;
-  std::ofstream(dir + "/web.yml") << "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n"
-                                  << "basic_auth_users:\n  prometheus: " << bcrypt_of("scrape me") << "\n";
+  ASSERT_FALSE(write_tls_web_config(dir, "prometheus", "scrape me").empty());
   ExportServer server(host, {"--web-config", dir + "/web.yml", "--no-kernel-log"});
   ASSERT_TRUE(server.serving()) << server.stderr_text();
   EXPECT_NE(server.stderr_text().find("serving https://127.0.0.1:"), std::string::npos);

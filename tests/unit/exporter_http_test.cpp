@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "../loopback_socket.hpp"
 #include "exporter_test_support.hpp"
 
 namespace gpureap {
@@ -32,6 +33,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::GateCollector;
 using test::within;
+using test::connect_to;
 
 // An exporter on 127.0.0.1 (a free port), serving on a thread of its own until destroyed.
 class RunningExporter {
@@ -120,21 +122,6 @@ int socket_port(int fd, bool peer) {
   auto* raw = reinterpret_cast<sockaddr*>(&address);
   if ((peer ? getpeername(fd, raw, &size) : getsockname(fd, raw, &size)) != 0) return 0;
   return address.sin_family == AF_INET ? ntohs(address.sin_port) : 0;
-}
-
-// A TCP connection to 127.0.0.1:port; -1 when it failed.
-int connect_to(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<std::uint16_t>(port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // Reads and drops what fd receives until the peer closes it (true) or timeout_ms pass.

@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <stdexcept>
@@ -21,8 +24,46 @@ void refuse(ClientConnection& connection, RequestArrival why) {
       why == RequestArrival::kTooLarge
           ? "HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
           : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-  [[maybe_unused]] const ssize_t sent = ::send(connection.fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (connection.tls != nullptr) {
+    ERR_clear_error();
+    SSL_write(connection.tls.get(), answer.data(), static_cast<int>(answer.size()));
+  } else {
+    [[maybe_unused]] const ssize_t sent =
+        ::send(connection.fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
   close_connection(connection);
+}
+
+// Reads what the connection has for the gate: > 0 bytes read, 0 the end or an error, -1
+// nothing now (`wanted` says which event to wait for: under TLS, a read may need to write).
+ssize_t read_some(ClientConnection& connection, char* buffer, std::size_t size, std::uint32_t& wanted) {
+  wanted = EPOLLIN;
+  if (connection.tls == nullptr) {
+    for (;;) {
+      const ssize_t n = ::recv(connection.fd, buffer, size, MSG_DONTWAIT);
+      if (n >= 0) return n;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return -1;
+      if (errno != EINTR) return 0;
+    }
+  }
+  // The handshake first, as far as the client's bytes take it.
+  SSL* session = connection.tls.get();
+  ERR_clear_error();
+  int n = SSL_is_init_finished(session) != 0 ? 1 : SSL_accept(session);
+  if (n == 1) {
+    ERR_clear_error();
+    n = SSL_read(session, buffer, static_cast<int>(size));
+    if (n > 0) return n;
+  }
+  switch (SSL_get_error(session, n)) {
+    case SSL_ERROR_WANT_READ:
+      return -1;
+    case SSL_ERROR_WANT_WRITE:
+      wanted = EPOLLOUT;
+      return -1;
+    default:
+      return 0;  // the client closed, or broke the protocol
+  }
 }
 
 }  // namespace
@@ -117,9 +158,15 @@ void ConnectionGate::take_admitted() {
       case RequestArrival::kRefused:
         refuse(connection, arrival);
         break;
-      case RequestArrival::kIncomplete:
+      case RequestArrival::kIncomplete: {
+        // A TLS session may hold a next request already decrypted, which epoll cannot tell,
+        // and a new one starts its handshake here.
+        const int fd = connection.fd;
+        const bool tls = connection.tls != nullptr;
         wait_on(std::move(connection), deadline);
+        if (tls && waiting_.count(fd) != 0) receive(fd);
         break;
+      }
     }
   }
 }
@@ -135,17 +182,20 @@ void ConnectionGate::wait_on(ClientConnection connection, Clock::time_point dead
     return;
   }
   const std::uint64_t arrival = next_arrival_++;
-  waiting_.emplace(fd, Waiting{std::move(connection), deadline, arrival});
+  waiting_.emplace(fd, Waiting{std::move(connection), deadline, arrival, EPOLLIN});
   by_deadline_.emplace(deadline, fd);
   by_arrival_.emplace(arrival, fd);
 }
 
 void ConnectionGate::receive(int fd) {
-  std::string& received = waiting_.at(fd).connection.received;
+  Waiting& waiting = waiting_.at(fd);
   char buffer[4096];
   for (;;) {
+    std::string& received = waiting.connection.received;
     const std::size_t room = kMaxRequestBytes - std::min(received.size(), kMaxRequestBytes);
-    const ssize_t n = ::recv(fd, buffer, std::min(sizeof buffer, std::max<std::size_t>(room, 1)), MSG_DONTWAIT);
+    std::uint32_t wanted = EPOLLIN;
+    const std::size_t asked = std::min(sizeof buffer, std::max<std::size_t>(room, 1));
+    const ssize_t n = read_some(waiting.connection, buffer, asked, wanted);
     if (n > 0) {
       received.append(buffer, static_cast<std::size_t>(n));
       const RequestArrival arrival = assess_request(received);
@@ -156,10 +206,18 @@ void ConnectionGate::receive(int fd) {
       }
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0) return watch_for(waiting, fd, wanted);
     return drop(fd);  // the client closed, or the connection broke, before its request was whole
   }
+}
+
+void ConnectionGate::watch_for(Waiting& waiting, int fd, std::uint32_t wanted) {
+  if (waiting.events == wanted) return;
+  epoll_event event{};
+  event.events = wanted | EPOLLRDHUP;
+  event.data.fd = fd;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event) != 0) return drop(fd);
+  waiting.events = wanted;
 }
 
 ClientConnection ConnectionGate::release(int fd) {

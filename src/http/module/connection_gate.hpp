@@ -1,8 +1,10 @@
 // Where connections wait for their request, so that no worker does: one thread with epoll
-// reads what each client sends and hands a connection to `ready` only once its request is
-// whole (request_head.hpp). A connection that does not complete one by its deadline is
-// closed; so is the one that has waited longest when `capacity` connections wait, so that
-// a burst of idle connections cannot keep out a scraper whose request follows at once.
+// reads what each client sends (under TLS, after a non-blocking handshake, through the
+// session) and hands a connection to `ready` only once its request is whole
+// (request_head.hpp). A connection that does not complete its handshake and request by its
+// deadline is closed; so is the one that has waited longest when `capacity` connections
+// wait, so that a burst of idle connections cannot keep out a scraper whose request follows
+// at once.
 #pragma once
 
 #include <chrono>
@@ -41,12 +43,14 @@ class ConnectionGate {
     ClientConnection connection;
     Clock::time_point deadline;
     std::uint64_t arrival;  // order of admission: the smallest has waited longest
+    std::uint32_t events;   // EPOLLIN, or EPOLLOUT while a TLS handshake or read must write
   };
 
   void run();
   void take_admitted();
   void wait_on(ClientConnection connection, Clock::time_point deadline);
-  void receive(int fd);
+  void receive(int fd);  // reads, under TLS through the handshake first
+  void watch_for(Waiting& waiting, int fd, std::uint32_t wanted);
   void drop(int fd);                  // closes it
   ClientConnection release(int fd);   // stops watching it, leaves it open
   void close_expired();

@@ -5,6 +5,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -50,7 +53,31 @@ bool DeadlineStream::wait_for(short events, Clock::time_point deadline) const {
 }
 
 bool DeadlineStream::is_readable() const {
-  return consumed_ < connection_.received.size() || wait_for(POLLIN, read_deadline_);
+  return consumed_ < connection_.received.size() ||
+         (connection_.tls != nullptr && SSL_pending(connection_.tls.get()) > 0) || wait_for(POLLIN, read_deadline_);
+}
+
+ssize_t DeadlineStream::through_tls(char* read_into, const char* write_from, std::size_t size,
+                                    Clock::time_point deadline) {
+  SSL* session = connection_.tls.get();
+  const int length = static_cast<int>(std::min<std::size_t>(size, 1 << 30));
+  for (;;) {
+    ERR_clear_error();
+    const int n = write_from != nullptr ? SSL_write(session, write_from, length) : SSL_read(session, read_into, length);
+    if (n > 0) return n;
+    switch (SSL_get_error(session, n)) {
+      case SSL_ERROR_WANT_READ:
+        if (!wait_for(POLLIN, deadline)) return -1;
+        break;
+      case SSL_ERROR_WANT_WRITE:
+        if (!wait_for(POLLOUT, deadline)) return -1;
+        break;
+      case SSL_ERROR_ZERO_RETURN:
+        return 0;
+      default:
+        return -1;
+    }
+  }
 }
 
 bool DeadlineStream::is_writable() const {
@@ -65,7 +92,8 @@ ssize_t DeadlineStream::read(char* ptr, size_t size) {
     return static_cast<ssize_t>(n);
   }
   // Straight into the caller's buffer: nothing read past what httplib asks for, so a
-  // pipelined next request stays in the socket for the gate.
+  // pipelined next request stays in the socket (or the TLS session) for the gate.
+  if (connection_.tls != nullptr) return through_tls(ptr, nullptr, size, read_deadline_);
   for (;;) {
     if (!wait_for(POLLIN, read_deadline_)) return -1;
     const ssize_t n = ::recv(connection_.fd, ptr, size, MSG_DONTWAIT);
@@ -78,6 +106,7 @@ ssize_t DeadlineStream::write(const char* ptr, size_t size) {
     writing_ = true;
     write_deadline_ = Clock::now() + io_timeout_;
   }
+  if (connection_.tls != nullptr) return through_tls(nullptr, ptr, size, write_deadline_);
   for (;;) {
     if (!wait_for(POLLOUT, write_deadline_)) return -1;
     const ssize_t n = ::send(connection_.fd, ptr, size, MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -1,12 +1,14 @@
 // The httplib::Stream a request is handled through: the bytes the gate already read first,
-// then the socket, every read and write bounded by a deadline for the whole request rather
-// than per call (a client trickling a byte per second cannot hold a worker for long).
-// Debian's split httplib.h does not declare its own SocketStream, hence this one.
+// then the socket (through its TLS session when it has one), every read and write bounded by
+// a deadline for the whole request rather than per call (a client trickling a byte per second
+// cannot hold a worker for long). Debian's split httplib.h does not declare its own
+// SocketStream, hence this one.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 #include <httplib.h>
@@ -34,6 +36,8 @@ class DeadlineStream final : public httplib::Stream {
 
  private:
   bool wait_for(short events, Clock::time_point deadline) const;
+  // SSL_read or SSL_write (which may each need the socket to read or to write) until deadline.
+  ssize_t through_tls(char* read_into, const char* write_from, std::size_t size, Clock::time_point deadline);
 
   ClientConnection& connection_;
   std::size_t consumed_ = 0;  // of connection_.received

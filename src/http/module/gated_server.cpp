@@ -1,5 +1,6 @@
 #include "http/module/gated_server.hpp"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -27,8 +28,9 @@ std::size_t waiting_capacity() {
 
 }  // namespace
 
-GatedServer::GatedServer(unsigned workers, std::chrono::milliseconds io_timeout)
+GatedServer::GatedServer(unsigned workers, std::chrono::milliseconds io_timeout, TlsContext tls)
     : io_timeout_(io_timeout),
+      tls_(std::move(tls)),
       gate_(std::make_unique<ConnectionGate>(waiting_capacity(),
                                              [this](ClientConnection connection) {
                                                // Through a shared_ptr: std::function needs a copyable task.
@@ -49,7 +51,18 @@ void GatedServer::stop_gate() {
 }
 
 bool GatedServer::process_and_close_socket(socket_t sock) {
-  gate_->admit(ClientConnection{sock, {}, 0}, io_timeout_);
+  ClientConnection connection{sock, {}, 0, nullptr};
+  if (tls_ != nullptr) {
+    // Non-blocking: the gate drives the handshake with epoll, the workers with poll().
+    const int flags = ::fcntl(sock, F_GETFL);
+    connection.tls.reset(SSL_new(tls_.get()));
+    if (flags < 0 || ::fcntl(sock, F_SETFL, flags | O_NONBLOCK) != 0 || connection.tls == nullptr ||
+        SSL_set_fd(connection.tls.get(), sock) != 1) {
+      close_connection(connection);
+      return true;
+    }
+  }
+  gate_->admit(std::move(connection), io_timeout_);
   return true;
 }
 

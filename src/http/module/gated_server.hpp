@@ -4,6 +4,8 @@
 // never sent anything delayed a scrape by 4 s, 1,000 made every scrape time out. Here
 // httplib's worker only passes the socket to a ConnectionGate and returns; a pool of our own
 // handles the requests the gate finds whole, then gives kept-alive connections back to it.
+// Under TLS the gate does the handshake too, so a client that never finishes one holds no
+// worker either; httplib's SSLServer, which shakes hands on its worker, is not used.
 #pragma once
 
 #include <atomic>
@@ -14,14 +16,15 @@
 #include <httplib.h>
 
 #include "http/module/connection_gate.hpp"
+#include "http/module/tls_context.hpp"
 
 namespace gpureap_http_serving {
 
 class GatedServer final : public httplib::Server {
  public:
   // workers: requests handled at once; io_timeout: for a new connection's request to arrive,
-  // and for reading it and writing its response.
-  GatedServer(unsigned workers, std::chrono::milliseconds io_timeout);
+  // and for reading it and writing its response; tls: null for plain HTTP.
+  GatedServer(unsigned workers, std::chrono::milliseconds io_timeout, TlsContext tls);
   ~GatedServer() override;  // stop_gate()
 
   // After the accept loop has ended: closes the waiting connections, ends the workers.
@@ -33,6 +36,7 @@ class GatedServer final : public httplib::Server {
   void handle(ClientConnection connection);
 
   const std::chrono::milliseconds io_timeout_;
+  const TlsContext tls_;
   std::atomic<bool> stopping_{false};
   // The gate first: should the pool fail to start, the gate's destructor ends its thread (a
   // ThreadPool destroyed without shutdown() would terminate the process).

@@ -23,6 +23,7 @@
 #include "http/http_module_abi.hpp"
 #include "http/module/gated_server.hpp"
 #include "http/module/httplib_client.hpp"
+#include "http/module/tls_context.hpp"
 
 namespace {
 
@@ -76,9 +77,9 @@ void respond(void* response, int status, const char* content_type, const char* b
 
 class ModuleServer {
  public:
-  ModuleServer(std::unique_ptr<httplib::Server> server, gpureap_http_handler_fn handler, void* context)
+  ModuleServer(std::unique_ptr<gpureap_http_serving::GatedServer> server, gpureap_http_handler_fn handler,
+               void* context)
       : server_(std::move(server)),
-        gated_(dynamic_cast<gpureap_http_serving::GatedServer*>(server_.get())),
         handler_(handler),
         context_(context) {}
 
@@ -96,7 +97,7 @@ class ModuleServer {
     int result = 0;
     if (!stopping_) result = server_->listen_after_bind() || stopping_ ? 0 : -1;
     served_ = true;  // also when a stop came first: a later stop() must not wait for the loop
-    if (gated_ != nullptr) gated_->stop_gate();  // here, not in stop(): its workers may be in the handler
+    server_->stop_gate();  // here, not in stop(): its workers may be in the handler
     return result;
   }
 
@@ -109,8 +110,7 @@ class ModuleServer {
   }
 
  private:
-  std::unique_ptr<httplib::Server> server_;
-  gpureap_http_serving::GatedServer* gated_;  // null for TLS, whose handshake httplib does on its worker
+  std::unique_ptr<gpureap_http_serving::GatedServer> server_;
   gpureap_http_handler_fn handler_;
   void* context_;
   std::atomic<bool> started_{false}, served_{false}, stopping_{false};
@@ -123,18 +123,16 @@ void* create(const gpureap_http_server_config* config, int* bound_port, char* er
       return nullptr;
     }
     const unsigned workers = config->worker_threads > 0 ? config->worker_threads : 1;
-    std::unique_ptr<httplib::Server> server;
+    gpureap_http_serving::TlsContext tls;
     if (config->cert_file != nullptr) {
-      server = std::make_unique<httplib::SSLServer>(config->cert_file, config->key_file);
-      if (!server->is_valid()) {
+      tls = gpureap_http_serving::make_server_tls_context(config->cert_file, config->key_file);
+      if (tls == nullptr) {
         set_error(error, error_size, "the TLS certificate or key was refused (not PEM, or they do not match)");
         return nullptr;
       }
-      server->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-    } else {
-      server = std::make_unique<gpureap_http_serving::GatedServer>(
-          workers, std::chrono::milliseconds(config->io_timeout_ms));
     }
+    auto server = std::make_unique<gpureap_http_serving::GatedServer>(
+        workers, std::chrono::milliseconds(config->io_timeout_ms), std::move(tls));
     auto wrapped = std::make_unique<ModuleServer>(std::move(server), config->handler, config->context);
     httplib::Server& s = wrapped->server();
     ModuleServer* raw = wrapped.get();

@@ -6,6 +6,10 @@
 namespace gpureap_http_serving {
 
 void close_connection(ClientConnection& connection) {
+  if (connection.tls != nullptr) {
+    if (SSL_is_init_finished(connection.tls.get()) != 0) SSL_shutdown(connection.tls.get());
+    connection.tls.reset();
+  }
   if (connection.fd < 0) return;
   ::shutdown(connection.fd, SHUT_RDWR);
   ::close(connection.fd);
