@@ -218,7 +218,7 @@ pid_t top_pid(const SimHost& host) {
     std::error_code error;
     const auto exe = std::filesystem::read_symlink("/proc/" + name + "/exe", error);
     if (error || exe != std::filesystem::path(gpureap_binary())) continue;
-    if (read_text_file("/proc/" + name + "/environ").find(host.state_dir() + "/top-config.toml") != std::string::npos) {
+    if (read_text_file("/proc/" + name + "/environ").find(host.config_dir() + "/top-config.toml") != std::string::npos) {
       return static_cast<pid_t>(std::stoi(name));
     }
   }
