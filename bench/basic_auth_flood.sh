@@ -14,19 +14,9 @@ build=${GPUREAP_BUILD:-$root/build}
 [ -x "$build/src/gpureap" ] && [ -f "$build/src/gpureap-http.so" ] || "$root/scripts/build.sh" release >/dev/null
 state=$(mktemp -d)
 trap 'kill "$exporter" 2>/dev/null || true; rm -rf "$state"' EXIT
-hash=$(python3 -c "import crypt; print(crypt.crypt('good-password', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1024)))" 2>/dev/null)
-printf 'basic_auth_users:\n  prometheus: %s\n' "$hash" >"$state/web.yml"
-# No driver: the collection is gpureap's own part; --cache keeps it out of the scrape's time.
-GPUREAP_NVML_LIBRARY=/nonexistent "$build/src/gpureap" export --listen 127.0.0.1:0 --cache 60s --no-kernel-log \
-  --web-config "$state/web.yml" </dev/null >/dev/null 2>"$state/err" &
-exporter=$!
-url=""
-for _ in $(seq 1 200); do
-  url=$(sed -n 's/.*serving \(http:[^ ]*\)$/\1/p' "$state/err")
-  [ -n "$url" ] && break
-  sleep 0.05
-done
-[ -n "$url" ] || { cat "$state/err" >&2; exit 1; }
+# shellcheck source=bench/web_exporter.sh
+source "$root/bench/web_exporter.sh"
+start_web_exporter http
 python3 - "$url" "$exporter" "$seconds" <<'PY'
 import base64, http.client, os, statistics, sys, threading, time, urllib.parse
 url, pid, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])

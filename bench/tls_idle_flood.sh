@@ -14,20 +14,9 @@ state=$(mktemp -d)
 trap 'kill "$exporter" 2>/dev/null || true; rm -rf "$state"' EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$state/tls.key" -out "$state/tls.crt" 2>/dev/null
-hash=$(python3 -c "import crypt; print(crypt.crypt('good-password', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1024)))" 2>/dev/null)
-printf 'tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\nbasic_auth_users:\n  prometheus: %s\n' \
-  "$hash" >"$state/web.yml"
-# No driver: the collection is gpureap's own part; --cache keeps it out of the scrape's time.
-GPUREAP_NVML_LIBRARY=/nonexistent "$build/src/gpureap" export --listen 127.0.0.1:0 --cache 60s --no-kernel-log \
-  --web-config "$state/web.yml" </dev/null >/dev/null 2>"$state/err" &
-exporter=$!
-url=""
-for _ in $(seq 1 200); do
-  url=$(sed -n 's/.*serving \(https:[^ ]*\)$/\1/p' "$state/err")
-  [ -n "$url" ] && break
-  sleep 0.05
-done
-[ -n "$url" ] || { cat "$state/err" >&2; exit 1; }
+# shellcheck source=bench/web_exporter.sh
+source "$root/bench/web_exporter.sh"
+start_web_exporter https "tls_server_config:" "  cert_file: tls.crt" "  key_file: tls.key"
 python3 - "$url" "$state/tls.crt" <<'PY'
 import base64, http.client, os, socket, ssl, statistics, sys, threading, time, urllib.parse
 url, ca = sys.argv[1], sys.argv[2]
