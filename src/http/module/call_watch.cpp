@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include <netinet/in.h>
-#include <linux/tcp.h>  // glibc's tcp_info lacks tcpi_bytes_received
+#include <linux/sockios.h>  // SIOCINQ
+#include <linux/tcp.h>      // glibc's tcp_info lacks tcpi_bytes_received
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "http/http_module_abi.hpp"
@@ -18,6 +20,16 @@ long long tcp_bytes_received(int fd) {
   return static_cast<long long>(info.tcpi_bytes_received);
 }
 
+long long tcp_bytes_taken(int fd) {
+  // Received first, queued second: bytes that arrive in between only make the figure smaller,
+  // so a body that streams in behind a short head is never counted as head.
+  const long long received = tcp_bytes_received(fd);
+  if (received < 0) return -1;
+  int queued = 0;
+  if (ioctl(fd, SIOCINQ, &queued) != 0 || queued < 0) return -1;
+  return std::max(0LL, received - queued);
+}
+
 CallWatch::CallWatch(std::chrono::steady_clock::time_point deadline, std::function<bool()> cancelled,
                      std::function<CallSocket()> socket, std::function<void()> interrupt)
     : deadline_(deadline),
@@ -26,7 +38,7 @@ CallWatch::CallWatch(std::chrono::steady_clock::time_point deadline, std::functi
       interrupt_(std::move(interrupt)) {
   // A kept-alive socket has received earlier answers: only what comes in this call counts.
   counted_ = socket_();
-  baseline_ = std::max(0LL, tcp_bytes_received(counted_.fd));
+  baseline_ = std::max(0LL, tcp_bytes_taken(counted_.fd));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -54,8 +66,8 @@ void CallWatch::run() {
         counted_ = now;
         baseline_ = 0;
       }
-      const long long received = tcp_bytes_received(now.fd);
-      if (received >= 0 && received - baseline_ > GPUREAP_HTTP_MAX_HEAD_BYTES) why = CallEnd::HeadTooLarge;
+      const long long taken = tcp_bytes_taken(now.fd);
+      if (taken >= 0 && taken - baseline_ > GPUREAP_HTTP_MAX_HEAD_BYTES + kReaderReadAhead) why = CallEnd::HeadTooLarge;
     }
     if (why != CallEnd::Running) {
       end_.store(why);

@@ -1,8 +1,8 @@
 // The absolute deadline and the head cap of one client call, kept by a thread beside it:
 // httplib's own timeouts bound each wait, so a server that drips a byte per wait, or sends
 // header lines without end, would hold the call (and grow it) for ever. Every 10 ms the watch
-// looks at the clock, the caller's cancel flag and the bytes the kernel has received before
-// the body began; when one is over, it shuts the connection down, which ends every blocked
+// looks at the clock, the caller's cancel flag and the bytes the client has taken from the
+// kernel before the body began; when one is over, it shuts the connection down, which ends every blocked
 // read and write of the call at once. Inside the module only.
 #pragma once
 
@@ -56,5 +56,17 @@ class CallWatch {
 
 // The bytes the kernel has received on a TCP socket (TLS records included), or -1.
 long long tcp_bytes_received(int fd);
+
+// Of those, the bytes the reader has taken out of the socket (received less still queued), or
+// -1. Received alone is no measure of the head: a fast server's body is already queued behind
+// it before the client has parsed the last header line.
+long long tcp_bytes_taken(int fd);
+
+// How far the reader may have taken past the head before it says the head is done: httplib's
+// 4 KiB socket buffer, its 4 KiB first body read (a POST's head is known at its first body
+// chunk) and one TLS record that OpenSSL decrypted whole (16 KiB and its overhead). The cap
+// is only called passed when the bytes taken exceed the head cap by more than this, so the
+// head itself is certainly over it.
+inline constexpr long long kReaderReadAhead = 32 * 1024;
 
 }  // namespace gpureap_http_module_client
