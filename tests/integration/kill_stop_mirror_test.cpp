@@ -6,10 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
+#include "tmux_screen.hpp"
 
 namespace gpureap::test {
 namespace {
@@ -49,6 +53,39 @@ TEST(KillStopMirror, RunuserParentIsContinuedAndReapsItsChild) {
 TEST(KillStopMirror, SuParentIsContinuedAndReapsItsChild) {
   // The test user's shell is nologin: -s names one; "$0" "$@" are the program and its options.
   kill_leaves_parent_running({"/bin/su", "-s", "/bin/sh", "-c", "exec \"$0\" \"$@\"", "--", kTestUserName}, "su");
+}
+
+// An interactive shell with job control in a terminal (tmux) runs the job in the foreground;
+// gpureap kill stops it on the way to SIGKILL, so the shell sees its job stop and takes the
+// terminal back. Once the job is killed the shell is not stopped and answers what is typed.
+TEST(KillStopMirror, AnInteractiveShellWhoseChildIsKilledIsNotLeftStopped) {
+  if (!TmuxScreen::available() || access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "needs tmux and bash";
+  SimHost host;
+  auto env = host.env();
+  env["PS1"] = "prompt$ ";
+  TmuxScreen shell({"/bin/bash", "--norc", "--noprofile", "-i"}, env, 120, 30, host.state_dir());
+  ASSERT_TRUE(shell.wait_for("prompt$")) << shell.text();
+  shell.type(std::string(GPUSIM_CUDA_BINARY) + " --alloc 0:1GiB --on-sigterm ignore");
+  shell.keys({"Enter"});
+  ASSERT_TRUE(shell.wait_for("READY pid=")) << shell.text();
+  const std::string ready = line_with(shell.text(), "READY pid=");
+  const pid_t job = static_cast<pid_t>(std::stol(ready.substr(ready.find("pid=") + 4)));
+  ASSERT_GT(job, 1) << ready;
+  const std::string stat = read_text_file("/proc/" + std::to_string(job) + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  char state = '?';
+  pid_t bash = 0;
+  fields >> state >> bash;
+  ASSERT_GT(bash, 1);
+  int rc = -1;
+  const auto report = host.gpureap_json({"kill", std::to_string(job), "--yes", "--timeout", "0.3", "--json"}, &rc);
+  EXPECT_EQ(rc, 0) << report.dump(2);
+  EXPECT_TRUE(eventually([&] { return !running(job); }));
+  EXPECT_NE(process_state(bash), 'T') << "the shell was left stopped";
+  shell.type("echo alive-$((40+2))");
+  shell.keys({"Enter"});
+  EXPECT_TRUE(shell.wait_for("alive-42", 3000)) << "the shell does not answer:\n" << shell.text();
+  EXPECT_NE(process_state(bash), 'T') << "the shell was left stopped";
 }
 
 // The same through the text report a person reads.
