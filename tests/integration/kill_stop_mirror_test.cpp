@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -17,6 +18,14 @@
 
 namespace gpureap::test {
 namespace {
+
+// The audit log's sync made slow keeps the job stopped long enough for its parent to see the
+// stop, however loaded the machine (ctest -j4 beside other builds).
+std::map<std::string, std::string> slow_sync(const SimHost& host) {
+  return {{"GPUREAP_AUDIT_LOG", host.state_dir() + "/audit.log"},
+          {"LD_PRELOAD", SLOW_FDATASYNC_LIBRARY},
+          {"GPUREAP_TEST_FDATASYNC_MS", "100"}};
+}
 
 // Kills the program started through `switcher` (a SIGTERM it ignores, so that it stays stopped
 // long enough for the parent to mirror the stop, then SIGKILL) and checks the parent was
@@ -31,7 +40,7 @@ void kill_leaves_parent_running(const std::vector<std::string>& switcher, const 
   int rc = -1;
   std::string err;
   const auto report = host.gpureap_json({"kill", std::to_string(job.pid), "--yes", "--timeout", "0.3", "--json"},
-                                        &rc, {}, &err);
+                                        &rc, slow_sync(host), &err);
   EXPECT_EQ(rc, 0) << report.dump(2) << err;
   const auto* t = kill_target(report, job.pid);
   ASSERT_NE(t, nullptr) << report.dump(2);
@@ -96,7 +105,7 @@ TEST(KillStopMirror, TextReportNamesTheResumedParent) {
   auto job = host.start_through({"/usr/sbin/runuser", "-u", kTestUserName, "--"},
                                 {"--alloc", "0:1GiB", "--on-sigterm", "ignore"});
   ASSERT_GT(job.pid, 0) << job.ready_line;
-  const auto result = host.gpureap({"kill", std::to_string(job.pid), "--yes", "--timeout", "0.3"});
+  const auto result = host.gpureap({"kill", std::to_string(job.pid), "--yes", "--timeout", "0.3"}, slow_sync(host));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("resumed runuser (PID " + std::to_string(job.launcher_pid) + "), stopped when its child was"),
             std::string::npos)
