@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# The shipped deploy/slurm scripts and `gpureap run` inside a real two-node Slurm cluster
+# (tests/slurm/cluster.sh, started once for all scenarios): jobs submitted with sbatch/srun by
+# normal users, and what Slurm (scontrol, sinfo, the job completion log) and the GPUs show after.
+# Usage: scenarios.sh SOURCE_DIR BUILD_DIR. Exit 77 (skipped) without root or without Slurm.
+set -euo pipefail
+source=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
+if [[ $(id -u) != 0 ]]; then echo "skipped: the cluster needs root (network namespaces, slurmd)"; exit 77; fi
+for program in slurmctld slurmd munged sbatch; do
+  command -v "$program" >/dev/null || { echo "skipped: no $program (scripts/setup-deps.sh installs slurm-wlm and munge)"; exit 77; }
+done
+user_a=gpureap-test-user
+id "$user_a" >/dev/null 2>&1 || { echo "skipped: no user $user_a (scripts/test.sh creates it)"; exit 77; }
+
+# One cluster at a time on this machine: its bridge, namespaces and ports are fixed.
+exec 9>/run/lock/gpureap-slurm-cluster.lock
+flock 9
+
+dir=/tmp/gpureap-slurm-$$
+user_b=gpureap-slurm-b$$  # the second user of the two-users scenario, removed at the end
+frozen_group=/sys/fs/cgroup/freezer/gpureap-slurm-$$
+failures=0
+cleanup() {
+  [[ -d $frozen_group ]] && { echo THAWED >"$frozen_group/freezer.state"; rmdir "$frozen_group" 2>/dev/null || true; }
+  # Whatever a scenario left (a failure midway) is ended by PID from the READY files, which only
+  # this run's ranks wrote.
+  local pid
+  for pid in $(sed -n 's/.*pid=\([0-9]*\).*workers=\([0-9,]*\).*/\1,\2/p' "$dir"/pids/* 2>/dev/null | tr ',' ' '); do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  bash "$source/tests/slurm/cluster.sh" stop "$dir"
+  userdel "$user_b" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+fail() { printf 'FAIL: %s\n' "$*"; failures=$((failures + 1)); }
+check() {  # check WHAT COMMAND...: the command must succeed
+  local what=$1
+  shift
+  if "$@"; then printf 'ok: %s\n' "$what"; else fail "$what"; fi
+}
+eventually() {  # eventually SECONDS COMMAND...: true once the command succeeds
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+started=$SECONDS
+bash "$source/tests/slurm/cluster.sh" start "$dir" "$source" "$build"
+echo "cluster up in $((SECONDS - started)) s"
+# shellcheck source=/dev/null
+source "$dir/env"
+useradd --system --no-create-home --shell /usr/sbin/nologin "$user_b"
+
+as() { local user=$1; shift; runuser -u "$user" -- env SLURM_CONF="$SLURM_CONF" CLUSTER_DIR="$CLUSTER_DIR" "$@"; }
+submit() {  # submit USER SBATCH_ARGS... : the job's ID
+  local user=$1
+  shift
+  as "$user" sbatch --parsable --no-requeue -D /tmp -o /dev/null "$@"
+}
+node_state() { scontrol show node "$1" | sed -n 's/^ *State=\([^ ]*\).*/\1/p'; }
+node_reason() { scontrol show node "$1" | sed -n 's/^ *Reason=//p'; }
+node_is() { [[ $(node_state "$1") == "$2" ]]; }
+job_field() { scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+job_is() { [[ $(job_field "$1" JobState) == "$2" ]]; }
+completed() { grep -q "^JobId=$1 .*JobState=$2 " "$dir/log/jobcomp.txt" 2>/dev/null; }
+# A GPU's used memory as the node's simulated driver reports it.
+gpu_used() { "$dir/bin/gpusim" --state "$dir/$1/sim" status --json | jq ".gpus[$2].memory.used"; }
+gpu_at() { [[ $(gpu_used "$1" "$2") == "$3" ]]; }
+ready() { [[ -s $dir/pids/$1 ]]; }
+pid_of() { sed -n 's/.*READY pid=\([0-9]*\).*/\1/p' "$dir/pids/$1"; }
+workers_of() { sed -n 's/.*workers=\([0-9,]*\).*/\1/p' "$dir/pids/$1" | tr ',' ' '; }
+# A zombie counts as gone: this machine's PID 1 may be slow to reap the orphans it inherits.
+state_of() { sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+alive() { local pid s; for pid; do s=$(state_of "$pid"); [[ -n $s && $s != Z ]] || return 1; done; }
+gone() { local pid s; for pid; do s=$(state_of "$pid"); [[ -z $s || $s == Z ]] || return 1; done; }
+job_gpu() {  # the GPU index Slurm gave job $1 on its node
+  scontrol show job -d "$1" | sed -n 's/.*GRES=gpu:[0-9]*(IDX:\([0-9]*\)).*/\1/p' | head -1
+}
+
+declare -A baseline
+for node in node1 node2; do
+  for gpu in 0 1; do baseline[$node.$gpu]=$(gpu_used "$node" "$gpu"); done
+done
+gpus_at_baseline() {
+  local node gpu
+  for node in "$@"; do
+    for gpu in 0 1; do gpu_at "$node" "$gpu" "${baseline[$node.$gpu]}" || return 1; done
+  done
+}
+
+scenario() { printf '\n== %s\n' "$*"; scenario_started=$SECONDS; }
+scenario_took() { printf 'took %s s\n' "$((SECONDS - scenario_started))"; }
+
+# ---------------------------------------------------------------------------------------------
+scenario "a job's forked DataLoader workers outlive it; the epilog ends them, a second user's job on the other GPU survives"
+bystander=$(submit "$user_b" -w node1 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh bystander")
+eventually 10 ready "bystander-node1-0" || fail "the bystander job did not start"
+ended=$(submit "$user_a" -w node1 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh ended --exit-after 1000")
+eventually 10 ready "ended-node1-0" || fail "the job did not start"
+eventually 5 ready "ended-node1-0.loader" || fail "the job's loader did not start"
+ended_gpu=$(job_gpu "$ended") bystander_gpu=$(job_gpu "$bystander")
+check "the two jobs have different GPUs ($ended_gpu, $bystander_gpu)" test "$ended_gpu" != "$bystander_gpu"
+leftovers="$(workers_of ended-node1-0) $(pid_of ended-node1-0.loader)"
+bystanders="$(pid_of bystander-node1-0) $(workers_of bystander-node1-0) $(pid_of bystander-node1-0.loader)"
+bystander_used=$(gpu_used node1 "$bystander_gpu")
+check "job $ended ended with exit code 0 (job completion log)" eventually 10 completed "$ended" COMPLETED
+check "node1 back to mixed: the epilog passed" eventually 10 node_is node1 MIXED
+check "the job's workers and loader ($leftovers) were ended by the epilog" gone $leftovers
+check "node1's GPU $ended_gpu is back to its baseline" gpu_at node1 "$ended_gpu" "${baseline[node1.$ended_gpu]}"
+check "the other user's job ($bystanders) still runs" alive $bystanders
+check "the other user's GPU $bystander_gpu still holds its memory" gpu_at node1 "$bystander_gpu" "$bystander_used"
+check "the audit log names each worker" bash -c 'for p; do grep -q "\"pid\":$p[,}]" "$0" || exit 1; done' \
+  "$dir/log/reap-node1.log" $leftovers
+scancel "$bystander"
+check "the bystander job, cancelled, is cleaned in turn: node1 idle" eventually 15 node_is node1 IDLE
+check "node1's GPUs are back to their baseline" gpus_at_baseline node1
+check "and the bystander's processes are gone" gone $bystanders
+scenario_took
+
+# ---------------------------------------------------------------------------------------------
+scenario "a process that cannot be ended (D state): the epilog fails and the node is drained with gpureap's reason"
+stuck=$(submit "$user_a" -w node2 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh stuck")
+eventually 10 ready "stuck-node2-0.loader" || fail "the job did not start"
+eventually 10 ready "stuck-node2-0" || fail "the job did not start"
+loader=$(pid_of stuck-node2-0.loader)
+mkdir "$frozen_group"
+echo "$loader" >"$frozen_group/cgroup.procs"
+echo FROZEN >"$frozen_group/freezer.state"
+eventually 5 eval '[[ $(state_of "$loader") == D ]]' || fail "the loader is not in D"
+scancel "$stuck"
+check "node2 is drained" eventually 20 bash -c '[[ $(scontrol show node node2) == *DRAIN* ]]'
+reason=$(node_reason node2)
+echo "node2's reason: $reason"
+check "the reason is gpureap's and names the survivor ($loader)" bash -c '[[ $0 == *gpureap* && $0 == *"$1"* ]]' "$reason" "$loader"
+echo THAWED >"$frozen_group/freezer.state"
+check "thawed, the loader ends (its SIGKILL was pending)" eventually 5 gone "$loader"
+echo "$loader" >/sys/fs/cgroup/freezer/cgroup.procs 2>/dev/null || true
+rmdir "$frozen_group"
+scontrol update NodeName=node2 State=RESUME
+check "resumed, node2 is idle" eventually 10 node_is node2 IDLE
+check "node2's GPUs are back to their baseline" gpus_at_baseline node2
+scenario_took
+
+# ---------------------------------------------------------------------------------------------
+scenario "the prolog refuses a GPU that still holds memory and says why"
+GPUSIM_STATE_DIR=$dir/node2/sim "$dir/bin/gpusim-cuda" --alloc 0:3GiB --alloc 1:3GiB --name leftover \
+  >"$dir/pids/leftover" </dev/null &
+eventually 5 ready leftover || fail "the leftover did not start"
+leftover=$(pid_of leftover)
+refused=$(submit "$user_a" -w node2 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh refused")
+check "node2 is drained" eventually 15 bash -c '[[ $(scontrol show node node2) == *DRAIN* ]]'
+reason=$(node_reason node2)
+echo "node2's reason: $reason"
+check "the job never ran" test ! -e "$dir/pids/refused-node2-0"
+check "the leftover the prolog saw still runs (a prolog only looks)" alive "$leftover"
+check "the reason is gpureap's and names the GPU and the leftover ($leftover)" \
+  bash -c '[[ $0 == "gpureap prolog: job $1: GPU "[01]": 3072 MiB used; processes: $2 (root)"* ]]' "$reason" "$refused" "$leftover"
+check "slurmd's log has the prolog's words too" grep -q "not starting: GPU [01]: .*$leftover (root)" "$dir/log/slurmd-node2.log"
+kill "$leftover"
+eventually 5 gone "$leftover"
+scancel "$refused" 2>/dev/null || true
+scontrol update NodeName=node2 State=RESUME
+check "resumed, node2 is idle" eventually 10 node_is node2 IDLE
+scenario_took
+
+((failures == 0)) || { echo "$failures check(s) failed; logs:"; tail -n 30 "$dir"/log/slurm*.log; exit 1; }
+echo "all Slurm scenarios passed in $((SECONDS - started)) s"
