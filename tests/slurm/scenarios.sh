@@ -167,5 +167,66 @@ scontrol update NodeName=node2 State=RESUME
 check "resumed, node2 is idle" eventually 10 node_is node2 IDLE
 scenario_took
 
+# ---------------------------------------------------------------------------------------------
+# Multi-node fail-fast: every rank under `gpureap run --fail-fast`, two ranks a node, srun's
+# --kill-on-bad-exit. One process of node1 is killed; gpureap on node1 ends its part of the job
+# and exits with the dead process's status, Slurm ends the step on node2, gpureap there ends its
+# ranks and workers on that signal; both nodes' GPUs are verified free.
+all_ready() { local f; for f in "$@"; do ready "$f" || return 1; done; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+fail_fast() {  # fail_fast TAG VICTIM_KIND(rank|loader) [gpureap run]
+  local tag=$1 kind=$2
+  shift 2
+  local files=() node rank
+  for node in node1 node2; do for rank in 0 1; do files+=("$tag-$node-$rank" "$tag-$node-$rank.loader"); done; done
+  as "$user_a" srun -N2 --ntasks-per-node=2 --gres=gpu:2 --kill-on-bad-exit=1 \
+    "$dir/bin/node-sim.sh" "$@" "$dir/bin/rank.sh" "$tag" >"$dir/log/$tag.out" 2>&1 &
+  local srun_pid=$!
+  eventually 15 all_ready "${files[@]}" || { fail "the job's ranks did not start"; return; }
+  local job_pids="" f
+  for f in "${files[@]}"; do job_pids+=" $(pid_of "$f") $(workers_of "$f")"; done
+  local victim
+  victim=$(pid_of "$tag-node1-0$([[ $kind == loader ]] && echo .loader)")
+  local killed_at
+  killed_at=$(now)
+  kill -KILL "$victim"
+  eventually 15 gpus_at_baseline node1 node2 || fail "the GPUs were not freed"
+  echo "measured: $kind $victim killed: both nodes' GPUs back to baseline after $(since "$killed_at") s"
+  local status=0
+  wait "$srun_pid" || status=$?
+  echo "srun exited $status after $(since "$killed_at") s"
+  check "srun says the job failed" test "$status" != 0
+  check "every rank, worker and loader on both nodes is gone" eventually 5 gone $job_pids
+  check "the NVML client beside the job (root's, outside Slurm) still runs" alive $nvml_clients
+  check "both nodes idle again" eventually 15 eval 'node_is node1 IDLE && node_is node2 IDLE'
+}
+scenario "multi-node fail-fast: a rank on node1 is killed"
+nvml_clients=""
+for node in node1 node2; do
+  GPUSIM_STATE_DIR=$dir/$node/sim "$dir/bin/gpusim-cuda" --nvml-client --name exporter >"$dir/pids/nvml-$node" </dev/null &
+  eventually 5 ready "nvml-$node" || fail "the NVML client did not start"
+  nvml_clients+=" $(pid_of "nvml-$node")"
+done
+fail_fast ff-rank rank "$GPUREAP" run --fail-fast --kill-timeout 1s --verify-timeout 2s
+check "gpureap run on node1 exited with the rank's status (137)" grep -q "node1: task 0: Exited with exit code 137" "$dir/log/ff-rank.out"
+check "gpureap run on node1 verified its GPU" grep -q "the job's memory was verified released" "$dir/log/ff-rank.out"
+scenario_took
+
+scenario "multi-node fail-fast: one double-forked worker (the loader) of a rank on node1 is killed"
+fail_fast ff-loader loader "$GPUREAP" run --fail-fast --kill-timeout 1s --verify-timeout 2s
+check "gpureap run on node1 said which process ended the job" \
+  grep -q -- "--fail-fast: PID [0-9]* (loader), which used a GPU, was killed by SIGKILL: ending the job" "$dir/log/ff-loader.out"
+check "and exited 137" grep -q "node1: task 0: Exited with exit code 137" "$dir/log/ff-loader.out"
+scenario_took
+
+if [[ ${GPUREAP_SLURM_COMPARE:-0} == 1 ]]; then
+  # The same job without gpureap run (docs/performance.md): minutes, not for CI.
+  scenario "the same job without gpureap run, --kill-on-bad-exit=1"
+  fail_fast plain rank
+  scenario_took
+fi
+kill $nvml_clients
+
 ((failures == 0)) || { echo "$failures check(s) failed; logs:"; tail -n 30 "$dir"/log/slurm*.log; exit 1; }
 echo "all Slurm scenarios passed in $((SECONDS - started)) s"
