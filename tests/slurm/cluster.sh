@@ -38,8 +38,10 @@ SlurmdPidFile=$dir/run/slurmd-%n.pid
 SlurmdLogFile=$dir/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-# The processes of a job: see README "Slurm" for why not proctrack/cgroup here.
-ProctrackType=proctrack/linuxproc
+# The job's processes: Slurm's cgroup v1 freezer (cgroup.conf). cgroup/v2 refuses this host's
+# hybrid hierarchy ("Hybrid mode is not supported"); task/cgroup's ConstrainDevices cannot tell
+# simulated GPUs apart (every one is 1:3, as /dev/null is).
+ProctrackType=proctrack/cgroup
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -72,6 +74,7 @@ EOF
       printf 'NodeName=%s Name=gpu File=%s/%s/sim/dev/nvidia[0-1]\n' "$node" "$dir" "$node"
     done
   } >"$dir/etc/gres.conf"
+  printf 'CgroupPlugin=cgroup/v1\nConstrainDevices=no\n' >"$dir/etc/cgroup.conf"
 }
 
 # A site's wrapper around a shipped script: the settings that locate gpureap and (here) the
@@ -166,15 +169,17 @@ stop() {
   local dir=$1
   export SLURM_CONF=$dir/etc/slurm.conf
   [[ -f $SLURM_CONF ]] && timeout 5 scancel --full --quiet --partition=gpu 2>/dev/null || true
-  local pidfile pid
+  # All daemons at once; then SIGKILL whatever still runs after 3 s. A zombie counts as ended:
+  # the daemons' parent is PID 1, which may be slow to reap.
+  local pidfile pid pids=()
   for pidfile in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
     [[ -f $pidfile ]] || continue
     pid=$(<"$pidfile")
-    [[ $pid =~ ^[0-9]+$ ]] || continue
-    kill "$pid" 2>/dev/null || continue
-    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || continue 2; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
+    [[ $pid =~ ^[0-9]+$ ]] && kill "$pid" 2>/dev/null && pids+=("$pid")
   done
+  running() { local p; for p; do [[ -e /proc/$p && $(sed 's/.*) \(.\).*/\1/' "/proc/$p/stat") != Z ]] && return 0; done; return 1; }
+  for _ in $(seq 30); do running "${pids[@]}" || break; sleep 0.1; done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for node in "${nodes[@]}"; do
     ip netns del "$(netns_name "$node")" 2>/dev/null || true
     ip link del "gr21-$node" 2>/dev/null || true
