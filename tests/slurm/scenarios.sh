@@ -9,12 +9,21 @@ if [[ $(id -u) != 0 ]]; then echo "skipped: the cluster needs root (network name
 for program in slurmctld slurmd munged sbatch; do
   command -v "$program" >/dev/null || { echo "skipped: no $program (scripts/setup-deps.sh installs slurm-wlm and munge)"; exit 77; }
 done
+# The integration tests' user, made as they make it (under their lock) when this runs first.
 user_a=gpureap-test-user
-id "$user_a" >/dev/null 2>&1 || { echo "skipped: no user $user_a (scripts/test.sh creates it)"; exit 77; }
+(
+  flock 8
+  id "$user_a" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user_a"
+) 8>/run/lock/gpureap-test-user.lock
 
-# One cluster at a time on this machine: its bridge, namespaces and ports are fixed.
+# One cluster at a time on this machine: its bridge, namespaces and ports are fixed. Under the
+# lock, a cluster directory that exists is a killed run's: stopped first.
 exec 9>/run/lock/gpureap-slurm-cluster.lock
 flock 9
+for stale in /tmp/gpureap-slurm-[0-9]*; do
+  [[ -d $stale ]] && bash "$source/tests/slurm/cluster.sh" stop "$stale"
+done
+bash "$source/tests/slurm/cluster.sh" stop /tmp/gpureap-slurm-none  # its network, if left
 
 dir=/tmp/gpureap-slurm-$$
 user_b=gpureap-slurm-b$$  # the second user of the two-users scenario, removed at the end
