@@ -30,6 +30,8 @@ user_b=gpureap-slurm-b$$  # the second user of the two-users scenario, removed a
 frozen_group=/sys/fs/cgroup/freezer/gpureap-slurm-$$
 failures=0
 cleanup() {
+  local status=$?
+  ((status == 0 || failures > 0)) || tail -n 40 "$dir"/log/slurm*.log "$dir"/log/*.out 2>/dev/null
   [[ -d $frozen_group ]] && { echo THAWED >"$frozen_group/freezer.state"; rmdir "$frozen_group" 2>/dev/null || true; }
   # Whatever a scenario left (a failure midway) is ended by PID from the READY files, which only
   # this run's ranks wrote.
@@ -42,11 +44,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { printf 'FAIL: %s\n' "$*"; failures=$((failures + 1)); }
+fail() { printf 'FAIL (%s s): %s\n' "$((SECONDS - scenario_started))" "$*"; failures=$((failures + 1)); }
+scenario_started=$SECONDS
 check() {  # check WHAT COMMAND...: the command must succeed
   local what=$1
   shift
-  if "$@"; then printf 'ok: %s\n' "$what"; else fail "$what"; fi
+  if "$@"; then printf 'ok (%s s): %s\n' "$((SECONDS - scenario_started))" "$what"; else fail "$what"; fi
 }
 eventually() {  # eventually SECONDS COMMAND...: true once the command succeeds
   local deadline=$((SECONDS + $1))
@@ -110,14 +113,14 @@ scenario_took() { printf 'took %s s\n' "$((SECONDS - scenario_started))"; }
 # cgroup is (over ssh without pam_slurm_adopt, a systemd --user service): the epilog ends that.
 scenario "a job leaves forked DataLoader workers and a loader outside its cgroup; the epilog ends what Slurm did not, a second user's job on the other GPU survives"
 bystander=$(submit "$user_b" -w node1 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh bystander")
-eventually 10 ready "bystander-node1-0" || fail "the bystander job did not start"
-ended=$(submit "$user_a" -w node1 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh ended --exit-after 1000")
-eventually 10 ready "ended-node1-0" || fail "the job did not start"
-eventually 5 ready "ended-node1-0.loader" || fail "the job's loader did not start"
+ended=$(submit "$user_a" -w node1 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh ended --exit-after 3000")
+eventually 30 ready "ended-node1-0.loader" || fail "the job did not start"
+escaped=$(pid_of ended-node1-0.loader)
+[[ -n $escaped ]] && echo "$escaped" >/sys/fs/cgroup/freezer/cgroup.procs  # before the rank exits, 3 s after its start
+eventually 30 ready "ended-node1-0" || fail "the job's rank did not start"
+eventually 30 ready "bystander-node1-0" || fail "the bystander job did not start"
 ended_gpu=$(job_gpu "$ended") bystander_gpu=$(job_gpu "$bystander")
 check "the two jobs have different GPUs ($ended_gpu, $bystander_gpu)" test "$ended_gpu" != "$bystander_gpu"
-escaped=$(pid_of ended-node1-0.loader)
-echo "$escaped" >/sys/fs/cgroup/freezer/cgroup.procs
 leftovers="$(workers_of ended-node1-0) $escaped"
 bystanders="$(pid_of bystander-node1-0) $(workers_of bystander-node1-0) $(pid_of bystander-node1-0.loader)"
 bystander_used=$(gpu_used node1 "$bystander_gpu")
@@ -137,11 +140,11 @@ scenario_took
 # ---------------------------------------------------------------------------------------------
 scenario "a process that cannot be ended (D state): the epilog fails and the node is drained with gpureap's reason"
 stuck=$(submit "$user_a" -w node2 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh stuck")
-eventually 10 ready "stuck-node2-0.loader" || fail "the job did not start"
-eventually 10 ready "stuck-node2-0" || fail "the job did not start"
+eventually 30 ready "stuck-node2-0.loader" || fail "the job did not start"
+eventually 30 ready "stuck-node2-0" || fail "the job did not start"
 loader=$(pid_of stuck-node2-0.loader)
 mkdir "$frozen_group"
-echo "$loader" >"$frozen_group/cgroup.procs"
+[[ -n $loader ]] && echo "$loader" >"$frozen_group/cgroup.procs"
 echo FROZEN >"$frozen_group/freezer.state"
 eventually 5 eval '[[ $(state_of "$loader") == D ]]' || fail "the loader is not in D"
 scancel "$stuck"
@@ -199,7 +202,7 @@ launch() {  # launch TAG VICTIM_KIND(rank|loader) SRUN_OPTIONS... -- [gpureap ru
   as "$user_a" srun -N2 --ntasks-per-node=2 --gres=gpu:2 "${srun_options[@]}" \
     "$dir/bin/node-sim.sh" "$@" "$dir/bin/rank.sh" "$tag" >"$dir/log/$tag.out" 2>&1 &
   srun_pid=$!
-  eventually 15 all_ready "${files[@]}" || { fail "the job's ranks did not start"; return 1; }
+  eventually 30 all_ready "${files[@]}" || { fail "the job's ranks did not start"; return 1; }
   job_pids=""
   for f in "${files[@]}"; do job_pids+=" $(pid_of "$f") $(workers_of "$f")"; done
   victim=$(pid_of "$tag-node1-0$([[ $kind == loader ]] && echo .loader)")
@@ -208,12 +211,16 @@ fail_fast() {  # fail_fast TAG VICTIM_KIND [gpureap run...]
   local tag=$1 kind=$2
   shift 2
   launch "$tag" "$kind" --kill-on-bad-exit=1 -- "$@" || return
+  # gpureap run counts an orphan's death only once a look (--poll-interval) saw it use a GPU: a
+  # loader killed before that is not a process that used a GPU to it.
+  [[ $kind == loader ]] && sleep 1
   local killed_at
   killed_at=$(now)
   kill -KILL "$victim"
   eventually 15 gpus_at_baseline node1 node2 || fail "the GPUs were not freed"
   echo "measured: $kind $victim killed: both nodes' GPUs back to baseline after $(since "$killed_at") s"
   local status=0
+  eventually 20 gone "$srun_pid" || { fail "srun still runs 20 s after the death"; kill "$srun_pid"; }
   wait "$srun_pid" || status=$?
   echo "srun exited $status after $(since "$killed_at") s"
   check "srun says the job failed" test "$status" != 0
@@ -242,13 +249,13 @@ for node in node1 node2; do
   eventually 5 ready "nvml-$node" || fail "the NVML client did not start"
   nvml_clients+=" $(pid_of "nvml-$node")"
 done
-fail_fast ff-rank rank "$GPUREAP" run --fail-fast --kill-timeout 1s --verify-timeout 2s
+fail_fast ff-rank rank "$GPUREAP" run --fail-fast --poll-interval 100ms --kill-timeout 1s --verify-timeout 2s
 check "gpureap run on node1 exited with the rank's status (137)" grep -q "node1: task 0: Exited with exit code 137" "$dir/log/ff-rank.out"
 check "gpureap run on node1 verified its GPU" grep -q "the job's memory was verified released" "$dir/log/ff-rank.out"
 scenario_took
 
 scenario "multi-node fail-fast: one double-forked worker (the loader) of a rank on node1 is killed"
-fail_fast ff-loader loader "$GPUREAP" run --fail-fast --kill-timeout 1s --verify-timeout 2s
+fail_fast ff-loader loader "$GPUREAP" run --fail-fast --poll-interval 100ms --kill-timeout 1s --verify-timeout 2s
 check "gpureap run on node1 said which process ended the job" \
   grep -q -- "--fail-fast: PID [0-9]* (loader), which used a GPU, was killed by SIGKILL: ending the job" "$dir/log/ff-loader.out"
 check "and exited 137" grep -q "node1: task 0: Exited with exit code 137" "$dir/log/ff-loader.out"
@@ -265,5 +272,9 @@ if [[ ${GPUREAP_SLURM_COMPARE:-0} == 1 ]]; then
 fi
 kill $nvml_clients
 
-((failures == 0)) || { echo "$failures check(s) failed; logs:"; tail -n 30 "$dir"/log/slurm*.log; exit 1; }
+if ((failures > 0)); then
+  echo "$failures check(s) failed; logs:"
+  tail -n 40 "$dir"/log/slurm*.log "$dir"/log/*.out
+  exit 1
+fi
 echo "all Slurm scenarios passed in $((SECONDS - started)) s"
