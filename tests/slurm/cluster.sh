@@ -113,7 +113,7 @@ start() {
   local dir=$1 source=$2 build=$3
   [[ $(id -u) == 0 ]] || die "needs root"
   command -v slurmctld >/dev/null && command -v munged >/dev/null || die "slurm-wlm and munge are not installed"
-  mkdir -m 0755 -p "$dir"
+  mkdir -m 0755 "$dir"
   mkdir -m 0755 "$dir"/{etc,etc/shipped,bin,log,run,ctld,spool,spool/node1,spool/node2,munge}
   mkdir -m 1777 "$dir/pids"  # the ranks (tests/slurm/rank.sh) write their PIDs here
   # Copies any user can run: the build tree may be closed to other users (CI's 0700 checkout).
