@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks that every #include "<module>/..." in src/ points to the module itself or to one below
-# it (docs/architecture.md). Prints each violation as file:line and exits 1 if there is one.
+# it (docs/architecture.md). A module is a top-level folder of src/ with every folder inside it
+# (cli/ps/, http/module/). Prints each violation as file:line and exits 1 if there is one.
 # Usage: scripts/check-layers.sh [SRC_DIR]
 set -euo pipefail
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
@@ -38,7 +39,7 @@ for dir in "$src"/*/; do
     [[ " ${allowed[$module]} " == *" $target "* ]] && continue
     echo "$file:$line: $module includes $target/, which is not below it" >&2
     violations=$((violations + 1))
-  done < <(grep -HnoE '^#include "[a-z_]+/' "$dir"*.{hpp,cpp} 2>/dev/null |
+  done < <(grep -rHnoE --include='*.hpp' --include='*.cpp' '^#include "[a-z_]+/' "$dir" |
            sed -E 's/#include "([a-z_]+)\//\1/')
 done
 # main.cpp sits above cli: it may include anything.
