@@ -17,14 +17,10 @@ KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const Pla
   std::vector<pid_t> detail_pids;
   for (const auto& s : selection.processes) {
     if (!s.present) continue;
-    std::vector<pid_t> stack{s.pid};
-    while (!stack.empty()) {
-      const pid_t pid = stack.back();
-      stack.pop_back();
-      detail_pids.push_back(pid);
-      if (tree) {
-        for (pid_t child : snapshot.table.children_of(pid)) stack.push_back(child);
-      }
+    detail_pids.push_back(s.pid);
+    if (tree) {
+      const std::vector<pid_t> descendants = snapshot.table.descendants_of(s.pid);
+      detail_pids.insert(detail_pids.end(), descendants.begin(), descendants.end());
     }
   }
   // The sweep's check also looks at the members of each target's process group (protection

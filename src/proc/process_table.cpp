@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <unordered_set>
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -445,6 +446,21 @@ const ProcessInfo* ProcessTable::find(pid_t pid) const {
 std::vector<pid_t> ProcessTable::children_of(pid_t pid) const {
   const auto it = children_.find(pid);
   return it == children_.end() ? std::vector<pid_t>{} : it->second;
+}
+
+std::vector<pid_t> ProcessTable::descendants_of(pid_t pid) const {
+  std::vector<pid_t> descendants;
+  std::unordered_set<pid_t> seen{pid};
+  std::vector<pid_t> stack = children_of(pid);
+  while (!stack.empty()) {
+    const pid_t next = stack.back();
+    stack.pop_back();
+    if (!seen.insert(next).second) continue;
+    descendants.push_back(next);
+    const auto it = children_.find(next);
+    if (it != children_.end()) stack.insert(stack.end(), it->second.begin(), it->second.end());
+  }
+  return descendants;
 }
 
 std::vector<pid_t> ProcessTable::ancestry(pid_t pid) const {
