@@ -9,19 +9,23 @@ src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
 # What each module may include besides itself.
 declare -A allowed=(
   [text]=""
+  [accounts]=""
   [nvml]=""
-  [proc]=""
-  [snapshot]="nvml proc"
-  [kill]="snapshot nvml proc text"
-  [doctor]="kill snapshot nvml proc text"
-  [job]="kill snapshot nvml proc text"
-  [watch]="kill snapshot nvml proc text http"
+  [proc]="accounts"
+  [spawn]="proc accounts"
+  [audit]="proc accounts text"
+  [snapshot]="nvml proc accounts"
+  [kill]="snapshot audit nvml proc accounts text"
+  [reap]="kill snapshot audit nvml proc accounts text"
+  [doctor]="kill spawn snapshot audit nvml proc accounts text"
+  [job]="kill spawn snapshot audit nvml proc accounts text"
+  [watch]="kill spawn snapshot audit nvml proc accounts text http"
   [http]="text"
   [fleet]="http text"
-  [metrics]="doctor kill snapshot nvml proc text"
-  [exporter]="metrics http doctor kill snapshot nvml proc text"
-  [top]="doctor kill snapshot nvml proc text"
-  [cli]="doctor job kill watch exporter metrics fleet http top snapshot nvml proc text"
+  [metrics]="doctor kill spawn snapshot audit nvml proc accounts text"
+  [exporter]="metrics http doctor kill spawn snapshot audit nvml proc accounts text"
+  [top]="doctor kill spawn snapshot audit nvml proc accounts text"
+  [cli]="doctor job kill reap watch exporter metrics fleet http top spawn snapshot audit nvml proc accounts text"
 )
 
 violations=0

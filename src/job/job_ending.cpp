@@ -122,7 +122,7 @@ std::vector<TargetResult> signal_members(const EndingSettings& settings, const M
   std::vector<TargetResult> results;
   auto next = members.begin();
   while (next != members.end()) {
-    const std::size_t budget = std::max<std::size_t>(killtree::pidfd_budget(kLadderReserve), 1);
+    const std::size_t budget = std::max<std::size_t>(sweep::pidfd_budget(kLadderReserve), 1);
     std::vector<EscalationTarget> targets;
     for (; next != members.end() && targets.size() < budget; ++next) {
       const auto& [pid, member] = *next;
@@ -207,7 +207,7 @@ void verify(const EndingSettings& settings, RunReport& report) {
 
 }  // namespace
 
-ProcessEvidence describe_member(const EndingSettings& settings, const Member& member, std::string& evidence_dir) {
+ProcessEvidence describe_member(const EndingSettings& settings, const JobMember& member, std::string& evidence_dir) {
   ProcessEvidence evidence;
   evidence.pid = member.stat.pid;
   evidence.comm = member.stat.comm;

@@ -19,7 +19,7 @@
 
 #include "proc/proc_io.hpp"
 
-namespace gpureap::killtree {
+namespace gpureap::cgroupfs {
 
 // Where the unified (v2) hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
 // hybrid hosts), from <proc_root>/self/mountinfo; nullopt when there is none.
@@ -74,4 +74,4 @@ class CgroupDir {
   bool frozen_ = false;
 };
 
-}  // namespace gpureap::killtree
+}  // namespace gpureap::cgroupfs

@@ -129,7 +129,5 @@ EscalationRun run_ladder(std::vector<EscalationTarget> targets, const Escalation
 std::vector<TargetResult> run_escalation(std::vector<EscalationTarget> targets, const EscalationOptions& options,
                                          const AuditSink& audit = {}, const AuditSink& audit_result = {});
 
-std::string signal_name(int signal);          // 15 -> "SIGTERM"
-std::optional<int> parse_signal(const std::string& text);  // "TERM", "SIGTERM", "15" -> 15
 
 }  // namespace gpureap

@@ -1,4 +1,5 @@
 #include "kill/kill_execution.hpp"
+#include "text/signal_names.hpp"
 
 #include <cerrno>
 

@@ -10,6 +10,7 @@
 
 #include "kill/kill_execution.hpp"
 #include "kill/tree_sweep.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 
@@ -44,7 +45,7 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
   raise_open_file_limit();
   // Room is kept for the reads of /proc the ladder needs: a target beyond it fails as EMFILE
   // (reported, exit 6) instead of starving those reads.
-  std::size_t budget = killtree::pidfd_budget();
+  std::size_t budget = sweep::pidfd_budget();
   std::map<pid_t, PinResult> pins;
   for (const auto& t : plan.targets) {
     if (!t.actionable()) continue;

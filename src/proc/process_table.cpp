@@ -30,7 +30,7 @@
 namespace gpureap {
 namespace {
 
-using procfs::Fd;
+using procfs::unique_fd;
 
 // PROC_PID_INIT_INO: the inode number the kernel gives the initial PID namespace.
 constexpr std::string_view kInitPidNamespace = "pid:[4026531836]";
@@ -56,7 +56,7 @@ unsigned usable_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-Fd open_root(const std::string& proc_root) {
+unique_fd open_root(const std::string& proc_root) {
   return procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), /*no_follow=*/false);
 }
 
@@ -347,7 +347,7 @@ bool ProcessTableBuilder::read_children_files(int root_fd, pid_t pid, std::vecto
   std::string_view("/task").copy(end, 5);
   end[5] = '\0';
   std::vector<std::string> tids;
-  Fd tasks;
+  unique_fd tasks;
   const ProcessInfo* info = table_.find(pid);
   if (info != nullptr && info->threads == 1) {
     // One thread when its stat was read: its children file, without listing task/.
@@ -414,7 +414,7 @@ void ProcessTableBuilder::build_children() {
 ProcessTable ProcessTable::scan(const ProcScanOptions& options) {
   ProcessTable table;
   table.options_ = options;
-  const Fd root = open_root(options.proc_root);
+  const unique_fd root = open_root(options.proc_root);
   if (!root) {
     throw std::system_error(errno, std::generic_category(),
                             "cannot open " + options.proc_root + " to list processes");
@@ -425,14 +425,14 @@ ProcessTable ProcessTable::scan(const ProcScanOptions& options) {
 }
 
 void ProcessTable::load_trees(std::span<const pid_t> roots) {
-  const Fd root = open_root(options_.proc_root);
+  const unique_fd root = open_root(options_.proc_root);
   if (!root) return;
   ProcessTableBuilder builder(*this);
   builder.load_trees(root.get(), roots);
 }
 
 void ProcessTable::load_details(std::span<const pid_t> pids) {
-  const Fd root = open_root(options_.proc_root);
+  const unique_fd root = open_root(options_.proc_root);
   if (!root) return;
   ProcessTableBuilder builder(*this);
   builder.load_details(root.get(), pids);

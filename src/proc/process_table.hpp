@@ -11,7 +11,7 @@
 
 #include "proc/fd_look_memory.hpp"
 #include "proc/process_info.hpp"
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
 
 namespace gpureap {
 

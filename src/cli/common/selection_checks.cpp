@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "proc/account_lookup.hpp"
+#include "accounts/account_lookup.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "proc/account_lookup.hpp"  // resolve_user: the uid a --user value names
+#include "accounts/account_lookup.hpp"  // resolve_user: the uid a --user value names
 #include "proc/process_table.hpp"
 
 namespace gpureap {

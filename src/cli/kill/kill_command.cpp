@@ -24,7 +24,7 @@
 #include "text/sanitize.hpp"
 #include "text/terminal_style.hpp"
 #include "text/terminal_width.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/escalation.hpp"
 #include "kill/interrupt_guard.hpp"
 #include "kill/kill_config.hpp"
@@ -36,6 +36,7 @@
 #include "kill/pid_ref.hpp"
 #include "nvml/nvml_library.hpp"
 #include "snapshot/snapshot.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {

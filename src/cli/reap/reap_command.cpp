@@ -20,14 +20,14 @@
 #include "cli/reap/reap_render.hpp"
 #include "cli/common/selection_checks.hpp"
 #include "cli/common/terminal_io.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/cgroup_kill.hpp"
 #include "kill/interrupt_guard.hpp"
 #include "kill/tree_sweep.hpp"
 #include "kill/kill_config.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
-#include "kill/reap.hpp"
+#include "reap/reap.hpp"
 #include "snapshot/snapshot.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
@@ -198,7 +198,7 @@ int run_reap(ReapOptions options) {
 
   // The cgroup's members are read before the snapshot, so that each of them is in it.
   if (report.criteria.cgroup_dir) {
-    const auto members = killtree::read_subtree_pids(*report.criteria.cgroup_dir);
+    const auto members = cgroupfs::read_subtree_pids(*report.criteria.cgroup_dir);
     if (!members) {
       std::cerr << "gpureap reap: --cgroup " << sanitize_for_terminal(*report.criteria.cgroup_dir)
                 << ": cannot read its cgroup.procs (run as root); nothing was signalled\n";
@@ -252,7 +252,7 @@ int run_reap(ReapOptions options) {
   // through its pin, or it is a stranger that took a member's PID and is left alone.
   if (report.criteria.cgroup_dir) {
     for (auto& [pid, pin] : pins) {
-      if (pin.status == PinStatus::Ok && !killtree::pinned_in_cgroup(proc_root, pin.ref, *report.criteria.cgroup_dir)) {
+      if (pin.status == PinStatus::Ok && !sweep::pinned_in_cgroup(proc_root, pin.ref, *report.criteria.cgroup_dir)) {
         pin = PinResult{PinStatus::IdentityChanged, 0, {}};
       }
     }

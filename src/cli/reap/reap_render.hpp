@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kill/reap.hpp"
+#include "reap/reap.hpp"
 #include "text/terminal_style.hpp"
 
 namespace gpureap {

@@ -18,7 +18,7 @@
 #include "cli/common/selection_checks.hpp"
 #include "cli/common/terminal_io.hpp"
 #include "job/job_guard.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/kill_config.hpp"
 #include "proc/proc_io.hpp"
 #include "snapshot/snapshot.hpp"

@@ -13,6 +13,7 @@
 #include "kill/escalation.hpp"
 #include "text/human_format.hpp"
 #include "text/sanitize.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {

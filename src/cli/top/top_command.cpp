@@ -20,7 +20,7 @@
 #include "cli/common/snapshot_status.hpp"
 #include "cli/common/terminal_io.hpp"
 #include "cli/top/top_screen.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/kill_config.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"

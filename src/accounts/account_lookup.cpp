@@ -1,4 +1,4 @@
-#include "proc/account_lookup.hpp"
+#include "accounts/account_lookup.hpp"
 
 #include <grp.h>
 #include <pwd.h>

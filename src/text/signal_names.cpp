@@ -1,10 +1,12 @@
-// Names of signals and of kill outcomes, for the CLI, the report and the audit log.
+// Signal names both ways: for what gpureap shows (the CLI, reports, the audit log) and for what
+// a person types (--signal, a policy's signal).
+#include "text/signal_names.hpp"
+
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <string>
-
-#include "kill/escalation.hpp"
-#include "proc/parse_util.hpp"
+#include <system_error>
 
 namespace gpureap {
 namespace {
@@ -40,9 +42,11 @@ std::string signal_name(int signal) {
 }
 
 std::optional<int> parse_signal(const std::string& text) {
-  if (!text.empty() && procfs::is_digit(text[0])) {
+  if (!text.empty() && text[0] >= '0' && text[0] <= '9') {
     int number = 0;
-    if (!procfs::parse_whole_unsigned(std::string_view(text), number)) return std::nullopt;
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, number);
+    if (error != std::errc() || stop != end) return std::nullopt;
     if (number < 1 || number > 64) return std::nullopt;
     return number;
   }
@@ -52,22 +56,6 @@ std::optional<int> parse_signal(const std::string& text) {
     if (name == entry.name) return entry.number;
   }
   return std::nullopt;
-}
-
-std::string kill_outcome_name(KillOutcome outcome) {
-  switch (outcome) {
-    case KillOutcome::ExitedAfterSignal: return "exited";
-    case KillOutcome::Killed: return "killed";
-    case KillOutcome::AlreadyGone: return "already-gone";
-    case KillOutcome::Zombie: return "zombie";
-    case KillOutcome::StuckInD: return "stuck-in-d";
-    case KillOutcome::Survived: return "survived";
-    case KillOutcome::PermissionDenied: return "permission-denied";
-    case KillOutcome::IdentityChanged: return "identity-changed";
-    case KillOutcome::Refused: return "refused";
-    case KillOutcome::Planned: return "planned";
-  }
-  return "unknown";
 }
 
 }  // namespace gpureap

@@ -1,4 +1,4 @@
-#include "proc/debugger_commands.hpp"
+#include "spawn/debugger_commands.hpp"
 
 namespace gpureap {
 

@@ -1,4 +1,4 @@
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "kill/escalation.hpp"
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {

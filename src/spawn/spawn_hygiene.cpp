@@ -1,4 +1,4 @@
-#include "proc/spawn_hygiene.hpp"
+#include "spawn/spawn_hygiene.hpp"
 
 #include <cerrno>
 

@@ -1,4 +1,4 @@
-#include "kill/reap.hpp"
+#include "reap/reap.hpp"
 
 #include <poll.h>
 #include <sys/stat.h>
@@ -57,7 +57,7 @@ std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, cons
 }  // namespace
 
 std::string resolve_cgroup_dir(const std::string& path, const std::string& proc_root, std::string& error) {
-  const auto mount = killtree::cgroup2_mount(proc_root);
+  const auto mount = cgroupfs::cgroup2_mount(proc_root);
   if (!mount) {
     error = fmt::format("--cgroup {}: no cgroup v2 hierarchy is mounted here (see /proc/self/mountinfo)", path);
     return {};
@@ -270,7 +270,7 @@ std::vector<Survivor> find_survivors(const KillReport& report, const ReapSelecti
     for (const auto& s : selection.spared) spared.insert(s.pid);
     std::set<pid_t> selected;
     for (const auto& s : selection.selection.processes) selected.insert(s.pid);
-    for (pid_t pid : killtree::cgroup_subtree_pids(*criteria.cgroup_dir)) {
+    for (pid_t pid : cgroupfs::cgroup_subtree_pids(*criteria.cgroup_dir)) {
       if (spared.count(pid)) continue;
       if (criteria.uids) {
         const auto status = procfs::read_status(proc_root, pid);

@@ -1,4 +1,4 @@
-#include "proc/timed_command.hpp"
+#include "spawn/timed_command.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "proc/proc_io.hpp"
-#include "proc/spawn_hygiene.hpp"
+#include "spawn/spawn_hygiene.hpp"
 
 extern char** environ;
 
