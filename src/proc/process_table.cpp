@@ -35,7 +35,7 @@ using procfs::unique_fd;
 // PROC_PID_INIT_INO: the inode number the kernel gives the initial PID namespace.
 constexpr std::string_view kInitPidNamespace = "pid:[4026531836]";
 // One more thread per this many processes: the holders' details, read in phase 1, make a
-// second thread pay from ~100 processes (ps at 234: median 17.1 -> 12.9 ms on 2 cores).
+// second thread pay from about this many (docs/performance.md, the /proc scan).
 constexpr std::size_t kPidsPerExtraThread = 100;
 constexpr unsigned kMaxThreads = 4;
 // PIDs a thread takes at a time: few, since holders (each ~10 times the cost of another
@@ -279,7 +279,7 @@ void ProcessTableBuilder::load_details(int root_fd, std::span<const pid_t> pids)
 // Phase 1 for one process the scan left out; true when it is (now) in the table.
 bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
   if (table_.processes_.count(pid) > 0) return true;
-  // A full scan that did not see it: the process is newer than the snapshot; skipped, as before.
+  // A full scan that did not see it: the process is newer than the snapshot and stays out.
   if (table_.complete_ || pid <= 0) return false;
   std::optional<ProcessInfo> info = reader().read(root_fd, pid);
   if (!info) return false;

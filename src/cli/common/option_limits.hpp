@@ -4,8 +4,8 @@
 
 namespace gpureap::option_limits {
 
-// kill --timeout/--verify-timeout, doctor --timeout/--verify-timeout: an hour is already far
-// beyond any graceful shutdown or driver release we have measured.
+// kill --timeout/--verify-timeout, doctor --timeout/--verify-timeout: an hour is far beyond
+// any graceful shutdown or driver release.
 inline constexpr double kMaxSignalTimeoutSeconds = 3600;
 inline constexpr double kMaxVerifyTimeoutSeconds = 3600;
 inline constexpr double kMaxSinceSeconds = 365 * 86400.0;  // doctor --since

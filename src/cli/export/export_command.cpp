@@ -49,7 +49,7 @@ std::string check(const ExportOptions& o, CheckedOptions& out) {
   if (o.kernel_log && o.no_kernel_log) return "--kernel-log and --no-kernel-log contradict each other";
   if (o.once && (o.listen || o.web_config)) return "--once prints one collection to stdout: --listen and --web-config do not apply";
   std::string error;
-  // The web-config is read last, as before: a bad --cache or --kernel-log is told first.
+  // The web-config is read last: a bad --cache or --kernel-log is told first.
   if (error = check_serve_options({o.listen, std::nullopt, o.max_scrapes}, out.serve); !error.empty()) return error;
   if (error = check_duration_option("--cache", o.cache, option_limits::kMaxExportCacheSeconds, out.cache_seconds);
       !error.empty()) {

@@ -65,7 +65,8 @@ class DeadlineBackstop {
 // cpp-httplib 0.11 bounds each header line of an answer, not how many there are: a server that
 // sends headers without end would make fleet grow until --timeout (gigabytes). A cap on the
 // heap turns that into a failed allocation in the HTTP module, reported as a bad answer. 1 GiB is
-// far above a legitimate read (an answer of 32 MiB parses into ~350 MiB). Not under
+// far above a legitimate read (a parsed answer takes about ten times its size, and answers
+// are bounded by PrometheusOptions::max_response_bytes). Not under
 // AddressSanitizer, whose allocator maps far more than it uses.
 constexpr rlim_t kFleetHeapCapBytes = rlim_t{1} << 30;
 

@@ -77,7 +77,8 @@ bool utf8_locale() { return std::strcmp(nl_langinfo(CODESET), "UTF-8") == 0; }
 
 // What ps reads: holders with their trees. `repeated`: each refresh looks again only at the
 // processes that may have changed since the last (proc/fd_look_memory.hpp): looking at every
-// descriptor of every process each second cost ~12 % of a core on a host of 4,000 processes.
+// descriptor of every process each second costs a busy host a good part of a core
+// (docs/performance.md).
 SnapshotOptions view_snapshot_options(bool repeated) {
   SnapshotOptions options = default_snapshot_options();
   options.proc.scope = ProcScanScope::Holders;
