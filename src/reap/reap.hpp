@@ -2,12 +2,11 @@
 // that each GPU it used is back to its baseline. The ownership proof is the job's cgroup (every
 // process in its subtree) or its user's GPU processes (listed by the driver or holding an NVIDIA
 // device file; the real uid decides); a GPU alone proves nothing. Signalling goes through the
-// kill pipeline (plan_selected with no tree expansion, pin_targets, execute_plan).
+// kill pipeline (plan_selected with no tree expansion, pin_targets, execute_plan); the baseline
+// check is gpu_baseline's.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +17,7 @@
 #include "kill/kill_outcome.hpp"
 #include "kill/kill_plan.hpp"
 #include "kill/target_selection.hpp"
+#include "reap/gpu_baseline.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {
@@ -53,38 +53,6 @@ std::string resolve_cgroup_dir(const std::string& path, const std::string& proc_
 
 // Needs details (uids, exe) of candidates: loads them into snapshot.table.
 ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, const PlanPolicy& policy);
-
-// What a GPU may still show used when the job is gone: the per-process overhead tolerance for
-// the processes outside the selection, plus, with v1 figures (used includes the driver's
-// unreported reservation), the reservation allowance. --baseline-mib replaces it.
-std::uint64_t default_baseline_bytes(const GpuView& gpu, std::size_t outside_listed);
-
-struct ReapGpuCheck {
-  unsigned index = 0;
-  std::optional<std::uint64_t> baseline_override;  // --baseline-mib
-};
-
-struct ReapGpuResult {
-  unsigned index = 0;
-  bool verified = false;
-  std::optional<double> verify_ms;
-  std::optional<std::uint64_t> used_bytes;     // at the last reading
-  std::uint64_t outside_bytes = 0;             // listed memory of processes outside the selection
-  std::uint64_t baseline_bytes = 0;
-  std::vector<pid_t> still_listed;             // the selection's PIDs the driver still lists
-  std::string message;                         // for a person, when not verified
-};
-
-struct ReapVerifyOptions {
-  std::chrono::milliseconds timeout{30000};
-  std::chrono::milliseconds interval{50};
-};
-
-// Polls the driver until every GPU shows none of `listed_pids` and used - outside <= baseline,
-// up to the timeout. nullopt readings (driver gone) end the wait: not verified.
-std::vector<ReapGpuResult> verify_baseline(const std::vector<ReapGpuCheck>& gpus, const std::set<pid_t>& listed_pids,
-                                           const std::function<std::optional<DriverReading>()>& poll_driver,
-                                           const ReapVerifyOptions& options);
 
 // A process of the job still alive after the ladder: a target that survived, or a member of
 // the cgroup that is still there (it joined after the snapshot).
