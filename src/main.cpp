@@ -46,11 +46,14 @@ struct Command {
 // A row for a command whose options are an Options: add(parser, options), run(options), and for
 // run, split(options, parser, words) -> the words CLI11 parses.
 template <typename Options, typename Add, typename Run, typename Split = std::nullptr_t>
-Command command(std::string_view name, Add add, Run run, std::optional<int> failure_status = std::nullopt,
-                Split split = nullptr) {
+Command make_command(std::string_view name, Add add, Run run, std::optional<int> failure_status = std::nullopt,
+                     [[maybe_unused]] Split split = nullptr) {
   auto options = std::make_shared<Options>();
-  Command row{name, [options, add](CLI::App& parser) { return add(parser, *options); },
-              [options, run] { return run(*options); }, failure_status, nullptr};
+  Command row;
+  row.name = name;
+  row.add = [options, add](CLI::App& parser) { return add(parser, *options); };
+  row.run = [options, run] { return run(*options); };
+  row.failure_status = failure_status;
   if constexpr (!std::is_same_v<Split, std::nullptr_t>) {
     row.parsed_words = [options, split](const CLI::App& parser, const Words& words) {
       return split(*options, parser, words);
@@ -70,16 +73,16 @@ std::size_t split_run_words(gpureap::RunOptions& options, const CLI::App& run, c
 std::vector<Command> command_table() {
   using namespace gpureap;
   std::vector<Command> table;
-  table.push_back(command<PsOptions>("ps", add_ps_command, run_ps));
-  table.push_back(command<KillOptions>("kill", add_kill_command, run_kill));
-  table.push_back(command<DoctorCommandOptions>("doctor", add_doctor_command, run_doctor,
+  table.push_back(make_command<PsOptions>("ps", add_ps_command, run_ps));
+  table.push_back(make_command<KillOptions>("kill", add_kill_command, run_kill));
+  table.push_back(make_command<DoctorCommandOptions>("doctor", add_doctor_command, run_doctor,
                                                 exit_code::kDoctorCouldNotRun));
-  table.push_back(command<RunOptions>("run", add_run_command, run_run, exit_code::kRunCannotRun, split_run_words));
-  table.push_back(command<ReapOptions>("reap", add_reap_command, run_reap));
-  table.push_back(command<WatchOptions>("watch", add_watch_command, run_watch));
-  table.push_back(command<ExportOptions>("export", add_export_command, run_export));
-  table.push_back(command<FleetOptions>("fleet", add_fleet_command, run_fleet));
-  table.push_back(command<TopOptions>("top", add_top_command, run_top));
+  table.push_back(make_command<RunOptions>("run", add_run_command, run_run, exit_code::kRunCannotRun, split_run_words));
+  table.push_back(make_command<ReapOptions>("reap", add_reap_command, run_reap));
+  table.push_back(make_command<WatchOptions>("watch", add_watch_command, run_watch));
+  table.push_back(make_command<ExportOptions>("export", add_export_command, run_export));
+  table.push_back(make_command<FleetOptions>("fleet", add_fleet_command, run_fleet));
+  table.push_back(make_command<TopOptions>("top", add_top_command, run_top));
   return table;
 }
 
