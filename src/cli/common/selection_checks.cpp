@@ -13,14 +13,10 @@
 namespace gpureap {
 namespace {
 
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return !prefix.empty() && text.compare(0, prefix.size(), prefix) == 0;
-}
-
 bool container_known(const ProcessTable& table, const std::string& prefix) {
   for (const auto& entry : table.processes()) {
     const auto& c = entry.second.container;
-    if (c && (starts_with(c->id, prefix) || starts_with(c->pod_uid, prefix))) return true;
+    if (c && container_has_prefix(*c, prefix)) return true;
   }
   return false;
 }
@@ -31,6 +27,10 @@ std::string shown(const std::string& text) {
 }
 
 }  // namespace
+
+bool container_has_prefix(const ContainerRef& container, const std::string& prefix) {
+  return !prefix.empty() && (container.id.starts_with(prefix) || container.pod_uid.starts_with(prefix));
+}
 
 CLI::Option* refuse_empty(CLI::Option* option, std::string& empty_option) {
   return option->each([option, &empty_option](const std::string& value) {

@@ -18,6 +18,10 @@ namespace gpureap {
 std::string check_user_names(const std::vector<std::string>& users, const std::string& command);
 
 
+// Whether `prefix` (not empty) begins the container's id or its pod's UID: what --container
+// selects, in ps's filter and in the check that it names a container here.
+bool container_has_prefix(const ContainerRef& container, const std::string& prefix);
+
 // "" when every --container prefix names a container (id or pod UID prefix) that some process
 // here runs in; else one line naming the first unknown one. Reads the cgroup of processes whose
 // details were not loaded only when the loaded ones do not settle it.

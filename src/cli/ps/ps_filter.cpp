@@ -2,14 +2,9 @@
 
 #include <algorithm>
 
+#include "cli/common/selection_checks.hpp"
+
 namespace gpureap {
-namespace {
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return !prefix.empty() && text.compare(0, prefix.size(), prefix) == 0;
-}
-
-}  // namespace
 
 bool PsFilter::gpu_selected(unsigned index) const {
   return gpus.empty() || std::find(gpus.begin(), gpus.end(), index) != gpus.end();
@@ -30,7 +25,7 @@ bool PsFilter::linux_selected(pid_t pid, const ProcessInfo* process) const {
     if (process == nullptr || !process->container) return false;
     const auto& c = *process->container;
     if (std::none_of(containers.begin(), containers.end(), [&](const std::string& wanted) {
-          return starts_with(c.id, wanted) || starts_with(c.pod_uid, wanted);
+          return container_has_prefix(c, wanted);
         })) {
       return false;
     }

@@ -47,7 +47,7 @@ bool stdout_needs_line_break() {
 
 // The status a person would otherwise have read in the report, for the line that says it
 // could not be written.
-std::string status_words(int status) { return fmt::format("gpureap run would have exited with status {}", status); }
+std::string would_exit_words(int status) { return fmt::format("gpureap run would have exited with status {}", status); }
 
 }  // namespace
 
@@ -200,14 +200,14 @@ int run_run(RunOptions options) {
       const std::string text = stdout_needs_line_break() ? "\n" + json : json;
       if (const int error = procfs::write_all(STDOUT_FILENO, text); error != 0) {
         std::cerr << "gpureap run: --json: cannot write the report to stdout: " << std::strerror(error) << " ("
-                  << status_words(status) << ")\n";
+                  << would_exit_words(status) << ")\n";
         written = false;
       }
     }
     if (report_fd) {
       if (const int error = procfs::write_all(report_fd.get(), json); error != 0) {
         std::cerr << "gpureap run: --report: cannot write " << sanitize_for_terminal(options.report_file) << ": "
-                  << std::strerror(error) << " (" << status_words(status) << ")\n";
+                  << std::strerror(error) << " (" << would_exit_words(status) << ")\n";
         written = false;
       }
     }
