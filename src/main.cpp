@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   std::vector<Command> commands = command_table();
   // Only the command asked for is built (each costs its options' setup: run's job pays for it
-  // at its start); all of them for the top-level help and for `gpureap [ps options]`.
+  // at its start); all of them when none is named: for the top-level help, and for `gpureap`
+  // alone, which runs the first (ps).
   const std::string_view first = argc > 1 ? argv[1] : "";
   Command* named = nullptr;
   for (Command& command : commands) {
