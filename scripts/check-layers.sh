@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks that every #include "<module>/..." in src/ points to the module itself or to one below
-# it (docs/architecture.md). Prints each violation as file:line and exits 1 if there is one.
+# it (docs/architecture.md). A module is a top-level folder of src/ with every folder inside it
+# (cli/ps/, http/module/). Prints each violation as file:line and exits 1 if there is one.
 # Usage: scripts/check-layers.sh [SRC_DIR]
 set -euo pipefail
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
@@ -8,19 +9,23 @@ src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
 # What each module may include besides itself.
 declare -A allowed=(
   [text]=""
+  [accounts]=""
   [nvml]=""
-  [proc]=""
-  [snapshot]="nvml proc"
-  [kill]="snapshot nvml proc text"
-  [doctor]="kill snapshot nvml proc text"
-  [job]="kill snapshot nvml proc text"
-  [watch]="kill snapshot nvml proc text http"
+  [proc]="accounts"
+  [spawn]="proc accounts"
+  [audit]="proc accounts text"
+  [snapshot]="nvml proc accounts"
+  [kill]="snapshot audit nvml proc accounts text"
+  [reap]="kill snapshot audit nvml proc accounts text"
+  [doctor]="kill spawn snapshot audit nvml proc accounts text"
+  [job]="kill spawn snapshot audit nvml proc accounts text"
+  [watch]="kill spawn snapshot audit nvml proc accounts text http"
   [http]="text"
   [fleet]="http text"
-  [metrics]="doctor kill snapshot nvml proc text"
-  [exporter]="metrics http doctor kill snapshot nvml proc text"
-  [top]="doctor kill snapshot nvml proc text"
-  [cli]="doctor job kill watch exporter metrics fleet http top snapshot nvml proc text"
+  [metrics]="doctor kill spawn snapshot audit nvml proc accounts text"
+  [exporter]="metrics http doctor kill spawn snapshot audit nvml proc accounts text"
+  [top]="doctor kill spawn snapshot audit nvml proc accounts text"
+  [cli]="doctor job kill reap watch exporter metrics fleet http top spawn snapshot audit nvml proc accounts text"
 )
 
 violations=0
@@ -38,7 +43,7 @@ for dir in "$src"/*/; do
     [[ " ${allowed[$module]} " == *" $target "* ]] && continue
     echo "$file:$line: $module includes $target/, which is not below it" >&2
     violations=$((violations + 1))
-  done < <(grep -HnoE '^#include "[a-z_]+/' "$dir"*.{hpp,cpp} 2>/dev/null |
+  done < <(grep -rHnoE --include='*.hpp' --include='*.cpp' '^#include "[a-z_]+/' "$dir" |
            sed -E 's/#include "([a-z_]+)\//\1/')
 done
 # main.cpp sits above cli: it may include anything.

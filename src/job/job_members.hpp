@@ -2,7 +2,7 @@
 // the processes in the job's cgroup, and gpureap's descendants (as a child subreaper, every
 // process the job forks stays below it, double-forked and setsid'd ones included), each
 // pinned and then shown to be in the cgroup, or under its living parent, by a read through
-// the pin (killtree's one walk): a PID reused by a stranger between the read and the pin
+// the pin (kill/tree_sweep's one walk): a PID reused by a stranger between the read and the pin
 // never joins. The process group is used to forward signals, never to decide membership.
 #pragma once
 
@@ -28,7 +28,7 @@ enum class Ownership {
 };
 const char* ownership_name(Ownership ownership);  // "cgroup", "subreaper-tree"
 
-struct Member {
+struct JobMember {
   StatFields stat;
   std::vector<unsigned> gpu_minors;  // N of each /dev/nvidia<N> it holds
   bool holds_control_file = false;   // nvidiactl and friends only
@@ -38,7 +38,7 @@ struct Member {
 };
 
 // One look at the job: its live members (zombies left out: they hold nothing) by PID.
-using Members = std::map<pid_t, Member>;
+using Members = std::map<pid_t, JobMember>;
 
 struct MembershipSettings {
   std::string proc_root = "/proc";
@@ -59,6 +59,6 @@ Members list_members(const MembershipSettings& settings);
 std::vector<pid_t> signal_group_members(const MembershipSettings& settings, pid_t process_group, int sig);
 
 // The GPU device files pid holds (one readlink per descriptor).
-void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, Member& member);
+void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, JobMember& member);
 
 }  // namespace gpureap::job

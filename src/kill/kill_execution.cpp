@@ -1,4 +1,5 @@
 #include "kill/kill_execution.hpp"
+#include "text/signal_names.hpp"
 
 #include <cerrno>
 
@@ -55,11 +56,7 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
       }
     }
   }
-  std::vector<pid_t> stack = snapshot.table.children_of(root);
-  while (!stack.empty()) {
-    const pid_t pid = stack.back();
-    stack.pop_back();
-    for (pid_t child : snapshot.table.children_of(pid)) stack.push_back(child);
+  for (const pid_t pid : snapshot.table.descendants_of(root)) {
     const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
     if (it != plan.targets.end()) {
       if (!it->actionable() && !it->zombie()) return false;

@@ -14,7 +14,7 @@
 #include "proc/pid_files.hpp"
 #include "proc/proc_io.hpp"
 
-namespace gpureap::killtree {
+namespace gpureap::sweep {
 namespace {
 
 struct Callbacks {
@@ -167,7 +167,7 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
 }
 
 bool pinned_in_cgroup(const std::string& proc_root, const PidRef& pinned, const std::string& cgroup_dir) {
-  const auto mount = cgroup2_mount(proc_root);
+  const auto mount = cgroupfs::cgroup2_mount(proc_root);
   if (!mount) return false;
   // Read after the pin, then the pin read again: the cgroup file named the pinned process.
   const auto path = procfs::read_cgroup_v2_path(proc_root, pinned.pid());
@@ -217,4 +217,4 @@ std::unordered_set<pid_t> self_and_ancestors(const std::string& proc_root) {
   return out;
 }
 
-}  // namespace gpureap::killtree
+}  // namespace gpureap::sweep

@@ -18,7 +18,7 @@
 
 #include "kill/pid_ref.hpp"
 
-namespace gpureap::killtree {
+namespace gpureap::sweep {
 
 struct SweepScope {
   std::vector<const PidRef*> members;  // pinned processes of this target; exited ones are skipped
@@ -66,4 +66,4 @@ std::size_t pidfd_budget(std::size_t reserve = 32);
 // gpureap's own PID and all its ancestors up to PID 1, as seen in proc_root.
 std::unordered_set<pid_t> self_and_ancestors(const std::string& proc_root);
 
-}  // namespace gpureap::killtree
+}  // namespace gpureap::sweep

@@ -47,7 +47,7 @@ struct GpuMemoryAccount {
   std::optional<std::uint64_t> unattributed;  // used - attributed; unknown when any part is
   // Part of `attributed`: listed under PIDs that have exited while processes they forked keep
   // the context (and so the memory) alive. The driver keeps listing a context under its
-  // creator (measured on an H200, driver 580).
+  // creator (docs/performance.md, the real-GPU runs).
   std::uint64_t held_for_exited = 0;
 };
 

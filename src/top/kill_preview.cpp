@@ -9,6 +9,7 @@
 
 #include "text/human_format.hpp"
 #include "text/sanitize.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {

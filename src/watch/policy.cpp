@@ -9,7 +9,7 @@
 
 #include "kill/config_file.hpp"
 #include "proc/proc_io.hpp"
-#include "proc/account_lookup.hpp"
+#include "accounts/account_lookup.hpp"
 #include "text/byte_size.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"

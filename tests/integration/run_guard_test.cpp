@@ -226,7 +226,7 @@ TEST(RunSupervisorGone, DoctorNamesTheOrphanedJobAndReapEndsItAlone) {
   const pid_t job = std::stoi(ready[0]);
   run.remember(job);
   const std::string name = "gpureap-run." + std::to_string(run.pid());
-  const auto mount = killtree::cgroup2_mount("/proc");
+  const auto mount = cgroupfs::cgroup2_mount("/proc");
   if (!mount || !std::filesystem::exists(*mount + "/" + name)) GTEST_SKIP() << "run made no cgroup here";
   kill(run.pid(), SIGKILL);
   run.wait();

@@ -30,7 +30,7 @@
 #include "job/job_cgroup.hpp"
 #include "job/job_ending.hpp"
 #include "job/job_members.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
 
