@@ -15,6 +15,7 @@ packages=(
   libncurses-dev   # top: the full-screen view
   tmux   # top: its end-to-end tests drive the real binary in a terminal
   prometheus   # promtool checks the metrics and rules; the fleet test runs a real server
+  runc   # the container tests run real OCI containers (podman and crun refuse a hybrid cgroup host)
 )
 
 missing=()

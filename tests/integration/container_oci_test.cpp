@@ -1,0 +1,201 @@
+// Real containers: Debian's runc runs each one (tests/integration/oci_container.hpp), with a
+// simulated GPU process inside. What runc creates here is what the tests check gpureap against:
+// the cgroup paths of every runtime format gpureap names containers from, `ps` inside a
+// container, `kill --container`, `gpureap run` as the container's PID 1, and `reap --cgroup`
+// on the cgroup of a container whose init the runtime killed.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "kill_support.hpp"
+#include "oci_container.hpp"
+#include "sim_harness.hpp"
+
+namespace gpureap::test {
+namespace {
+
+#define SKIP_WITHOUT_RUNC()                                                                              \
+  if (!OciContainer::available()) GTEST_SKIP() << "needs root and runc (/usr/sbin/runc: apt-get install runc)"
+
+// What gpusim-cuda's READY line says: its host PID (the driver's), its PID in the container,
+// its workers' host PIDs.
+struct Ready {
+  pid_t pid = -1;
+  pid_t ns_pid = -1;
+  std::vector<pid_t> workers;
+};
+
+Ready parse_ready(const std::string& line) {
+  Ready ready;
+  std::istringstream words(line);
+  std::string word;
+  while (words >> word) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    if (key == "pid") ready.pid = std::stoi(value);
+    if (key == "nspid") ready.ns_pid = std::stoi(value);
+    if (key == "workers") {
+      std::istringstream list(value);
+      for (std::string pid; std::getline(list, pid, ',');) ready.workers.push_back(std::stoi(pid));
+    }
+  }
+  return ready;
+}
+
+// A container whose init is gpusim-cuda with `sim_args`.
+struct GpuContainer {
+  std::unique_ptr<OciContainer> container;
+  Ready ready;
+};
+
+GpuContainer start_gpu_container(const SimHost& host, const std::string& id, const std::string& cgroups_path,
+                                 const std::vector<std::string>& sim_args) {
+  OciSpec spec;
+  spec.id = id;
+  spec.cgroups_path = cgroups_path;
+  spec.args = {GPUSIM_CUDA_BINARY};
+  spec.args.insert(spec.args.end(), sim_args.begin(), sim_args.end());
+  spec.env = host.env();
+  GpuContainer started{std::make_unique<OciContainer>(spec), {}};
+  std::string line;
+  if (!started.container->start(&line) || line.rfind("READY", 0) != 0) {
+    ADD_FAILURE() << "container " << cgroups_path << " did not become ready: '" << line << "'\n"
+                  << started.container->log();
+    return started;
+  }
+  started.ready = parse_ready(line);
+  return started;
+}
+
+// The cgroup path of each hierarchy in /proc/<pid>/cgroup ("4:memory:/docker/…" gives
+// "/docker/…"), v1 and v2 alike.
+std::vector<std::string> cgroup_paths_of(pid_t pid) {
+  std::vector<std::string> paths;
+  std::istringstream lines(read_text_file("/proc/" + std::to_string(pid) + "/cgroup"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto second = line.find(':', line.find(':') + 1);
+    if (second != std::string::npos) paths.push_back(line.substr(second + 1));
+  }
+  return paths;
+}
+
+std::string pod_uid() {
+  const std::string hex = random_container_id();
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20, 12);
+}
+
+std::string underscored(std::string uid) {
+  std::replace(uid.begin(), uid.end(), '-', '_');
+  return uid;
+}
+
+// A runtime's cgroup for one container as the runtime hands it to runc (its cgroupfs driver),
+// or as runc's systemd driver would expand the runtime's "slice:prefix:id" (no systemd runs
+// here, so runc creates that path itself), and what gpureap should name it.
+struct RuntimeFormat {
+  std::string name;
+  std::string cgroups_path;
+  std::string runtime;  // "" when gpureap must not call it a container
+  std::string id;
+  std::string pod_uid;
+};
+
+std::vector<RuntimeFormat> runtime_formats() {
+  std::vector<RuntimeFormat> formats;
+  const auto add = [&](std::string name, std::string path, std::string runtime, std::string id, std::string pod) {
+    formats.push_back({std::move(name), std::move(path), std::move(runtime), std::move(id), std::move(pod)});
+  };
+  std::string id = random_container_id();
+  add("docker cgroupfs", "/docker/" + id, "docker", id, "");
+  id = random_container_id();
+  add("docker systemd", "/system.slice/docker-" + id + ".scope", "docker", id, "");
+  id = random_container_id();
+  add("podman cgroupfs", "/libpod_parent/libpod-" + id, "podman", id, "");
+  id = random_container_id();
+  add("podman systemd", "/machine.slice/libpod-" + id + ".scope", "podman", id, "");
+  id = random_container_id();
+  add("podman split (Quadlet)", "/system.slice/gpureap-test-" + id.substr(0, 8) + ".service/libpod-payload-" + id,
+      "podman", id, "");
+  std::string pod = pod_uid();
+  id = random_container_id();
+  add("containerd CRI, systemd",
+      "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + underscored(pod) +
+          ".slice/cri-containerd-" + id + ".scope",
+      "containerd", id, pod);
+  pod = pod_uid();
+  id = random_container_id();
+  add("CRI-O, systemd",
+      "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + underscored(pod) + ".slice/crio-" + id +
+          ".scope",
+      "cri-o", id, pod);
+  pod = pod_uid();
+  id = random_container_id();
+  add("kubepods cgroupfs (containerd)", "/kubepods/burstable/pod" + pod + "/" + id, "kubernetes", id, pod);
+  pod = pod_uid();
+  id = random_container_id();
+  add("kubepods cgroupfs, guaranteed (CRI-O)", "/kubepods/pod" + pod + "/crio-" + id, "cri-o", id, pod);
+  // runc alone: /<id> below runc's own cgroup. Any program can make a cgroup of any name, so
+  // a bare name is no evidence of a container.
+  add("runc's default", "", "", "gpureap-test-" + random_container_id().substr(0, 12), "");
+  return formats;
+}
+
+TEST(OciContainers, HostPsNamesEachRuntimesContainerInTheCgroupRuncCreates) {
+  SKIP_WITHOUT_RUNC();
+  SimHost host;
+  const auto formats = runtime_formats();
+  std::vector<GpuContainer> containers;
+  for (const auto& format : formats) {
+    containers.push_back(start_gpu_container(host, format.id, format.cgroups_path, {"--alloc", "0:64MiB"}));
+    ASSERT_GT(containers.back().ready.pid, 0) << format.name;
+  }
+  const auto ps = host.ps_json();
+  for (std::size_t i = 0; i < formats.size(); ++i) {
+    const RuntimeFormat& format = formats[i];
+    const Ready& ready = containers[i].ready;
+    EXPECT_NE(ready.pid, ready.ns_pid) << format.name << ": the container has a PID namespace of its own";
+    // What runc made: the path it was given (or /<id> below its own cgroup) in every v1
+    // hierarchy and in the v2 one.
+    const auto paths = cgroup_paths_of(ready.pid);
+    ASSERT_GE(paths.size(), 2u) << format.name;
+    for (const std::string& path : paths) {
+      if (format.cgroups_path.empty()) {
+        EXPECT_TRUE(path.ends_with("/" + format.id)) << format.name << ": " << path;
+      } else {
+        EXPECT_EQ(path, format.cgroups_path) << format.name;
+      }
+    }
+    const auto* p = find_process(ps, ready.pid);
+    ASSERT_NE(p, nullptr) << format.name << "\n" << ps.dump(2);
+    EXPECT_EQ((*p)["identity"], "ok") << format.name;
+    EXPECT_EQ((*p)["namespace_pid"], ready.ns_pid) << format.name;
+    if (format.runtime.empty()) {
+      EXPECT_TRUE((*p)["container"].is_null()) << format.name << ": " << p->dump(2);
+      continue;
+    }
+    ASSERT_TRUE((*p)["container"].is_object()) << format.name << ": " << p->dump(2);
+    EXPECT_EQ((*p)["container"]["runtime"], format.runtime) << format.name;
+    EXPECT_EQ((*p)["container"]["id"], format.id) << format.name;
+    if (format.pod_uid.empty()) {
+      EXPECT_TRUE((*p)["container"]["pod_uid"].is_null()) << format.name;
+    } else {
+      EXPECT_EQ((*p)["container"]["pod_uid"], format.pod_uid) << format.name;
+    }
+  }
+  // The short id users see in `docker ps` selects that container alone.
+  const auto only = host.ps_json({"--container", formats[0].id.substr(0, 12)});
+  ASSERT_EQ(only["processes"].size(), 1u) << only.dump(2);
+  EXPECT_EQ(only["processes"][0]["pid"], containers[0].ready.pid);
+}
+
+}  // namespace
+}  // namespace gpureap::test
