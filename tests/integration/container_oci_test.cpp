@@ -197,5 +197,59 @@ TEST(OciContainers, HostPsNamesEachRuntimesContainerInTheCgroupRuncCreates) {
   EXPECT_EQ(only["processes"][0]["pid"], containers[0].ready.pid);
 }
 
+// The GPU processes the driver lists on `gpu`, from the host.
+std::vector<pid_t> listed_on(const SimHost& host, unsigned gpu) {
+  std::vector<pid_t> pids;
+  const auto ps = host.ps_json();
+  for (const auto& p : ps.value("processes", nlohmann::json::array())) {
+    if (p["gpu"] == gpu) pids.push_back(p["pid"].get<pid_t>());
+  }
+  return pids;
+}
+
+TEST(OciContainers, PsInsideAContainerShowsTheDriversHostPidsAsForeignBesideTheHoldersHere) {
+  SKIP_WITHOUT_RUNC();
+  SimHost host;
+  auto outside = host.start({"--alloc", "1:1GiB"});  // on the host: nothing in the container holds GPU 1
+  OciSpec spec;
+  spec.id = random_container_id();
+  spec.cgroups_path = "/docker/" + spec.id;
+  spec.env = host.env();
+  const std::string out = host.state_dir() + "/ps-inside.json";
+  spec.args = {"/bin/sh", "-c",
+               "\"$0\" --alloc 0:2GiB --workers 1 | { read -r ready; echo \"$ready\"; \"$1\" ps --json > \"$2\"; "
+               "echo \"ps $?\"; }",
+               GPUSIM_CUDA_BINARY, gpureap_binary(), out};
+  OciContainer container(spec);
+  std::string line;
+  ASSERT_TRUE(container.start(&line)) << container.log();
+  const Ready ready = parse_ready(line);
+  ASSERT_GT(ready.pid, 0) << line;
+  ASSERT_EQ(container.next_line(), "ps 0") << container.log();
+  const auto ps = nlohmann::json::parse(read_text_file(out));
+  EXPECT_TRUE(ps["host"]["in_child_pid_namespace"].get<bool>());
+  // The driver's PIDs are the host's: neither is a process here.
+  const auto* inside = find_process(ps, ready.pid);
+  ASSERT_NE(inside, nullptr) << ps.dump(2);
+  EXPECT_EQ((*inside)["identity"], "foreign") << inside->dump(2);
+  EXPECT_EQ((*inside)["gpu_memory_bytes"], 2 * GiB);
+  const auto* host_process = find_process(ps, outside.pid);
+  ASSERT_NE(host_process, nullptr) << ps.dump(2);
+  EXPECT_EQ((*host_process)["identity"], "foreign");
+  // The container's own GPU process and its worker, by their PIDs here, hold GPU 0's device
+  // file: the foreign entry on GPU 0 names them, the one on GPU 1 names nobody.
+  const auto* owner = find_holder(ps, ready.ns_pid);
+  ASSERT_NE(owner, nullptr) << ps.dump(2);
+  EXPECT_EQ((*owner)["gpus"], nlohmann::json::array({0}));
+  ASSERT_EQ(ps["holders"].size(), 2u) << ps["holders"].dump(2);
+  std::vector<pid_t> holders_here;
+  for (const auto& h : ps["holders"]) holders_here.push_back(h["pid"].get<pid_t>());
+  std::sort(holders_here.begin(), holders_here.end());
+  EXPECT_EQ((*inside)["holders_here"].get<std::vector<pid_t>>(), holders_here) << inside->dump(2);
+  EXPECT_TRUE((*host_process)["holders_here"].empty()) << host_process->dump(2);
+  EXPECT_NE((*inside)["identity_reason"].get<std::string>().find(std::to_string(ready.ns_pid)), std::string::npos)
+      << inside->dump(2);
+}
+
 }  // namespace
 }  // namespace gpureap::test
