@@ -251,5 +251,35 @@ TEST(OciContainers, PsInsideAContainerShowsTheDriversHostPidsAsForeignBesideTheH
       << inside->dump(2);
 }
 
+TEST(OciContainers, KillContainerEndsThatContainersGpuProcessesAndNothingOutside) {
+  SKIP_WITHOUT_RUNC();
+  SimHost host;
+  auto on_host = host.start({"--alloc", "0:1GiB"});
+  const std::string target_id = random_container_id();
+  auto target = start_gpu_container(host, target_id, "/docker/" + target_id, {"--alloc", "0:2GiB", "--workers", "2"});
+  const std::string other_id = random_container_id();
+  auto other = start_gpu_container(host, other_id, "/docker/" + other_id, {"--alloc", "1:1GiB"});
+  ASSERT_GT(target.ready.pid, 0);
+  ASSERT_GT(other.ready.pid, 0);
+  ASSERT_EQ(target.ready.workers.size(), 2u);
+
+  int exit_code = -1;
+  const auto report = kill_json(host, {"--container", target_id.substr(0, 12), "--yes"}, &exit_code);
+  EXPECT_EQ(exit_code, 0) << report.dump(2);
+  for (pid_t pid : {target.ready.pid, target.ready.workers[0], target.ready.workers[1]}) {
+    EXPECT_FALSE(running(pid)) << pid << " of the container lives on\n" << report.dump(2);
+  }
+  const auto* gpu0 = kill_gpu(report, 0);
+  ASSERT_NE(gpu0, nullptr) << report.dump(2);
+  EXPECT_TRUE((*gpu0)["verified"].get<bool>()) << gpu0->dump(2);
+  // Its init gone, the container is over: runc reports the init's status.
+  EXPECT_EQ(target.container->wait_exit(), 0) << target.container->log();
+  // The host's GPU process on the same GPU and the other container's are untouched.
+  EXPECT_TRUE(running(on_host.pid));
+  EXPECT_TRUE(running(other.ready.pid));
+  EXPECT_EQ(listed_on(host, 0), std::vector<pid_t>{on_host.pid});
+  EXPECT_EQ(listed_on(host, 1), std::vector<pid_t>{other.ready.pid});
+}
+
 }  // namespace
 }  // namespace gpureap::test
