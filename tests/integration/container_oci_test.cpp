@@ -281,5 +281,107 @@ TEST(OciContainers, KillContainerEndsThatContainersGpuProcessesAndNothingOutside
   EXPECT_EQ(listed_on(host, 1), std::vector<pid_t>{other.ready.pid});
 }
 
+// gpureap run as the container's entry point, the way ENTRYPOINT ["gpureap", "run", "--"]
+// starts it: PID 1 of the container.
+OciSpec run_entry_point(const SimHost& host, const std::string& script, std::vector<std::string> script_args) {
+  OciSpec spec;
+  spec.id = random_container_id();
+  spec.cgroups_path = "/docker/" + spec.id;
+  spec.env = host.env();
+  spec.args = {gpureap_binary(), "run", "--json", "--kill-timeout", "2", "--verify-timeout", "5", "--",
+               "/bin/sh", "-c", script, GPUSIM_CUDA_BINARY};
+  spec.args.insert(spec.args.end(), script_args.begin(), script_args.end());
+  return spec;
+}
+
+// The run report: the last JSON object the container printed.
+nlohmann::json run_report(const std::string& output) {
+  const auto start = output.rfind("\n{");
+  try {
+    return nlohmann::json::parse(output.substr(start == std::string::npos ? 0 : start + 1));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "no run report in: " << output;
+    return nlohmann::json::object();
+  }
+}
+
+// Zombies among the processes in the PID namespace of `init` (host PIDs): what a PID 1 that
+// reaps nothing leaves behind.
+std::vector<pid_t> zombies_in_pid_namespace_of(pid_t init) {
+  std::error_code error;
+  const auto ns = std::filesystem::read_symlink("/proc/" + std::to_string(init) + "/ns/pid", error);
+  std::vector<pid_t> zombies;
+  if (error) return zombies;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    std::error_code link_error;
+    if (std::filesystem::read_symlink(entry.path() / "ns/pid", link_error) != ns || link_error) continue;
+    if (process_state(pid) == 'Z') zombies.push_back(pid);
+  }
+  return zombies;
+}
+
+TEST(OciContainers, RunAsEntryPointReapsOrphansEndsLeftoversAndExitsWithTheCommandsStatus) {
+  SKIP_WITHOUT_RUNC();
+  SimHost host;
+  auto on_host = host.start({"--alloc", "1:1GiB"});
+  const std::string go = host.state_dir() + "/go";
+  // A GPU process that double-forks away from the command (reparented to PID 1, outliving
+  // the command), an orphan that exits while the job runs, then exit 3 when the test says so.
+  const std::string script =
+      "( \"$0\" --alloc 0:1GiB --workers 1 > /dev/null & ); ( sleep 0.1 & ); echo started; "
+      "while [ ! -e \"$1\" ]; do sleep 0.02; done; exit 3";
+  OciContainer container(run_entry_point(host, script, {go}));
+  std::string line;
+  ASSERT_TRUE(container.start(&line)) << container.log();
+  ASSERT_EQ(line, "started") << container.log();
+  ASSERT_TRUE(eventually([&] { return listed_on(host, 0).size() == 1; }, 10000)) << container.log();
+  const pid_t leftover = listed_on(host, 0).at(0);
+  const pid_t init = container.init_pid();
+  ASSERT_GT(init, 0);
+  usleep(200 * 1000);  // the sleep orphan has exited
+  EXPECT_TRUE(zombies_in_pid_namespace_of(init).empty()) << "PID 1 left its orphans unreaped";
+  std::ofstream(go).close();
+  EXPECT_EQ(container.wait_exit(15000), 3) << container.log();
+  const auto report = run_report(container.rest_of_output());
+  EXPECT_EQ(report["exit_code"], 3) << report.dump(2);
+  EXPECT_EQ(report["main_status"]["exit_code"], 3);
+  EXPECT_GE(report["orphans_reaped"].get<int>(), 1) << report.dump(2);
+  EXPECT_EQ(report["left_and_ended"].size(), 2u) << report.dump(2);  // the GPU process and its worker
+  ASSERT_EQ(report["gpus"].size(), 1u) << report.dump(2);
+  EXPECT_TRUE(report["gpus"][0]["verified_free"].get<bool>()) << report.dump(2);
+  EXPECT_FALSE(running(leftover));
+  EXPECT_TRUE(running(on_host.pid));
+  EXPECT_TRUE(listed_on(host, 0).empty());
+}
+
+TEST(OciContainers, RunAsEntryPointForwardsTheRuntimesStopSignal) {
+  SKIP_WITHOUT_RUNC();
+  SimHost host;
+  auto on_host = host.start({"--alloc", "1:1GiB"});
+  const std::string script =
+      "\"$0\" --alloc 0:1GiB --workers 1 > /dev/null & trap 'echo got TERM; exit 7' TERM; echo started; "
+      "while :; do sleep 0.02; done";
+  OciContainer container(run_entry_point(host, script, {}));
+  std::string line;
+  ASSERT_TRUE(container.start(&line)) << container.log();
+  ASSERT_EQ(line, "started") << container.log();
+  ASSERT_TRUE(eventually([&] { return listed_on(host, 0).size() == 1; }, 10000)) << container.log();
+  // `docker stop` / `runc kill`: SIGTERM to the container's PID 1, gpureap.
+  const auto kill = container.runc({"kill", container.id(), "TERM"});
+  ASSERT_EQ(kill.exit_code, 0) << kill.err;
+  EXPECT_EQ(container.next_line(), "got TERM") << container.log();
+  EXPECT_EQ(container.wait_exit(15000), 7) << container.log();
+  const auto report = run_report(container.rest_of_output());
+  EXPECT_EQ(report["forwarded_signals"], nlohmann::json::array({"SIGTERM"})) << report.dump(2);
+  EXPECT_EQ(report["exit_code"], 7);
+  ASSERT_EQ(report["gpus"].size(), 1u) << report.dump(2);
+  EXPECT_TRUE(report["gpus"][0]["verified_free"].get<bool>()) << report.dump(2);
+  EXPECT_TRUE(listed_on(host, 0).empty());
+  EXPECT_TRUE(running(on_host.pid));
+}
+
 }  // namespace
 }  // namespace gpureap::test
