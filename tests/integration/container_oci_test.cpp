@@ -383,5 +383,41 @@ TEST(OciContainers, RunAsEntryPointForwardsTheRuntimesStopSignal) {
   EXPECT_TRUE(running(on_host.pid));
 }
 
+TEST(OciContainers, ReapCgroupEndsWhatOutlivesTheInitTheRuntimeKilled) {
+  SKIP_WITHOUT_RUNC();
+  SimHost host;
+  auto bystander = host.start({"--alloc", "0:1GiB"});  // same GPU, outside the container
+  OciSpec spec;
+  spec.id = random_container_id();
+  spec.cgroups_path = "/docker/" + spec.id;
+  spec.env = host.env();
+  // `docker run --pid=host`, started as containerd's shim starts it: the init's death ends
+  // nothing else.
+  spec.host_pid_namespace = true;
+  spec.detach = true;
+  spec.args = {"/bin/sh", "-c", "\"$0\" --alloc 0:2GiB --workers 2 & wait", GPUSIM_CUDA_BINARY};
+  OciContainer container(spec);
+  std::string line;
+  ASSERT_TRUE(container.start(&line)) << container.log();
+  const Ready ready = parse_ready(line);
+  ASSERT_EQ(ready.workers.size(), 2u) << line;
+  const pid_t init = container.init_pid();
+  ASSERT_GT(init, 0) << container.log();
+  ASSERT_EQ(container.runc({"kill", container.id(), "KILL"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return !running(init); })) << "runc kill did not end the init";
+  for (pid_t pid : {ready.pid, ready.workers[0], ready.workers[1]}) ASSERT_TRUE(running(pid)) << pid;
+
+  int exit_code = -1;
+  const auto report = host.gpureap_json({"reap", "--cgroup", spec.cgroups_path, "--kill-timeout", "2", "--json"},
+                                        &exit_code);
+  EXPECT_EQ(exit_code, 0) << report.dump(2);
+  EXPECT_EQ(report["targets"].size(), 3u) << report.dump(2);
+  for (pid_t pid : {ready.pid, ready.workers[0], ready.workers[1]}) EXPECT_FALSE(running(pid)) << pid;
+  ASSERT_EQ(report["gpus"].size(), 1u) << report.dump(2);
+  EXPECT_TRUE(report["gpus"][0]["verified"].get<bool>()) << report.dump(2);
+  EXPECT_TRUE(running(bystander.pid));
+  EXPECT_EQ(listed_on(host, 0), std::vector<pid_t>{bystander.pid});
+}
+
 }  // namespace
 }  // namespace gpureap::test
