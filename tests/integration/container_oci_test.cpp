@@ -56,22 +56,35 @@ struct GpuContainer {
   Ready ready;
 };
 
-GpuContainer start_gpu_container(const SimHost& host, const std::string& id, const std::string& cgroups_path,
-                                 const std::vector<std::string>& sim_args) {
+GpuContainer launch_gpu_container(const SimHost& host, const std::string& id, const std::string& cgroups_path,
+                                  const std::vector<std::string>& sim_args) {
   OciSpec spec;
   spec.id = id;
   spec.cgroups_path = cgroups_path;
   spec.args = {GPUSIM_CUDA_BINARY};
   spec.args.insert(spec.args.end(), sim_args.begin(), sim_args.end());
   spec.env = host.env();
+  spec.gpu_device_dir = host.dev_dir();
   GpuContainer started{std::make_unique<OciContainer>(spec), {}};
-  std::string line;
-  if (!started.container->start(&line) || line.rfind("READY", 0) != 0) {
-    ADD_FAILURE() << "container " << cgroups_path << " did not become ready: '" << line << "'\n"
+  if (!started.container->launch()) ADD_FAILURE() << "runc could not be started for " << cgroups_path;
+  return started;
+}
+
+// Waits for a launched container's READY line.
+void wait_ready(GpuContainer& started) {
+  const std::string line = started.container->next_line(15000);
+  if (line.rfind("READY", 0) != 0) {
+    ADD_FAILURE() << "container " << started.container->id() << " did not become ready: '" << line << "'\n"
                   << started.container->log();
-    return started;
+    return;
   }
   started.ready = parse_ready(line);
+}
+
+GpuContainer start_gpu_container(const SimHost& host, const std::string& id, const std::string& cgroups_path,
+                                 const std::vector<std::string>& sim_args) {
+  GpuContainer started = launch_gpu_container(host, id, cgroups_path, sim_args);
+  wait_ready(started);
   return started;
 }
 
@@ -154,9 +167,13 @@ TEST(OciContainers, HostPsNamesEachRuntimesContainerInTheCgroupRuncCreates) {
   SimHost host;
   const auto formats = runtime_formats();
   std::vector<GpuContainer> containers;
+  // Side by side, as a node starts a pod's containers.
   for (const auto& format : formats) {
-    containers.push_back(start_gpu_container(host, format.id, format.cgroups_path, {"--alloc", "0:64MiB"}));
-    ASSERT_GT(containers.back().ready.pid, 0) << format.name;
+    containers.push_back(launch_gpu_container(host, format.id, format.cgroups_path, {"--alloc", "0:64MiB"}));
+  }
+  for (std::size_t i = 0; i < formats.size(); ++i) {
+    wait_ready(containers[i]);
+    ASSERT_GT(containers[i].ready.pid, 0) << formats[i].name;
   }
   const auto ps = host.ps_json();
   for (std::size_t i = 0; i < formats.size(); ++i) {
@@ -215,6 +232,7 @@ TEST(OciContainers, PsInsideAContainerShowsTheDriversHostPidsAsForeignBesideTheH
   spec.id = random_container_id();
   spec.cgroups_path = "/docker/" + spec.id;
   spec.env = host.env();
+  spec.gpu_device_dir = host.dev_dir();
   const std::string out = host.state_dir() + "/ps-inside.json";
   spec.args = {"/bin/sh", "-c",
                "\"$0\" --alloc 0:2GiB --workers 1 | { read -r ready; echo \"$ready\"; \"$1\" ps --json > \"$2\"; "
@@ -288,6 +306,7 @@ OciSpec run_entry_point(const SimHost& host, const std::string& script, std::vec
   spec.id = random_container_id();
   spec.cgroups_path = "/docker/" + spec.id;
   spec.env = host.env();
+  spec.gpu_device_dir = host.dev_dir();
   spec.args = {gpureap_binary(), "run", "--json", "--kill-timeout", "2", "--verify-timeout", "5", "--",
                "/bin/sh", "-c", script, GPUSIM_CUDA_BINARY};
   spec.args.insert(spec.args.end(), script_args.begin(), script_args.end());
@@ -392,6 +411,7 @@ TEST(OciContainers, ReapCgroupEndsWhatOutlivesTheInitTheRuntimeKilled) {
   spec.id = random_container_id();
   spec.cgroups_path = "/docker/" + spec.id;
   spec.env = host.env();
+  spec.gpu_device_dir = host.dev_dir();
   // `docker run --pid=host`, started as containerd's shim starts it: the init's death ends
   // nothing else.
   spec.host_pid_namespace = true;

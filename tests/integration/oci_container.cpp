@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,9 +136,22 @@ void OciContainer::write_bundle() {
       bind_mount(GPUREAP_BUILD_DIR, true),
       {{"destination", kHostProc}, {"type", "bind"}, {"source", "/proc"}, {"options", {"bind", "ro"}}},
   });
+  nlohmann::json devices = nlohmann::json::array({{{"allow", false}, {"access", "rwm"}}});
+  std::error_code error;
+  if (!spec_.gpu_device_dir.empty()) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(spec_.gpu_device_dir, error)) {
+      struct stat st {};
+      if (stat(entry.path().c_str(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) continue;
+      devices.push_back({{"allow", true},
+                         {"type", S_ISCHR(st.st_mode) ? "c" : "b"},
+                         {"major", major(st.st_rdev)},
+                         {"minor", minor(st.st_rdev)},
+                         {"access", "rw"}});
+    }
+  }
   nlohmann::json linux_section = {
       {"namespaces", namespaces},
-      {"resources", {{"devices", {{{"allow", false}, {"access", "rwm"}}}}}},
+      {"resources", {{"devices", devices}}},
       {"maskedPaths", {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"}},
       {"readonlyPaths", {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}},
   };
@@ -163,6 +177,12 @@ void OciContainer::write_bundle() {
 }
 
 bool OciContainer::start(std::string* first_line, int timeout_ms) {
+  if (!launch()) return false;
+  *first_line = next_line(timeout_ms);
+  return !first_line->empty();
+}
+
+bool OciContainer::launch() {
   // The parents runc is about to make for an absolute cgroupsPath (/kubepods/burstable/pod…)
   // are removed after the containers; those that exist already are someone else's.
   if (spec_.cgroups_path.starts_with("/")) {
@@ -197,8 +217,7 @@ bool OciContainer::start(std::string* first_line, int timeout_ms) {
   }
   runc_pid_ = child;
   stdout_fd_ = out_pipe[0];
-  *first_line = next_line(timeout_ms);
-  return !first_line->empty();
+  return true;
 }
 
 void OciContainer::read_output(int timeout_ms, bool until_line) {
@@ -265,13 +284,13 @@ std::string OciContainer::log() const { return read_text_file(bundle_ + "/stderr
 OciContainer::~OciContainer() {
   // --all: with the host's PID namespace the init's death does not end the rest.
   if (runc_pid_ > 0 || spec_.detach) runc({"kill", "--all", spec_.id, "KILL"});
-  if (runc_pid_ > 0) {
-    if (wait_exit(5000) < 0) {
-      kill(runc_pid_, SIGKILL);
-      waitpid(runc_pid_, nullptr, 0);
-    }
+  if (runc_pid_ > 0 && wait_exit(5000) < 0) {
+    kill(runc_pid_, SIGKILL);
+    waitpid(runc_pid_, nullptr, 0);
+    runc_pid_ = -1;
   }
-  runc({"delete", "--force", spec_.id});
+  // `runc run` in the foreground removes its container when it exits by itself.
+  if (spec_.detach || exit_status_ < 0) runc({"delete", "--force", spec_.id});
   // Every parent this process made that is empty now, deepest first: one made for another
   // container still running here (or used by another test meanwhile) is not empty and stays,
   // for the last container to remove.

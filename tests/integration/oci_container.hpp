@@ -27,6 +27,10 @@ struct OciSpec {
   std::map<std::string, std::string> env;   // besides PATH and the sanitizers' options
   std::string cgroups_path;                 // linux.cgroupsPath; "" for runc's default
   bool host_pid_namespace = false;          // `docker run --pid=host`
+  // The GPUs' device files: the character (or block) devices in it are allowed in the
+  // container's device cgroup, as `docker run --gpus` allows /dev/nvidia*; all others are
+  // denied but for runc's defaults (/dev/null, /dev/zero, ...).
+  std::string gpu_device_dir;
   // `runc run --detach`, as containerd's shim starts containers: runc returns once the init
   // runs, and nothing ends the rest of the container when the init dies (with the host's PID
   // namespace) until `runc delete`.
@@ -50,6 +54,9 @@ class OciContainer {
   // `runc run` in the foreground as our child, the container's stdout a pipe we read: true
   // once the container printed a first line (into *first_line) within the timeout.
   bool start(std::string* first_line, int timeout_ms = 15000);
+  // `runc run` without waiting for anything: containers launched together start side by side;
+  // next_line() then reads what each prints.
+  bool launch();
   // The next line the container prints, or "" at the timeout or its end.
   std::string next_line(int timeout_ms = 10000);
   // Everything else it prints, until its stdout closes or the timeout.
