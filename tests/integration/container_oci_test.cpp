@@ -367,6 +367,9 @@ TEST(OciContainers, RunAsEntryPointReapsOrphansEndsLeftoversAndExitsWithTheComma
   EXPECT_EQ(container.wait_exit(15000), 3) << container.log();
   const auto report = run_report(container.rest_of_output());
   EXPECT_EQ(report["exit_code"], 3) << report.dump(2);
+  // No cgroup v2 is mounted in the container (the hybrid host's v1 hierarchies only, read-only):
+  // the job is gpureap's descendants.
+  EXPECT_EQ(report["ownership"], "subreaper-tree") << report.dump(2);
   EXPECT_EQ(report["main_status"]["exit_code"], 3);
   EXPECT_GE(report["orphans_reaped"].get<int>(), 1) << report.dump(2);
   EXPECT_EQ(report["left_and_ended"].size(), 2u) << report.dump(2);  // the GPU process and its worker
