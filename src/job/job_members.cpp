@@ -82,14 +82,26 @@ Members list_members(const MembershipSettings& settings) {
       killtree::SweepScope scope;
       scope.members.push_back(&self.ref);
       scope.descendants = true;
+      scope.after_read = settings.after_read;
       killtree::sweep_once(proc_root, scope, known, excluded, budget, keep, unpinned);
     }
   }
   if (settings.cgroup != nullptr) {
-    killtree::pin_cgroup_members(proc_root, settings.cgroup->path(), settings.cgroup->member_pids(), known,
-                                 excluded, budget, keep, unpinned);
+    const std::vector<pid_t> read = settings.cgroup->member_pids();
+    if (settings.after_read) settings.after_read(read);
+    killtree::pin_cgroup_members(proc_root, settings.cgroup->path(), read, known, excluded, budget, keep, unpinned);
   }
   return members;
+}
+
+std::vector<pid_t> signal_group_members(const MembershipSettings& settings, pid_t process_group, int sig) {
+  std::vector<pid_t> signalled;
+  for (const auto& [pid, member] : list_members(settings)) {
+    if (!member.proven || member.stat.pgid != process_group) continue;
+    PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
+    if (pin.status == PinStatus::Ok && pin.ref.send_signal(sig) == 0) signalled.push_back(pid);
+  }
+  return signalled;
 }
 
 }  // namespace gpureap::job

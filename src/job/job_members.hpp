@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -44,9 +45,18 @@ struct MembershipSettings {
   std::string dev_dir = "/dev";
   pid_t self = 0;                       // gpureap run
   const JobCgroup* cgroup = nullptr;    // null: subreaper tree only
+  // Called with each list of PIDs read (a children file, cgroup.procs) before any of them is
+  // pinned: a test's seam to put a stranger on a member's PID between the read and the pin.
+  std::function<void(const std::vector<pid_t>& read)> after_read;
 };
 
 Members list_members(const MembershipSettings& settings);
+
+// Sends sig to each member of the job in process_group, through a pin taken again (PID and start
+// time), and returns the PIDs signalled. A member not proven through a pin is skipped, as the
+// ladder skips it: its PID was read bare and may name a stranger by now. So is a process that
+// merely joined the group: any process of the session may, and it is not the job.
+std::vector<pid_t> signal_group_members(const MembershipSettings& settings, pid_t process_group, int sig);
 
 // The GPU device files pid holds (one readlink per descriptor).
 void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, Member& member);

@@ -118,7 +118,7 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
   };
   std::unordered_map<pid_t, std::vector<pid_t>> by_parent;  // filled on first fallback
   bool scanned = false;
-  const auto children_of = [&](const PidRef& parent) {
+  const auto read_children_of = [&](const PidRef& parent) {
     auto children = procfs::read_children(proc_root, parent.pid());
     if (children) return std::move(*children);
     if (!scanned) {
@@ -127,6 +127,11 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
     }
     const auto it = by_parent.find(parent.pid());
     return it == by_parent.end() ? std::vector<pid_t>{} : it->second;
+  };
+  const auto children_of = [&](const PidRef& parent) {
+    auto children = read_children_of(parent);
+    if (scope.after_read) scope.after_read(children);
+    return children;
   };
   for (const PidRef* root : living) {
     std::vector<Frame> stack;

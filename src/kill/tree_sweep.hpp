@@ -24,6 +24,9 @@ struct SweepScope {
   std::vector<const PidRef*> members;  // pinned processes of this target; exited ones are skipped
   bool descendants = false;           // follow children (recursively)
   std::optional<pid_t> process_group;  // also every process with this pgid
+  // Called with each children file's PIDs as read, before any of them is pinned: the one place
+  // a test can put a stranger on a member's PID between the read and the pin.
+  std::function<void(const std::vector<pid_t>& read)> after_read;
 };
 
 // Called for each new process, pinned and verified, once the walk no longer needs it (after its
