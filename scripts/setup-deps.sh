@@ -16,6 +16,7 @@ packages=(
   tmux   # top: its end-to-end tests drive the real binary in a terminal
   prometheus   # promtool checks the metrics and rules; the fleet test runs a real server
   slurm-wlm munge   # tests/slurm: a two-node Slurm cluster runs the shipped deploy/slurm scripts
+  runc   # the container tests run real OCI containers (podman and crun refuse a hybrid cgroup host)
 )
 
 missing=()

@@ -15,16 +15,17 @@
 #include "common/clock.hpp"
 #include "common/file_io.hpp"
 #include "common/size.hpp"
+#include "cuda/pidns.hpp"
 
 namespace gpusim::cuda {
 
 Result<Owner> identify_self() {
   Owner o;
   char buf[64];
-  ssize_t n = ::readlink("/proc/self", buf, sizeof buf - 1);
-  if (n <= 0) return Error{std::string("readlink /proc/self: ") + errno_text(errno)};
+  ssize_t n = read_host_pid_link(buf, sizeof buf - 1);
+  if (n <= 0) return Error{std::string("readlink of the host's /proc/self: ") + errno_text(errno)};
   auto [p, ec] = std::from_chars(buf, buf + n, o.host_pid);
-  if (ec != std::errc() || p != buf + n) return Error{"/proc/self does not name a PID"};
+  if (ec != std::errc() || p != buf + n) return Error{"the host's /proc/self does not name a PID"};
   o.ns_pid = static_cast<unsigned>(::getpid());
   ReadResult comm = read_file("/proc/self/comm");
   o.name = comm.ok() ? comm.data.substr(0, comm.data.find('\n')) : "gpusim-cuda";

@@ -98,6 +98,28 @@ void link_exited_owners(Snapshot& snapshot) {
   }
 }
 
+// In a child PID namespace the driver's PIDs are the host's: a container's own GPU process is
+// `foreign` to gpureap running in it. What explains such an entry here is who holds the GPU's
+// device file: those holders are named beside it.
+void name_holders_here(Snapshot& snapshot) {
+  if (!snapshot.in_child_pid_namespace) return;
+  for (auto& p : snapshot.processes) {
+    if (p.identity != Identity::Foreign) continue;
+    std::string list;
+    for (const auto& h : snapshot.holders) {
+      if (h.listed_by_driver || h.role == HolderRole::Client || !h.holds_gpu(p.gpu_index)) continue;
+      p.holders_here.push_back(h.pid);
+      list += (list.empty() ? "" : ", ") + std::to_string(h.pid);
+    }
+    if (list.empty()) continue;
+    p.identity_reason = fmt::format(
+        "the driver reports host PIDs and gpureap runs in a PID namespace (container) without the "
+        "host's; here PID {} hold{} this GPU's device file: its process may be among them, or in "
+        "another container (run gpureap on the host or with --pid=host to know)",
+        list, p.holders_here.size() == 1 ? "s" : "");
+  }
+}
+
 // A leader that is gone, or dead but not yet reaped, no longer runs the job. PID 0 is a leader
 // outside our PID namespace: unknown, so never evidence.
 bool leader_gone(const Snapshot& snapshot, pid_t leader) {
@@ -305,6 +327,7 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
   std::sort(snapshot.holders.begin(), snapshot.holders.end(),
             [](const HolderView& a, const HolderView& b) { return a.pid < b.pid; });
   link_exited_owners(snapshot);
+  name_holders_here(snapshot);
 }
 
 SnapshotSource::SnapshotSource(SnapshotOptions options) : options_(std::move(options)) {}

@@ -65,6 +65,11 @@ struct GpuProcessView {
   // For a listed PID that has exited (on the host): the holders that inherited its
   // descriptors and keep its context alive. Empty otherwise.
   std::vector<pid_t> held_by;
+  // For a `foreign` PID while gpureap runs in a child PID namespace (a container): the
+  // processes here that hold this GPU's device file and that the driver lists under no PID of
+  // ours. Its host PID is one of theirs or a process's outside this namespace; nothing here
+  // maps one to the other, so this explains, and is never a target.
+  std::vector<pid_t> holders_here;
 };
 
 // What a process holding an NVIDIA device file is to the GPU's jobs.

@@ -96,6 +96,7 @@ Json process_json(const GpuProcessView& view) {
   out["identity"] = identity_name(view.identity);
   out["identity_reason"] = view.identity_reason.empty() ? Json(nullptr) : Json(view.identity_reason);
   out["held_by"] = view.held_by;
+  out["holders_here"] = view.holders_here;
   out["user"] = p ? Json(p->user) : Json(nullptr);
   out["uid"] = p ? Json(p->uid) : Json(nullptr);
   out["state"] = p ? Json(state_text(p->state)) : Json(nullptr);

@@ -160,6 +160,10 @@ std::string process_row(const GpuProcessView& view, const TerminalStyle& style, 
       why = "(exited; its context is kept alive by PID";
       for (pid_t pid : view.held_by) why += " " + std::to_string(pid);
       why += ")";
+    } else if (!view.holders_here.empty()) {
+      why = "(a host PID; here PID";
+      for (pid_t pid : view.holders_here) why += " " + std::to_string(pid);
+      why += " hold" + std::string(view.holders_here.size() == 1 ? "s" : "") + " this GPU)";
     }
     return fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {:<2} {:>6} {:>5} {:>4} {:<16} {}\n", view.driver.pid, "-",
                        view.driver.types.label(), format_bytes(view.driver.used_memory),
