@@ -44,8 +44,8 @@ struct CommandResult {
   std::string out;
   std::string err;
 };
-// Runs a program to completion, capturing stdout and stderr.
-CommandResult run_command(const std::vector<std::string>& argv);
+// Runs a program to completion, capturing stdout and stderr; stdin is `input`, else /dev/null.
+CommandResult run_command(const std::vector<std::string>& argv, const std::optional<std::string>& input = std::nullopt);
 // `gpusim --state <state> args...`
 CommandResult ctl(const std::string& state, const std::vector<std::string>& args);
 
