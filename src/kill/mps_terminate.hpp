@@ -5,11 +5,27 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include <sys/types.h>
 
 namespace gpureap {
+
+// A control daemon gpureap may talk to: its own nvidia-cuda-mps-control (root's, writable by
+// nobody else) and its pipe directory (from its environment, proven by the pid file there).
+struct MpsControl {
+  pid_t daemon = 0;
+  std::string program;
+  std::string pipe_dir;
+};
+// nullopt with the reason in `why` when it cannot be found or trusted.
+std::optional<MpsControl> find_mps_control(pid_t daemon, const std::string& proc_root, std::string& why);
+
+// One command through the front-end; its answer (stdout and stderr), nullopt with `why` when
+// it did not run or failed.
+std::optional<std::string> mps_command(const MpsControl& control, const std::string& line,
+                                       std::chrono::milliseconds timeout, std::string& why);
 
 struct MpsTerminateResult {
   bool ok = false;

@@ -36,6 +36,11 @@ class MpsDaemon {
   MpsDaemon& operator=(const MpsDaemon&) = delete;
 
   bool running() const { return pid_ > 1 && !gone(); }
+  // SIGKILL, as an OOM kill or a stopped container would end it: its pipe files stay.
+  void kill_hard() {
+    ::kill(pid_, SIGKILL);
+    eventually([&] { return gone(); }, 2000);
+  }
   const std::string& error() const { return error_; }
   pid_t pid() const { return pid_; }
   std::string pipe() const { return dir_ + "/pipe"; }
