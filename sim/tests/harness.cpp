@@ -169,9 +169,11 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
 }
 
 std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const std::vector<std::string>& args,
-                                              std::string* error, int* exit_status) {
+                                              std::string* error, int* exit_status,
+                                              const std::vector<std::string>& wrapper) {
   std::unique_ptr<SimProcess> p(new SimProcess());
-  std::vector<std::string> argv = {GPUSIM_CUDA_BINARY, "--state", state};
+  std::vector<std::string> argv = wrapper;
+  argv.insert(argv.end(), {GPUSIM_CUDA_BINARY, "--state", state});
   argv.insert(argv.end(), args.begin(), args.end());
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return nullptr;

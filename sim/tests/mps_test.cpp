@@ -204,6 +204,28 @@ TEST_F(Mps, AfterTerminateClientEndingTheClientBySignalHarmsNoOne) {
   EXPECT_EQ(status(s), "ACTIVE");
 }
 
+TEST_F(Mps, AClientOfAnotherUserWaitsUntilTheServersClientsAreDone) {
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs root and setpriv";
+  // User 65534 must reach the state and the pipe directory.
+  ::chmod(state_.path().c_str(), 0755);
+  ::chmod(mps_.path().c_str(), 0755);
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  auto theirs = SimProcess::start(state_.path(), {"--alloc", "0:1GiB", "--exit-after", "800"}, nullptr, nullptr, as_nobody);
+  ASSERT_TRUE(theirs);
+  const unsigned their_server = server();
+  // Ours connects while their server has a client: it waits, and gets a server of its own
+  // only once their client is done and their server has ended.
+  auto ours = SimProcess::start(state_.path(), {"--alloc", "0:1GiB"});
+  ASSERT_TRUE(ours);
+  EXPECT_EQ(theirs->wait_exit(std::chrono::milliseconds(0)), 0) << "ours was served before theirs was done";
+  EXPECT_FALSE(process_running(static_cast<pid_t>(their_server)));
+  EXPECT_NE(server(), their_server);
+  EXPECT_EQ(control("get_client_list " + std::to_string(server())), std::to_string(ours->pid()));
+  EXPECT_NE(slurp(log_dir_ + "/control.log").find("waits: the server " + std::to_string(their_server) + " of uid 65534"),
+            std::string::npos)
+      << slurp(log_dir_ + "/control.log");
+}
+
 TEST_F(Mps, PipeAndLogDirectoriesSurviveADeadDaemon) {
   kill_and_wait(daemon_pid_);
   struct stat st;
