@@ -226,6 +226,34 @@ TEST_F(Mps, AClientOfAnotherUserWaitsUntilTheServersClientsAreDone) {
       << slurp(log_dir_ + "/control.log");
 }
 
+TEST_F(Mps, NvidiaSmiShowsClientsAsMTheServerAsCAndAContextOutsideMpsAsMPlusC) {
+  auto client = SimProcess::start(state_.path(), {"--alloc", "0:1GiB"});
+  ASSERT_TRUE(client);
+  const unsigned s = server();
+  // A process with an MPS context and one of its own outside the server (no daemon for it).
+  ::setenv("CUDA_MPS_PIPE_DIRECTORY", "", 1);
+  auto both = SimProcess::start(state_.path(), {"--alloc", "0:512MiB:M", "--alloc", "0:256MiB"});
+  ASSERT_TRUE(both);
+  ::setenv("GPUSIM_NVML_LIBRARY", driver_path("r550").c_str(), 1);
+  CommandResult smi = run_command({GPUSIM_SMI_BINARY});
+  ::unsetenv("GPUSIM_NVML_LIBRARY");
+  ASSERT_EQ(smi.exit_status, 0) << smi.err;
+  auto row = [&](unsigned pid) {
+    std::istringstream in(smi.out);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::string bar, gpu, gi, ci, p, type;
+      words >> bar >> gpu >> gi >> ci >> p >> type;
+      if (p == std::to_string(pid)) return type;
+    }
+    return std::string("(missing)");
+  };
+  EXPECT_EQ(row(client->pid()), "M") << smi.out;
+  EXPECT_EQ(row(s), "C") << smi.out;
+  EXPECT_EQ(row(both->pid()), "M+C") << smi.out;
+  EXPECT_NE(smi.out.find("1024MiB"), std::string::npos) << smi.out;
+}
+
 TEST_F(Mps, PipeAndLogDirectoriesSurviveADeadDaemon) {
   kill_and_wait(daemon_pid_);
   struct stat st;
