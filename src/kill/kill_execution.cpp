@@ -84,7 +84,9 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
 bool end_mps_work_first(const PlannedTarget& t, const PlanPolicy& policy, const ExecutionOptions& options,
                         KillReport& report, TargetOutcome& outcome) {
   MpsTerminateResult ended;
-  if (t.mps_control_daemon) {
+  if (!t.mps_server) {
+    ended.detail = "its MPS server was not found (no connection of it to a server the driver lists)";
+  } else if (t.mps_control_daemon) {
     const auto timeout = std::max(options.engine.timeout, std::chrono::milliseconds(1000));
     ended = terminate_mps_client(*t.mps_control_daemon, *t.mps_server, t.pid, options.engine.proc_root, timeout);
   } else {
@@ -94,17 +96,18 @@ bool end_mps_work_first(const PlannedTarget& t, const PlanPolicy& policy, const 
     report.notes.push_back(fmt::format("PID {}: {}", t.pid, ended.detail));
     return true;
   }
+  const std::string server = t.mps_server ? std::to_string(*t.mps_server) : std::string("<server>");
   if (policy.force) {
     report.notes.push_back(fmt::format("PID {}: {}; signalled anyway (--force): MPS server {} and its other clients "
                                        "may be left faulted",
-                                       t.pid, ended.detail, *t.mps_server));
+                                       t.pid, ended.detail, server));
     return true;
   }
   outcome.outcome = KillOutcome::Survived;
   outcome.detail = fmt::format(
-      "not signalled: {}; signalling an MPS client with work outstanding faults MPS server {} and every other client "
-      "of it. End it with `echo terminate_client {} {} | nvidia-cuda-mps-control`, or add --force",
-      ended.detail, *t.mps_server, *t.mps_server, t.pid);
+      "not signalled: {}; signalling an MPS client with work outstanding faults its MPS server and every other "
+      "client of it. End it with `echo terminate_client {} {} | nvidia-cuda-mps-control`, or add --force",
+      ended.detail, server, t.pid);
   return false;
 }
 
@@ -165,7 +168,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
     const PlannedTarget& t = plan.targets[index_of[pid]];
     switch (pin.status) {
       case PinStatus::Ok: {
-        if (t.mps_server && !end_mps_work_first(t, policy, options, report, outcome)) break;
+        if (t.mps_client && !end_mps_work_first(t, policy, options, report, outcome)) break;
         EscalationTarget target;
         target.ref = std::move(pin.ref);
         target.sweep_descendants = options.tree && sweep_is_safe(pid, plan, snapshot, policy);

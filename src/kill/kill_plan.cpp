@@ -147,6 +147,7 @@ void apply_mps(KillPlan& plan, const Snapshot& snapshot) {
   for (auto& target : plan.targets) {
     for (const auto& view : snapshot.processes) {
       if (static_cast<pid_t>(view.driver.pid) != target.pid) continue;
+      if (view.mps_role == MpsRole::Client) target.mps_client = true;
       if (view.mps_role == MpsRole::Client && view.mps_server) {
         target.mps_server = view.mps_server;
         for (const auto& s : snapshot.processes) {
