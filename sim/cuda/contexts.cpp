@@ -90,7 +90,8 @@ Result<std::vector<int>> open_device_files(const Layout& layout, const Config& c
     return Error{err->message};
   }
   std::vector<std::string> paths;
-  if (!opts.allocs.empty()) {
+  // An MPS client's contexts live in its server, which holds the device files.
+  if (!opts.allocs.empty() && opts.mps_server_pid == 0) {
     paths.push_back(layout.dev("nvidiactl"));
     paths.push_back(layout.dev("nvidia-uvm"));
     std::set<unsigned> gpus;
@@ -194,6 +195,7 @@ Result<std::vector<ContextLocks>> create_contexts(const Layout& layout, const Co
     rec.created_ns = now;
     rec.sm_util = opts.sm_util;
     rec.mem_util = opts.mem_util;
+    rec.mps_server_pid = opts.mps_server_pid;
     auto locks = acquire_context_locks(layout.alloc_hold(rec.id), layout.alloc_owner(rec.id));
     if (!locks.ok()) return fail(locks.error().message, kExitError);
     contexts.push_back(*locks);

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "cuda/signals.hpp"
+
 namespace gpusim::cuda {
 
 namespace {
@@ -31,14 +33,7 @@ void forward(int sig) {
     if (r < 0 && errno != EINTR) std::_Exit(1);
   }
   if (WIFEXITED(status)) std::_Exit(WEXITSTATUS(status));
-  int sig = WTERMSIG(status);
-  ::signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(sig);
-  std::_Exit(128 + sig);
+  die_of_signal(WTERMSIG(status));
 }
 
 }  // namespace

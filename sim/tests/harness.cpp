@@ -62,10 +62,10 @@ int decode_status(int st) {
 }
 
 // Child side of a spawn: stdout/stderr onto the given descriptors, then exec.
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, int out_fd, int err_fd, int in_fd = -1) {
   ::dup2(out_fd, 1);
   ::dup2(err_fd, 2);
-  int devnull = ::open("/dev/null", O_RDONLY);
+  int devnull = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, 0);
   auto args = c_argv(argv);
   ::execv(args[0], args.data());
@@ -74,14 +74,21 @@ int decode_status(int st) {
 
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& argv) {
+CommandResult run_command(const std::vector<std::string>& argv, const std::optional<std::string>& input) {
   CommandResult r;
-  int out[2], err[2];
+  int out[2], err[2], in[2] = {-1, -1};
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return r;
+  if (input && ::pipe2(in, O_CLOEXEC) != 0) return r;
   pid_t pid = ::fork();
-  if (pid == 0) exec_child(argv, out[1], err[1]);
+  if (pid == 0) exec_child(argv, out[1], err[1], in[0]);
   ::close(out[1]);
   ::close(err[1]);
+  if (input) {
+    ::close(in[0]);
+    // Commands are short: they fit in the pipe before the child reads them.
+    [[maybe_unused]] ssize_t n = ::write(in[1], input->data(), input->size());
+    ::close(in[1]);
+  }
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   int open_fds = 2;
   while (open_fds > 0) {
@@ -162,9 +169,11 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
 }
 
 std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const std::vector<std::string>& args,
-                                              std::string* error, int* exit_status) {
+                                              std::string* error, int* exit_status,
+                                              const std::vector<std::string>& wrapper) {
   std::unique_ptr<SimProcess> p(new SimProcess());
-  std::vector<std::string> argv = {GPUSIM_CUDA_BINARY, "--state", state};
+  std::vector<std::string> argv = wrapper;
+  argv.insert(argv.end(), {GPUSIM_CUDA_BINARY, "--state", state});
   argv.insert(argv.end(), args.begin(), args.end());
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return nullptr;

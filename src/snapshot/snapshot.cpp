@@ -1,5 +1,7 @@
 #include "snapshot/snapshot.hpp"
 
+#include "snapshot/mps_roles.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -399,6 +401,7 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   }
   snapshot->table.load_trees(listed);
   join_snapshot(*snapshot, *reading);
+  attribute_mps(*snapshot, read_socket_view(*snapshot, proc.proc_root));
   return snapshot;
 }
 

@@ -56,6 +56,15 @@ struct GpuView {
   GpuMemoryAccount memory;
 };
 
+// What a listed process is to NVIDIA's Multi-Process Service (mps_roles.hpp).
+enum class MpsRole {
+  None,
+  Server,  // nvidia-cuda-mps-server: holds the shared context and the device files
+  Client,  // listed by the MPS call: its work runs in a server
+};
+// "server", "client" (ps JSON); "" for None.
+std::string_view mps_role_name(MpsRole role);
+
 struct GpuProcessView {
   unsigned gpu_index = 0;
   DriverProcess driver;
@@ -70,6 +79,13 @@ struct GpuProcessView {
   // ours. Its host PID is one of theirs or a process's outside this namespace; nothing here
   // maps one to the other, so this explains, and is never a target.
   std::vector<pid_t> holders_here;
+  MpsRole mps_role = MpsRole::None;
+  // A client: the server its connection goes to, proven by the kernel's socket table (a
+  // socket of this process whose peer a socket of the server is); nullopt when unproven.
+  std::optional<pid_t> mps_server;
+  // A server: its parent when that is nvidia-cuda-mps-control (the name is only a label).
+  std::optional<pid_t> mps_control_daemon;
+  std::size_t mps_clients = 0;  // a server: the clients proven connected to it on this GPU
 };
 
 // What a process holding an NVIDIA device file is to the GPU's jobs.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string_view>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -119,8 +120,21 @@ TimedRun run_timed_command(const TimedCommand& command) {
   std::vector<char*> args;
   for (const auto& a : command.argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced = std::any_of(command.extra_env.begin(), command.extra_env.end(), [&](const std::string& x) {
+      const auto eq = x.find('=');
+      return eq != std::string::npos && entry.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1);
+    });
+    if (!replaced) env_text.emplace_back(entry);
+  }
+  env_text.insert(env_text.end(), command.extra_env.begin(), command.extra_env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t child = -1;
-  const int spawned = ::posix_spawn(&child, program.c_str(), &files, &attr, args.data(), environ);
+  const int spawned = ::posix_spawn(&child, program.c_str(), &files, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
   in_read = unique_fd();

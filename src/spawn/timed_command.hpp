@@ -37,6 +37,8 @@ struct TimedCommand {
   bool capture_stderr_only = false;
   int output_fd = -1;
   std::size_t max_output_bytes = 64 * 1024;
+  // "NAME=value" entries added to (or replacing those of) gpureap's own environment.
+  std::vector<std::string> extra_env;
 };
 
 enum class TimedOutcome { NotStarted, Exited, Signalled, TimedOut };

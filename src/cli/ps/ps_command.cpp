@@ -63,7 +63,8 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
   ps->footer(
       "Identity of a driver-listed PID: ok (holds that GPU's device file here), foreign (no such\n"
       "PID in this PID namespace), mismatch (that PID here is another process: never the GPU\n"
-      "process), unverified (no permission to check, or an MPS client).\n\n"
+      "process), unverified (no permission to check, or an MPS client not tied to a listed\n"
+      "server). MPS clients are tied to their server by the kernel's socket table.\n\n"
       "Exit status: 0 ok, 2 usage error, 3 no libnvidia-ml.so.1 (device-file holders still\n"
       "listed), 4 driver failed to initialise, 5 a GPU reported an error (others still listed).\n\n"
       "Environment: GPUREAP_NVML_LIBRARY (NVML library to load), GPUREAP_DEV_DIR (where the\n"

@@ -97,6 +97,16 @@ Json process_json(const GpuProcessView& view) {
   out["identity_reason"] = view.identity_reason.empty() ? Json(nullptr) : Json(view.identity_reason);
   out["held_by"] = view.held_by;
   out["holders_here"] = view.holders_here;
+  if (view.mps_role == MpsRole::None) {
+    out["mps"] = nullptr;
+  } else {
+    Json mps;
+    mps["role"] = mps_role_name(view.mps_role);
+    mps["server_pid"] = optional_value(view.mps_server);
+    mps["control_daemon_pid"] = optional_value(view.mps_control_daemon);
+    mps["clients"] = view.mps_role == MpsRole::Server ? Json(view.mps_clients) : Json(nullptr);
+    out["mps"] = std::move(mps);
+  }
   out["user"] = p ? Json(p->user) : Json(nullptr);
   out["uid"] = p ? Json(p->uid) : Json(nullptr);
   out["state"] = p ? Json(state_text(p->state)) : Json(nullptr);

@@ -146,6 +146,18 @@ std::string container_cell(const ProcessInfo* p) {
   return fixed_cell(c.runtime + ":" + id, 16);
 }
 
+// " [MPS server, 2 clients]", " [MPS client of 1234]": the role the kernel's socket table proves.
+std::string mps_note(const GpuProcessView& view) {
+  switch (view.mps_role) {
+    case MpsRole::Server:
+      return fmt::format(" [MPS server, {} client{}]", view.mps_clients, view.mps_clients == 1 ? "" : "s");
+    case MpsRole::Client:
+      return view.mps_server ? fmt::format(" [MPS client of {}]", *view.mps_server) : " [MPS client, server not found]";
+    case MpsRole::None: break;
+  }
+  return "";
+}
+
 std::string process_row(const GpuProcessView& view, const TerminalStyle& style, const OutputWidth& width) {
   const ProcessInfo* p = view.linux_process;
   std::string mig;
@@ -174,6 +186,7 @@ std::string process_row(const GpuProcessView& view, const TerminalStyle& style, 
   if (p->state == 'D' && !p->wchan.empty()) state += " (" + sanitize_for_terminal(p->wchan) + ")";
   std::string ns;
   if (p->ns_pids.size() > 1) ns = fmt::format(" [pid {} in its namespace]", p->ns_pids.back());
+  ns += mps_note(view);
   const std::string start = fmt::format(
       "  {:>7} {} {:<4} {:>10} {} {:<2} {:>6} {:>5.1f} {:>4} {:<16} ", view.driver.pid, fixed_cell(p->user, 9),
       view.driver.types.label(), format_bytes(view.driver.used_memory), identity_cell(view.identity, style), state,
