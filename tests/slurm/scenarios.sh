@@ -31,7 +31,8 @@ frozen_group=/sys/fs/cgroup/freezer/gpureap-slurm-$$
 failures=0
 cleanup() {
   local status=$?
-  ((status == 0 || failures > 0)) || tail -n 40 "$dir"/log/slurm*.log "$dir"/log/*.out 2>/dev/null
+  # The daemons' logs and the ranks' output say why a job did not start or end.
+  ((status == 0 && failures == 0)) || tail -n 40 "$dir"/log/slurm*.log "$dir"/pids/* 2>/dev/null
   [[ -d $frozen_group ]] && { echo THAWED >"$frozen_group/freezer.state"; rmdir "$frozen_group" 2>/dev/null || true; }
   # Whatever a scenario left (a failure midway) is ended by PID from the READY files, which only
   # this run's ranks wrote.
@@ -82,7 +83,7 @@ completed() { grep -q "^JobId=$1 .*JobState=$2 " "$dir/log/jobcomp.txt" 2>/dev/n
 # A GPU's used memory as the node's simulated driver reports it.
 gpu_used() { "$dir/bin/gpusim" --state "$dir/$1/sim" status --json | jq ".gpus[$2].memory.used"; }
 gpu_at() { [[ $(gpu_used "$1" "$2") == "$3" ]]; }
-ready() { [[ -s $dir/pids/$1 ]]; }
+ready() { [[ -s $dir/pids/$1 ]]; }  # its READY line (not the .err file beside it)
 pid_of() { sed -n 's/.*READY pid=\([0-9]*\).*/\1/p' "$dir/pids/$1"; }
 workers_of() { sed -n 's/.*workers=\([0-9,]*\).*/\1/p' "$dir/pids/$1" | tr ',' ' '; }
 # A zombie counts as gone: this machine's PID 1 may be slow to reap the orphans it inherits.
@@ -127,7 +128,7 @@ bystander_used=$(gpu_used node1 "$bystander_gpu")
 check "job $ended ended with exit code 0 (job completion log)" eventually 10 completed "$ended" COMPLETED
 check "node1 back to mixed: the epilog passed" eventually 10 node_is node1 MIXED
 check "the job's workers and loader ($leftovers) are gone" gone $leftovers
-check "node1's GPU $ended_gpu is back to its baseline" gpu_at node1 "$ended_gpu" "${baseline[node1.$ended_gpu]}"
+check "node1's GPU $ended_gpu is back to its baseline" gpu_at node1 "$ended_gpu" "${baseline[node1.$ended_gpu]-unknown}"
 check "the other user's job ($bystanders) still runs" alive $bystanders
 check "the other user's GPU $bystander_gpu still holds its memory" gpu_at node1 "$bystander_gpu" "$bystander_used"
 check "the epilog ended the loader outside the job's cgroup (its audit log)" grep -q "\"pid\":$escaped," "$dir/log/reap-node1.log"
