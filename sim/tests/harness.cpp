@@ -31,12 +31,21 @@ std::string driver_path(const std::string& gen) {
 
 std::string reachable_by_other_users(const std::string& path) {
   static const gpureap::test::ReachableCopies build = [] {
-    gpureap::test::ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR, {GPUSIM_SMI_BINARY}};
+    gpureap::test::ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR,
+                                          {GPUSIM_SMI_BINARY, GPUSIM_CUDA_BINARY, GPUSIM_LIBCUDA_PATH}};
     for (const auto& gen : all_generations()) copies.files.push_back(driver_path(gen));
     return copies;
   }();
   return gpureap::test::reachable_by_other_users(build, path);
 }
+
+namespace {
+// The NVML library gpusim-cuda would load: the environment's choice, else this build's r550.
+std::string nvml_library_for_children() {
+  const char* chosen = std::getenv("GPUSIM_NVML_LIBRARY");
+  return chosen != nullptr && *chosen != '\0' ? chosen : driver_path("r550");
+}
+}  // namespace
 
 TempDir::TempDir() {
   std::string tmpl = "/tmp/gpusim-test-XXXXXX";
@@ -173,7 +182,16 @@ std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const st
                                               const std::vector<std::string>& wrapper) {
   std::unique_ptr<SimProcess> p(new SimProcess());
   std::vector<std::string> argv = wrapper;
-  argv.insert(argv.end(), {GPUSIM_CUDA_BINARY, "--state", state});
+  if (wrapper.empty()) {
+    argv.push_back(GPUSIM_CUDA_BINARY);
+  } else {
+    // A wrapper runs it as another user, to whom the build tree may be closed: the program and
+    // the libraries it loads from their reachable copies.
+    argv.insert(argv.end(), {"/usr/bin/env", "GPUSIM_LIBCUDA_LIBRARY=" + reachable_by_other_users(GPUSIM_LIBCUDA_PATH),
+                             "GPUSIM_NVML_LIBRARY=" + reachable_by_other_users(nvml_library_for_children()),
+                             reachable_by_other_users(GPUSIM_CUDA_BINARY)});
+  }
+  argv.insert(argv.end(), {"--state", state});
   argv.insert(argv.end(), args.begin(), args.end());
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return nullptr;
