@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  lld   # the faster linker (CMakeLists.txt)
   clang libclang-rt-dev   # clang compiles the tests and fuzzers (libFuzzer runtime)
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev
   libgtest-dev libgmock-dev googletest

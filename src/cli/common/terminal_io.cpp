@@ -7,8 +7,14 @@
 #include <cstdio>
 
 #include "proc/proc_io.hpp"
+#include "text/sanitize.hpp"
 
 namespace gpureap {
+
+void say_on_stderr(std::string_view command, const std::string& line) {
+  const std::string text = std::string(command) + ": " + sanitize_for_terminal(line) + "\n";
+  std::fputs(text.c_str(), stderr);
+}
 
 void add_color_option(CLI::App* command, std::string& color) {
   command->add_option("--color", color, "Colour: auto (default; honours NO_COLOR), always, never")

@@ -11,6 +11,10 @@ namespace gpureap {
 // --color auto|always|never, the same on every command.
 void add_color_option(CLI::App* command, std::string& color);
 
+// One line on stderr, "<command>: <line>", sanitised and in one write (a daemon's threads log
+// too): what export and watch say as they serve.
+void say_on_stderr(std::string_view command, const std::string& line);
+
 // Writes to stdout and flushes, so output and prompts on stderr appear in order.
 void write_out(const std::string& text);
 

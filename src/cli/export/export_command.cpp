@@ -29,11 +29,7 @@ constexpr const char* kCommand = "gpureap export";
 // How long a stop waits for a collection in progress; a hung driver call never returns.
 constexpr auto kStopGrace = std::chrono::seconds(2);
 
-// One line on stderr, sanitised, in one write (the collection thread logs too).
-void say(const std::string& line) {
-  const std::string text = std::string(kCommand) + ": " + sanitize_for_terminal(line) + "\n";
-  std::fputs(text.c_str(), stderr);
-}
+void export_says(const std::string& line) { say_on_stderr(kCommand, line); }
 
 struct CheckedOptions {
   ServeOptions serve;
@@ -69,7 +65,7 @@ HostCollectorOptions collector_options(const ExportOptions& o) {
   options.metrics.per_process = o.per_process;
   options.kernel_log = !o.no_kernel_log;
   options.xid.kernel_log_file = o.kernel_log.value_or("");
-  options.on_problem = say;
+  options.on_problem = export_says;
   return options;
 }
 
@@ -121,7 +117,7 @@ CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
 int run_export(const ExportOptions& options) {
   CheckedOptions checked;
   if (const std::string error = check(options, checked); !error.empty()) {
-    say(error);
+    export_says(error);
     return exit_code::kUsage;
   }
   if (options.once) return print_once(options);
@@ -140,15 +136,15 @@ int run_export(const ExportOptions& options) {
   exporter_options.web = checked.serve.web;
   exporter_options.max_scrapes = checked.serve.max_scrapes;
   exporter_options.max_age = std::chrono::milliseconds(static_cast<long long>(checked.cache_seconds * 1000));
-  exporter_options.log = say;
+  exporter_options.log = export_says;
   auto exporter = std::make_unique<Exporter>(*collector, exporter_options);
   std::string error;
   if (!exporter->start(error)) {
-    say(fmt::format("cannot serve on {}: {}", checked.serve.listen.text(), error));
+    export_says(fmt::format("cannot serve on {}: {}", checked.serve.listen.text(), error));
     return exit_code::kExportCannotServe;
   }
-  say(fmt::format("serving {}/metrics", exporter->address().url(checked.serve.web.tls())));
-  warn_about_exposure(checked.serve, options.per_process, say);
+  export_says(fmt::format("serving {}/metrics", exporter->address().url(checked.serve.web.tls())));
+  warn_about_exposure(checked.serve, options.per_process, export_says);
 
   bool accept_failed = false;
   std::thread server([&] {
@@ -161,11 +157,11 @@ int run_export(const ExportOptions& options) {
   sigwait(&stop_signals, &signal_number);
   const bool collection_ended = exporter->stop(kStopGrace);
   server.join();
-  if (accept_failed) say("stopped: accepting connections failed");
+  if (accept_failed) export_says("stopped: accepting connections failed");
   const int status = accept_failed ? exit_code::kExportCannotServe : exit_code::kOk;
   if (!collection_ended) {
     // Its thread still uses the collector and the exporter: neither may be destroyed.
-    say("a collection is still waiting on the driver: exiting without it");
+    export_says("a collection is still waiting on the driver: exiting without it");
     std::fflush(stdout);
     std::fflush(stderr);
     ::_exit(status);

@@ -38,10 +38,7 @@ constexpr const char* kWatchCommand = "gpureap watch";
 // How long a stop waits for the exporter: its collections only copy what was published.
 constexpr auto kServerStopGrace = std::chrono::seconds(2);
 
-void say(const std::string& line) {
-  const std::string text = std::string(kWatchCommand) + ": " + sanitize_for_terminal(line) + "\n";
-  std::fputs(text.c_str(), stderr);
-}
+void watch_says(const std::string& line) { say_on_stderr(kWatchCommand, line); }
 
 // /metrics served beside the daemon (--listen): an Exporter over what each look publishes.
 class MetricsServer {
@@ -53,7 +50,7 @@ class MetricsServer {
     options.web = serve.web;
     options.max_scrapes = serve.max_scrapes;
     options.max_age = std::chrono::milliseconds(0);  // a collection is a copy of the published set
-    options.log = say;
+    options.log = watch_says;
     exporter_ = std::make_unique<Exporter>(collector_, options);
   }
   ~MetricsServer() {
@@ -66,7 +63,7 @@ class MetricsServer {
   bool start(std::string& error) {
     if (!exporter_->start(error)) return false;
     server_ = std::thread([this] {
-      if (!exporter_->serve()) say("stopped serving /metrics: accepting connections failed");
+      if (!exporter_->serve()) watch_says("stopped serving /metrics: accepting connections failed");
     });
     return true;
   }
@@ -266,14 +263,14 @@ int run_watch(WatchOptions options) {
     metrics.snapshot.per_process = options.per_process;
     metrics.kernel_log = !options.no_kernel_log;
     metrics.xid.kernel_log_file = options.kernel_log;
-    metrics.on_problem = say;
+    metrics.on_problem = watch_says;
     server = std::make_unique<MetricsServer>(serve, counters, std::move(metrics));
     if (!server->start(error)) {
-      say(fmt::format("cannot serve on {}: {}", serve.listen.text(), error));
+      watch_says(fmt::format("cannot serve on {}: {}", serve.listen.text(), error));
       return exit_code::kExportCannotServe;
     }
-    say(fmt::format("serving {}/metrics", server->address().url(serve.web.tls())));
-    warn_about_exposure(serve, options.per_process, say);
+    watch_says(fmt::format("serving {}/metrics", server->address().url(serve.web.tls())));
+    warn_about_exposure(serve, options.per_process, watch_says);
     daemon.on_look = [&server](const Look& look) { server->on_look(look); };
   }
   const int status = run_watch_daemon(std::move(*effective), daemon, counters, error);
