@@ -118,7 +118,7 @@ start() {
   mkdir -m 1777 "$dir/pids"  # the ranks (tests/slurm/rank.sh) write their PIDs here
   # Copies any user can run: the build tree may be closed to other users (CI's 0700 checkout).
   cp "$build/src/gpureap" "$build/sim/gpusim" "$build/sim/gpusim-cuda" \
-     "$build/sim/drivers/r550/libnvidia-ml.so.1" "$build/sim/cuda/libcuda.so.1" \
+     "$build/src/gpureap-http.so" "$build/sim/drivers/r550/libnvidia-ml.so.1" "$build/sim/cuda/libcuda.so.1" \
      "$source"/tests/slurm/{rank,node-sim}.sh "$dir/bin/"
   cp "$source"/deploy/slurm/{prolog,epilog,healthcheck}.sh "$dir/etc/shipped/"
   for node in "${nodes[@]}"; do

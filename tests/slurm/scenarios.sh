@@ -19,7 +19,7 @@ user_a=gpureap-test-user
 # One cluster at a time on this machine: its bridge, namespaces and ports are fixed. Under the
 # lock, a cluster directory that exists is a killed run's: stopped first.
 exec 9>/run/lock/gpureap-slurm-cluster.lock
-flock 9
+flock -w 120 9 || { echo "another run of the Slurm scenarios (or what it left running) holds /run/lock/gpureap-slurm-cluster.lock"; exit 1; }
 for stale in /tmp/gpureap-slurm-[0-9]*; do
   [[ -d $stale ]] && bash "$source/tests/slurm/cluster.sh" stop "$stale"
 done
@@ -40,6 +40,9 @@ cleanup() {
   for pid in $(sed -n 's/.*pid=\([0-9]*\).*workers=\([0-9,]*\).*/\1,\2/p' "$dir"/pids/* 2>/dev/null | tr ',' ' '); do
     kill -KILL "$pid" 2>/dev/null || true
   done
+  # The fleet scenario's exporters and Prometheus, if it stopped midway.
+  [[ -n ${exporters:-} ]] && { kill $exporters 2>/dev/null || true; }
+  [[ -n ${prometheus_pid:-} ]] && { kill "$prometheus_pid" 2>/dev/null || true; }
   bash "$source/tests/slurm/cluster.sh" stop "$dir"
   userdel "$user_b" 2>/dev/null || true
 }
@@ -261,6 +264,67 @@ check "gpureap run on node1 said which process ended the job" \
   grep -q -- "--fail-fast: PID [0-9]* (loader), which used a GPU, was killed by SIGKILL: ending the job" "$dir/log/ff-loader.out"
 check "and exited 137" grep -q "node1: task 0: Exited with exit code 137" "$dir/log/ff-loader.out"
 scenario_took
+
+# ---------------------------------------------------------------------------------------------
+# The cluster through `gpureap fleet`: each node's `gpureap export --per-process` in the node's
+# network namespace, on the node's address, scraped every second by a Prometheus on the host; a
+# two-node job's memory is shown under its ranks while it runs, and none of it after.
+readonly prometheus_port=6919 net=10.213.21
+fleet_json() { "$GPUREAP" fleet --prometheus "http://127.0.0.1:$prometheus_port" --top 10 --json 2>/dev/null; }
+fleet_shows_pid() {  # fleet_shows_pid NODE_INDEX PID USER: a top process of that host's GPUs
+  fleet_json | jq -e --arg i "$net.$(($1 + 1)):9874" --argjson p "$2" --arg u "$3" \
+    '[.hosts[] | select(.instance == $i and .scrape == "up") | .gpus[].top_processes[] | select(.pid == $p and .user == $u)] | length == 1' >/dev/null
+}
+fleet_host_used() {  # fleet_host_used NODE_INDEX: the bytes used on that host's GPUs, as fleet shows them
+  fleet_json | jq --arg i "$net.$(($1 + 1)):9874" '[.hosts[] | select(.instance == $i) | .gpus[].memory.used_bytes] | add'
+}
+fleet_host_at() { [[ $(fleet_host_used "$1") == "$2" ]]; }
+fleet_shows_no_user() {  # fleet_shows_no_user USER: none of that user's processes on any host
+  fleet_json | jq -e --arg u "$1" '[.hosts[].gpus[].top_processes[] | select(.user == $u)] | length == 0' >/dev/null
+}
+if command -v prometheus >/dev/null; then
+  scenario "gpureap fleet over a Prometheus scraping both nodes' exporters: the job's memory while it runs, none after"
+  exporters=""
+  for i in 1 2; do
+    nsenter --net="/run/netns/gr21-node$i" env GPUSIM_STATE_DIR="$dir/node$i/sim" GPUREAP_DEV_DIR="$dir/node$i/sim/dev" \
+      ASAN_OPTIONS=detect_leaks=0 "$GPUREAP" export --listen "$net.$((i + 1)):9874" --per-process \
+      >"$dir/log/export-node$i.log" 2>&1 &
+    exporters+=" $!"
+  done
+  mkdir "$dir/prometheus"
+  printf '%s\n' "global: {scrape_interval: 1s, evaluation_interval: 1s}" "scrape_configs:" \
+    "  - job_name: gpureap" "    static_configs: [{targets: ['$net.2:9874', '$net.3:9874']}]" >"$dir/prometheus/prometheus.yml"
+  prometheus --config.file="$dir/prometheus/prometheus.yml" --storage.tsdb.path="$dir/prometheus/data" \
+    --web.listen-address="127.0.0.1:$prometheus_port" --log.level=warn >"$dir/log/prometheus.log" 2>&1 &
+  prometheus_pid=$!
+  baseline_used() { echo $((baseline[node$1.0] + baseline[node$1.1])); }
+  check "fleet shows both nodes up, at their baseline" \
+    eventually 30 eval 'fleet_host_at 1 "$(baseline_used 1)" && fleet_host_at 2 "$(baseline_used 2)"'
+  as "$user_a" srun -N2 --ntasks-per-node=1 --gres=gpu:1 "$dir/bin/rank.sh" fleet >"$dir/log/fleet.out" 2>&1 &
+  srun_pid=$!
+  eventually 30 all_ready fleet-node1-0 fleet-node2-0 fleet-node1-0.loader fleet-node2-0.loader ||
+    fail "the job's ranks did not start"
+  job_pids="$(pid_of fleet-node1-0) $(pid_of fleet-node2-0) $(pid_of fleet-node1-0.loader) $(pid_of fleet-node2-0.loader)"
+  job_pids+=" $(workers_of fleet-node1-0) $(workers_of fleet-node2-0)"
+  for i in 1 2; do
+    check "fleet shows node$i's rank $(pid_of "fleet-node$i-0") and loader as $user_a's" \
+      eventually 15 eval 'fleet_shows_pid $i "$(pid_of fleet-node$i-0)" "$user_a" && fleet_shows_pid $i "$(pid_of fleet-node$i-0.loader)" "$user_a"'
+    check "fleet's node$i memory is the job's 3 GiB above the baseline" \
+      eventually 5 fleet_host_at "$i" "$(($(baseline_used "$i") + 3 * 1024 * 1024 * 1024))"
+  done
+  scancel --user="$user_a" --jobname=rank.sh
+  wait "$srun_pid" || true
+  check "the job's processes on both nodes are gone" eventually 15 gone $job_pids
+  check "fleet shows both nodes back at their baseline" \
+    eventually 15 eval 'fleet_host_at 1 "$(baseline_used 1)" && fleet_host_at 2 "$(baseline_used 2)"'
+  check "and no process of $user_a on any host" fleet_shows_no_user "$user_a"
+  kill $exporters "$prometheus_pid"
+  wait $exporters "$prometheus_pid" 2>/dev/null || true
+  check "both nodes idle again" eventually 15 eval 'node_is node1 IDLE && node_is node2 IDLE'
+  scenario_took
+else
+  echo "skipped the fleet scenario: no prometheus (Debian package prometheus; scripts/setup-deps.sh)"
+fi
 
 if [[ ${GPUREAP_SLURM_COMPARE:-0} == 1 ]]; then
   # The same job without gpureap run (docs/performance.md): seconds of waiting, not for CI.
