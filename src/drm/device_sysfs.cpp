@@ -5,19 +5,13 @@
 
 #include "drm/fdinfo_quantity.hpp"
 #include "drm/fdinfo_record.hpp"
+#include "drm/text_scan.hpp"
 #include "proc/proc_io.hpp"
 
 namespace gpureap::drm {
 namespace {
 
 constexpr std::size_t kSysfsFileMax = 4096;
-
-std::string_view first_line(std::string_view text) {
-  text = text.substr(0, text.find('\n'));
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  return text;
-}
 
 bool all_digits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });

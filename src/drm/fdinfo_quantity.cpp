@@ -2,16 +2,10 @@
 
 #include <limits>
 
+#include "drm/text_scan.hpp"
+
 namespace gpureap::drm {
 namespace {
-
-constexpr bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trimmed(std::string_view text) {
-  while (!text.empty() && is_blank(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_blank(text.back())) text.remove_suffix(1);
-  return text;
-}
 
 // The leading digits of `text` as a number, `text` advanced past them; nullopt with no digit
 // or on overflow.

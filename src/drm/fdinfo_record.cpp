@@ -3,17 +3,10 @@
 #include <algorithm>
 
 #include "drm/fdinfo_quantity.hpp"
+#include "drm/text_scan.hpp"
 
 namespace gpureap::drm {
 namespace {
-
-constexpr bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trimmed(std::string_view text) {
-  while (!text.empty() && is_blank(text.front())) text.remove_prefix(1);
-  while (!text.empty() && (is_blank(text.back()) || text.back() == '\r')) text.remove_suffix(1);
-  return text;
-}
 
 // A <keystr> as the document defines it, bounded: letters, digits, '-', '_', '.'.
 bool is_name(std::string_view name) {
@@ -185,7 +178,7 @@ std::optional<DrmFdinfo> parse_drm_fdinfo(std::string_view text) {
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, colon);
-    if (key.empty() || std::any_of(key.begin(), key.end(), [](char c) { return is_blank(c); })) continue;
+    if (key.empty() || std::any_of(key.begin(), key.end(), [](char c) { return drm::is_blank(c); })) continue;
     builder.line(key, line.substr(colon + 1));
   }
   if (record.driver.empty()) return std::nullopt;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fcntl.h>
 
+#include "drm/device_sysfs.hpp"
 #include "drm/fdinfo_quantity.hpp"
 #include "proc/proc_io.hpp"
 
@@ -12,11 +13,6 @@ namespace {
 
 constexpr std::size_t kSmallFile = 4096;
 constexpr std::size_t kMaxEntries = 4096;
-
-std::optional<std::uint64_t> number_in(std::string_view text) {
-  text = text.substr(0, text.find('\n'));
-  return parse_plain_count(text);
-}
 
 }  // namespace
 
@@ -75,7 +71,7 @@ std::optional<KfdProcess> read_kfd_process(const std::string& sysfs_root, pid_t 
   process.pid = pid;
   procfs::ReadBuffer buffer(kSmallFile);
   if (const auto text = buffer.read_file_at(dir.get(), "pasid", kSmallFile)) {
-    if (const auto pasid = number_in(*text); pasid && *pasid <= 0xffffffffu) {
+    if (const auto pasid = parse_sysfs_number(*text); pasid && *pasid <= 0xffffffffu) {
       process.pasid = static_cast<std::uint32_t>(*pasid);
     }
   }
@@ -87,7 +83,7 @@ std::optional<KfdProcess> read_kfd_process(const std::string& sysfs_root, pid_t 
   });
   for (const auto& [name, id] : files) {
     const auto text = buffer.read_file_at(dir.get(), name.c_str(), kSmallFile);
-    const auto bytes = text ? number_in(*text) : std::nullopt;
+    const auto bytes = text ? parse_sysfs_number(*text) : std::nullopt;
     if (bytes) process.vram.push_back(KfdGpuMemory{id, *bytes});
   }
   std::sort(process.vram.begin(), process.vram.end(),
@@ -109,7 +105,7 @@ std::vector<KfdNode> read_kfd_topology(const std::string& sysfs_root) {
   procfs::ReadBuffer buffer(kSmallFile);
   for (const auto& name : names) {
     const auto id_text = buffer.read_file_at(dir.get(), (name + "/gpu_id").c_str(), kSmallFile);
-    const auto id = id_text ? number_in(*id_text) : std::nullopt;
+    const auto id = id_text ? parse_sysfs_number(*id_text) : std::nullopt;
     if (!id || *id == 0 || *id > 0xffffffffu) continue;
     KfdNode node;
     node.gpu_id = static_cast<std::uint32_t>(*id);

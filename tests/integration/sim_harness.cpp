@@ -226,6 +226,7 @@ std::string SimHost::library_path() const { return library_for(generation_); }
 std::map<std::string, std::string> SimHost::env() const {
   return {{"GPUSIM_STATE_DIR", state_dir_},
           {"GPUREAP_DEV_DIR", dev_dir()},
+          {"GPUREAP_SYS_DIR", state_dir_ + "/sys"},  // no DRM GPU unless a test lays one out
           {"GPUREAP_NVML_LIBRARY", library_path()},
           {"NO_COLOR", ""}};
 }
