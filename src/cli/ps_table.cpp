@@ -9,6 +9,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "cli/ps_drm.hpp"
 #include "text/human_format.hpp"
 #include "text/sanitize.hpp"
 
@@ -239,6 +240,7 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
                                                     : "Holders of GPU device files:") +
            "\n" + style.dim(kHolderHeader) + others;
   }
+  out += render_drm_gpus(snapshot, style, width);
   if (snapshot.holders.empty()) {
     out += fmt::format("\nNo process holds a GPU device file under {}.\n",
                        sanitize_for_terminal(snapshot.table.options().dev_dir));
