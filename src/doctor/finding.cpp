@@ -11,7 +11,7 @@ constexpr FindingId kAllFindingIds[] = {
     FindingId::ReleaseInProgress, FindingId::MemoryLeak,          FindingId::MemoryUnexplained,
     FindingId::Zombie,          FindingId::DState,                FindingId::Xid,
     FindingId::LeftoverSysvShm, FindingId::LeftoverSysvSem,       FindingId::LeftoverPosixShm,
-    FindingId::RunSupervisorGone,
+    FindingId::RunSupervisorGone, FindingId::DrmMemoryUnexplained,
 };
 
 }  // namespace
@@ -40,6 +40,7 @@ std::string_view finding_id_name(FindingId id) {
     case FindingId::LeftoverSysvSem: return "leftover-sysv-sem";
     case FindingId::LeftoverPosixShm: return "leftover-posix-shm";
     case FindingId::RunSupervisorGone: return "run-supervisor-gone";
+    case FindingId::DrmMemoryUnexplained: return "drm-memory-unexplained";
   }
   return "unknown";
 }

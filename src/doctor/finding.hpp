@@ -51,6 +51,7 @@ enum class FindingId {
   LeftoverSysvSem,
   LeftoverPosixShm,
   RunSupervisorGone,  // a `gpureap run` job's cgroup whose supervisor was killed
+  DrmMemoryUnexplained,  // an AMD GPU's VRAM in use beyond what its DRM clients and KFD processes report
 };
 std::string_view finding_id_name(FindingId id);  // "orphaned-holders", "xid", ...
 std::optional<FindingId> parse_finding_id(std::string_view name);
