@@ -241,7 +241,9 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
            "\n" + style.dim(kHolderHeader) + others;
   }
   out += render_drm_gpus(snapshot, style, width);
-  if (snapshot.holders.empty()) {
+  const bool drm_holders = std::any_of(snapshot.table.processes().begin(), snapshot.table.processes().end(),
+                                       [](const auto& entry) { return entry.second.holds_any_drm_file(); });
+  if (snapshot.holders.empty() && !drm_holders) {
     out += fmt::format("\nNo process holds a GPU device file under {}.\n",
                        sanitize_for_terminal(snapshot.table.options().dev_dir));
   }
