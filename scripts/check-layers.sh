@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks that every #include "<module>/..." in src/ points to the module itself or to one below
-# it (docs/architecture.md). Prints each violation as file:line and exits 1 if there is one.
+# it (docs/architecture.md). A module is a top-level folder of src/ with every folder inside it
+# (cli/ps/, http/module/). Prints each violation as file:line and exits 1 if there is one.
 # Usage: scripts/check-layers.sh [SRC_DIR]
 set -euo pipefail
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
@@ -8,20 +9,24 @@ src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
 # What each module may include besides itself.
 declare -A allowed=(
   [text]=""
+  [accounts]=""
   [nvml]=""
-  [proc]=""
-  [drm]="proc"
-  [snapshot]="nvml drm proc"
-  [kill]="snapshot nvml drm proc text"
-  [doctor]="kill snapshot nvml drm proc text"
-  [job]="kill snapshot nvml drm proc text"
-  [watch]="kill snapshot nvml drm proc text http"
+  [proc]="accounts"
+  [spawn]="proc accounts"
+  [audit]="proc accounts text"
+  [drm]="proc accounts"
+  [snapshot]="nvml drm proc accounts"
+  [kill]="spawn snapshot audit nvml drm proc accounts text"
+  [reap]="kill spawn snapshot audit nvml drm proc accounts text"
+  [doctor]="kill spawn snapshot audit nvml drm proc accounts text"
+  [job]="kill spawn snapshot audit nvml drm proc accounts text"
+  [watch]="kill spawn snapshot audit nvml drm proc accounts text http"
   [http]="text"
   [fleet]="http text"
-  [metrics]="doctor kill snapshot nvml drm proc text"
-  [exporter]="metrics http doctor kill snapshot nvml drm proc text"
-  [top]="doctor kill snapshot nvml drm proc text"
-  [cli]="doctor job kill watch exporter metrics fleet http top snapshot nvml drm proc text"
+  [metrics]="doctor kill spawn snapshot audit nvml drm proc accounts text"
+  [exporter]="metrics http doctor kill spawn snapshot audit nvml drm proc accounts text"
+  [top]="doctor kill spawn snapshot audit nvml drm proc accounts text"
+  [cli]="doctor job kill reap watch exporter metrics fleet http top spawn snapshot audit nvml drm proc accounts text"
 )
 
 violations=0
@@ -39,10 +44,10 @@ for dir in "$src"/*/; do
     [[ " ${allowed[$module]} " == *" $target "* ]] && continue
     echo "$file:$line: $module includes $target/, which is not below it" >&2
     violations=$((violations + 1))
-  done < <(grep -HnoE '^#include "[a-z_]+/' "$dir"*.{hpp,cpp} 2>/dev/null |
+  done < <(grep -rHnoE --include='*.hpp' --include='*.cpp' '^#include "[a-z_]+/' "$dir" |
            sed -E 's/#include "([a-z_]+)\//\1/')
 done
-# main.cpp sits above cli: it may include anything.
+# main.cpp sits above cli and includes only cli/command_line.hpp.
 if [[ $checked -eq 0 ]]; then
   echo "check-layers: no includes found under $src: wrong directory?" >&2
   exit 1

@@ -26,8 +26,11 @@ lib_dir="$build/sim/drivers/$gen"
 state=$(mktemp -d)
 out=$(mktemp -d)
 pids=()
+mps_pipe="$state/mps/pipe"
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+  # The MPS control daemon (and its server) started below, through its own pipe directory.
+  [ -S "$mps_pipe/control" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" "$build/sim/bin/nvidia-cuda-mps-control" || true
   rm -rf "$state" "$out"
 }
 trap cleanup EXIT
@@ -40,6 +43,17 @@ trap cleanup EXIT
 pids+=($!)
 for _ in $(seq 100); do grep -q READY "$out/cuda" && break; sleep 0.05; done
 grep -q READY "$out/cuda" || { echo "gpusim-cuda did not start:" >&2; cat "$out/cuda" >&2; exit 1; }
+
+# MPS on GPU 1: a control daemon with a private pipe and log directory, one client (listed by
+# the MPS call) and the server (a compute process), as NVIDIA's MPS shows them.
+mkdir -p "$state/mps"
+CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$state/mps/log" GPUSIM_STATE_DIR="$state" \
+  "$build/sim/bin/nvidia-cuda-mps-control" -d
+CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" "$build/sim/gpusim-cuda" --state "$state" --alloc 1:1GiB \
+  --exit-after 300000 --name mps-client >"$out/mps" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q READY "$out/mps" && break; sleep 0.05; done
+grep -q READY "$out/mps" || { echo "the MPS client did not start:" >&2; cat "$out/mps" >&2; exit 1; }
 
 # pynvml loads "libnvidia-ml.so.1" by soname, so the library path chooses the generation.
 export GPUSIM_STATE_DIR="$state" LD_LIBRARY_PATH="$lib_dir" PYTHONPATH="$clients"

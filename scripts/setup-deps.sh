@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  lld   # the faster linker (CMakeLists.txt)
   clang libclang-rt-dev   # clang compiles the tests and fuzzers (libFuzzer runtime)
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev
   libgtest-dev libgmock-dev googletest
@@ -15,6 +16,8 @@ packages=(
   libncurses-dev   # top: the full-screen view
   tmux   # top: its end-to-end tests drive the real binary in a terminal
   prometheus   # promtool checks the metrics and rules; the fleet test runs a real server
+  slurm-wlm munge   # tests/slurm: a two-node Slurm cluster runs the shipped deploy/slurm scripts
+  runc   # the container tests run real OCI containers (podman and crun refuse a hybrid cgroup host)
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Slurm Epilog (slurm.conf: Epilog=/etc/slurm/epilog.d/gpureap.sh): at the end of every job,
 # end what the job left behind on its GPUs and prove the GPUs are empty. A non-zero exit makes
-# slurmd drain the node, with the reason in its log: what survived (PID, state, wchan for D).
+# slurmd drain the node; the epilog sets the drain reason to what survived (PID, state, wchan
+# for D), which slurmd's log also holds.
 #
 # What the job owns:
 #   - cgroup v2 (Slurm's cgroup/v2 plugin): the job's cgroup,
@@ -22,11 +23,14 @@
 #   GPUREAP_AUDIT_LOG                audit log of every signal (default /var/log/gpureap/reap.log)
 #   GPUREAP_KILL_TIMEOUT             SIGTERM to SIGKILL (default 10s)
 #   GPUREAP_VERIFY_TIMEOUT           wait for the memory to come back (default 30s)
+#   SLURMD_NODENAME                  the node drained, with gpureap's reason, when the reap fails
+#   SCONTROL                         scontrol (default /usr/bin/scontrol)
 #
 # No shell string is ever built from these values: they go to gpureap as separate arguments.
 set -u
 
 gpureap=${GPUREAP:-/usr/bin/gpureap}
+scontrol=${SCONTROL:-/usr/bin/scontrol}
 job=${SLURM_JOB_ID:-}
 uid=${SLURM_JOB_UID:-}
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
@@ -67,9 +71,18 @@ fi
 [[ -n $gpus ]] && args+=(--gpus "$gpus")
 
 mkdir -p -m 0700 "$(dirname "${GPUREAP_AUDIT_LOG:-/var/log/gpureap/reap.log}")" 2>/dev/null
-"$gpureap" "${args[@]}" >&2
+out=$("$gpureap" "${args[@]}" 2>&1)
 rc=$?
+printf '%s\n' "$out" >&2
 if [[ $rc -ne 0 ]]; then
   say "gpureap reap exited $rc (6: something of the job remains, see above; 3/4: the driver could not be read): Slurm drains this node"
+  # Slurm's own reason would say only "Epilog error": the node is drained first with gpureap's,
+  # naming the survivors (gpureap's output is sanitised; scontrol gets it as one argument).
+  node=${SLURMD_NODENAME:-}
+  if [[ $node =~ ^[A-Za-z0-9._-]+$ && -x $scontrol ]]; then
+    summary=$(printf '%s\n' "$out" | grep -m 3 -E '^ *survivor PID' | sed 's/^ *//' | tr '\n' ' ' | cut -c1-200)
+    "$scontrol" update NodeName="$node" State=DRAIN \
+      Reason="gpureap epilog: job $job: reap exit $rc: ${summary:-see the slurmd log}" >&2
+  fi
 fi
 exit "$rc"

@@ -1,14 +1,17 @@
 #!/bin/bash
 # Slurm Prolog (slurm.conf: Prolog=/etc/slurm/prolog.d/gpureap.sh): refuse to start a job on a
 # GPU that still holds memory or runs a process (a previous job's leftovers), naming the GPU and
-# what holds it. A non-zero exit makes Slurm drain the node and requeue the job.
+# what holds it. A non-zero exit makes Slurm drain the node and requeue the job; the prolog sets
+# the drain reason to the busy GPUs and their processes.
 #
 # Environment: SLURM_JOB_GPUS (or CUDA_VISIBLE_DEVICES) the job's GPU indices; GPUREAP (the
 # binary, default /usr/bin/gpureap); GPUREAP_BUSY_MIB (memory above which a GPU counts as
-# busy, default 512: above the driver's per-context overhead). Needs jq.
+# busy, default 512: above the driver's per-context overhead); SLURMD_NODENAME (set by slurmd:
+# the node is drained with the reason) and SCONTROL (default /usr/bin/scontrol). Needs jq.
 set -u
 
 gpureap=${GPUREAP:-/usr/bin/gpureap}
+scontrol=${SCONTROL:-/usr/bin/scontrol}
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
 busy_mib=${GPUREAP_BUSY_MIB:-512}
 
@@ -38,6 +41,12 @@ busy=$(jq -r --argjson limit "$((busy_mib * 1024 * 1024))" '
 ' <<<"$report")
 if [[ -n $busy ]]; then
   while IFS= read -r line; do say "not starting: $line"; done <<<"$busy"
+  # Slurm's own reason would say only "Prolog error": the node is drained first with this one.
+  node=${SLURMD_NODENAME:-}
+  if [[ $node =~ ^[A-Za-z0-9._-]+$ && -x $scontrol ]]; then
+    "$scontrol" update NodeName="$node" State=DRAIN \
+      Reason="gpureap prolog: job $job: $(tr '\n' ' ' <<<"$busy" | cut -c1-200)" >&2
+  fi
   exit 1
 fi
 exit 0

@@ -45,6 +45,7 @@ Result<AllocRecord> parse_alloc_record(const std::string& json_text) {
     r.created_ns = j.value("created_ns", std::int64_t{0});
     r.sm_util = j.value("sm_util", 0u);
     r.mem_util = j.value("mem_util", 0u);
+    r.mps_server_pid = j.value("mps_server_pid", 0u);
     return r;
   } catch (const std::exception& e) {
     return Error{std::string("allocation record: ") + e.what()};
@@ -65,7 +66,8 @@ std::string serialize_alloc_record(const AllocRecord& r) {
          {"leak", r.leak},
          {"created_ns", r.created_ns},
          {"sm_util", r.sm_util},
-         {"mem_util", r.mem_util}};
+         {"mem_util", r.mem_util},
+         {"mps_server_pid", r.mps_server_pid}};
   return j.dump(2) + "\n";
 }
 

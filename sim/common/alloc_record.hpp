@@ -31,6 +31,7 @@ struct AllocRecord {
   std::int64_t created_ns = 0;        // CLOCK_REALTIME
   unsigned sm_util = 0;               // per-process utilization samples, percent
   unsigned mem_util = 0;
+  unsigned mps_server_pid = 0;        // an MPS client context: the server it runs in (0: none)
 };
 
 Result<AllocRecord> parse_alloc_record(const std::string& json_text);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -98,6 +99,19 @@ Status touch_file(const std::string& path, unsigned mode) {
   if (::fchmod(fd, mode) != 0) st = Error{path + ": chmod: " + errno_text(errno)};
   ::close(fd);
   return st;
+}
+
+Status make_device_file(const std::string& path, unsigned mode) {
+  if (::geteuid() == 0 && ::mknod(path.c_str(), S_IFCHR | mode, makedev(1, 3)) == 0) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && ::chmod(path.c_str(), mode) == 0) {
+      ::close(fd);
+      return ok_status();
+    }
+    if (fd >= 0) ::close(fd);
+    ::unlink(path.c_str());  // a nodev mount: the node exists but cannot be opened
+  }
+  return touch_file(path, mode);
 }
 
 static int remove_entry(const char* path, const struct stat*, int, struct FTW*) {

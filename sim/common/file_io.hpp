@@ -34,6 +34,13 @@ Status make_dir_if_missing(const std::string& path);
 // Creates the file empty if missing (existing content is kept) and sets `mode`.
 Status touch_file(const std::string& path, unsigned mode);
 
+// A simulated device file at `path` (which must not exist), `mode` set. As root, a character
+// device with /dev/null's numbers (1:3): programs that accept only device nodes (slurmd's GRES
+// files, a container runtime's device list) take it, and opening it is as harmless as opening
+// /dev/null. Where no node can be made or opened (not root, no CAP_MKNOD, a nodev mount), an
+// empty regular file. Readers tell the files apart by path, never by their numbers.
+Status make_device_file(const std::string& path, unsigned mode);
+
 // Removes a directory tree; a missing path is success.
 Status remove_tree(const std::string& path);
 

@@ -50,7 +50,7 @@ static Status create_device_files(const Layout& layout, const Config& config) {
     }
   }
   for (const auto& f : files) {
-    if (auto st = touch_file(f, 0666); !st.ok()) return st;
+    if (auto st = make_device_file(f, 0666); !st.ok()) return st;
   }
   return ok_status();
 }

@@ -15,16 +15,17 @@
 #include "common/clock.hpp"
 #include "common/file_io.hpp"
 #include "common/size.hpp"
+#include "cuda/pidns.hpp"
 
 namespace gpusim::cuda {
 
 Result<Owner> identify_self() {
   Owner o;
   char buf[64];
-  ssize_t n = ::readlink("/proc/self", buf, sizeof buf - 1);
-  if (n <= 0) return Error{std::string("readlink /proc/self: ") + errno_text(errno)};
+  ssize_t n = read_host_pid_link(buf, sizeof buf - 1);
+  if (n <= 0) return Error{std::string("readlink of the host's /proc/self: ") + errno_text(errno)};
   auto [p, ec] = std::from_chars(buf, buf + n, o.host_pid);
-  if (ec != std::errc() || p != buf + n) return Error{"/proc/self does not name a PID"};
+  if (ec != std::errc() || p != buf + n) return Error{"the host's /proc/self does not name a PID"};
   o.ns_pid = static_cast<unsigned>(::getpid());
   ReadResult comm = read_file("/proc/self/comm");
   o.name = comm.ok() ? comm.data.substr(0, comm.data.find('\n')) : "gpusim-cuda";
@@ -89,7 +90,8 @@ Result<std::vector<int>> open_device_files(const Layout& layout, const Config& c
     return Error{err->message};
   }
   std::vector<std::string> paths;
-  if (!opts.allocs.empty()) {
+  // An MPS client's contexts live in its server, which holds the device files.
+  if (!opts.allocs.empty() && opts.mps_server_pid == 0) {
     paths.push_back(layout.dev("nvidiactl"));
     paths.push_back(layout.dev("nvidia-uvm"));
     std::set<unsigned> gpus;
@@ -193,6 +195,7 @@ Result<std::vector<ContextLocks>> create_contexts(const Layout& layout, const Co
     rec.created_ns = now;
     rec.sm_util = opts.sm_util;
     rec.mem_util = opts.mem_util;
+    rec.mps_server_pid = opts.mps_server_pid;
     auto locks = acquire_context_locks(layout.alloc_hold(rec.id), layout.alloc_owner(rec.id));
     if (!locks.ok()) return fail(locks.error().message, kExitError);
     contexts.push_back(*locks);

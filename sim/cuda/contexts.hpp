@@ -14,7 +14,7 @@ namespace gpusim::cuda {
 
 // Identity the driver records for the owner of each context.
 struct Owner {
-  unsigned host_pid = 0;  // readlink("/proc/self"): the host PID while /proc is the host's
+  unsigned host_pid = 0;  // read_host_pid_link: the PID the host's /proc gives
   unsigned ns_pid = 0;    // getpid()
   std::string name;       // comm
 };

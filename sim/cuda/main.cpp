@@ -11,6 +11,7 @@
 #include "common/layout.hpp"
 #include "cuda/contexts.hpp"
 #include "cuda/libraries.hpp"
+#include "cuda/mps_client.hpp"
 #include "cuda/options.hpp"
 #include "cuda/pidns.hpp"
 #include "cuda/process_name.hpp"
@@ -28,7 +29,7 @@ static int die(const std::string& message, int status) {
 int main(int argc, char** argv) {
   ParseOutcome parsed = parse_options(argc, argv);
   if (!parsed.options) return parsed.exit_status;
-  const Options& opts = *parsed.options;
+  Options opts = *parsed.options;
   adopt_process_name(opts.name, argc, argv);
 
   std::string state = opts.state;
@@ -64,6 +65,24 @@ int main(int argc, char** argv) {
     if (auto st = load_libcuda(); !st.ok()) return die(st.error().message, kExitError);
   }
 
+  // cuInit: a running MPS control daemon takes the program's contexts into its server.
+  std::optional<MpsSession> mps;
+  if (!opts.allocs.empty()) {
+    int mps_status = kExitError;
+    auto joined = join_mps(&mps_status);
+    if (!joined.ok()) return die(joined.error().message, mps_status);
+    mps = *joined;
+  }
+  if (mps) {
+    if (opts.workers > 0 || opts.zombie_child) {
+      return die("MPS clients with --workers or --zombie-child are not simulated", kExitUsage);
+    }
+    opts.mps_server_pid = mps->server_pid;
+    for (AllocSpec& a : opts.allocs) {
+      if (a.type == ProcType::Compute) a.type = ProcType::Mps;
+    }
+  }
+
   AttachError err;
   auto device_fds = open_device_files(layout, *config, opts, &err);
   if (!device_fds.ok()) return die(err.message, err.exit_status);
@@ -85,6 +104,7 @@ int main(int argc, char** argv) {
   fmt::print("READY pid={} nspid={} workers={}\n", owner->host_pid, owner->ns_pid, worker_list);
   std::fflush(stdout);
 
+  if (mps) return mps_client_life(*mps, opts, *contexts);
   // Descriptors and locks stay open until the process ends, however it ends.
   const int status = idle_until_done(opts.on_sigterm, opts.exit_after_ms, unreaped);
   if (opts.workers_at_exit == WorkersAtExit::Join) join_workers(unreaped);

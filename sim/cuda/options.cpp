@@ -64,6 +64,7 @@ ParseOutcome parse_options(int argc, char** argv) {
   CLI::App app{"gpusim-cuda: a process that holds simulated GPU memory the way a CUDA program does"};
   Options o;
   std::vector<std::string> allocs;
+  std::string mps_on_terminate = "exit";
   std::string worker_mode = "survive", workers_at_exit = "leave", on_sigterm = "exit", workers_on_sigterm = "exit";
   std::uint64_t release_delay = 0, exit_after = 0;
   app.add_option("--state", o.state, "simulator state directory (default: $GPUSIM_STATE_DIR)");
@@ -86,6 +87,8 @@ ParseOutcome parse_options(int argc, char** argv) {
       ->check(CLI::Range(0u, 100u));
   auto* exit_opt = app.add_option("--exit-after", exit_after, "exit normally after MS milliseconds");
   app.add_option("--name", o.name, "process name (comm and argv[0])");
+  app.add_option("--mps-on-terminate", mps_on_terminate,
+                 "under MPS, after terminate_client: exit (default) or stay (alive, without GPU memory)");
 
   ParseOutcome out;
   try {
@@ -121,6 +124,13 @@ ParseOutcome parse_options(int argc, char** argv) {
     o.workers_at_exit = WorkersAtExit::Join;
   } else {
     return usage("--workers-at-exit: expected leave or join");
+  }
+  if (mps_on_terminate == "exit") {
+    o.mps_on_terminate = MpsOnTerminate::Exit;
+  } else if (mps_on_terminate == "stay") {
+    o.mps_on_terminate = MpsOnTerminate::Stay;
+  } else {
+    return usage("--mps-on-terminate: expected exit or stay");
   }
   auto term = parse_term_policy(on_sigterm, true);
   if (!term.ok()) return usage("--on-sigterm " + term.error().message);

@@ -42,6 +42,10 @@ struct TermPolicy {
 // "exit", "ignore", "slow:MS" (slow only where allow_slow).
 Result<TermPolicy> parse_term_policy(const std::string& text, bool allow_slow);
 
+// What an MPS client does once terminate_client has ended its work: exit (as a program that
+// checks its CUDA errors does) or stay alive without GPU memory until signalled.
+enum class MpsOnTerminate { Exit, Stay };
+
 struct Options {
   std::string state;  // empty: $GPUSIM_STATE_DIR
   std::vector<AllocSpec> allocs;
@@ -59,6 +63,8 @@ struct Options {
   unsigned mem_util = 0;
   std::optional<std::uint64_t> exit_after_ms;
   std::string name;
+  MpsOnTerminate mps_on_terminate = MpsOnTerminate::Exit;
+  unsigned mps_server_pid = 0;  // set at run time: the contexts are MPS client contexts of this server
 };
 
 // Parses argv. On --help or a usage error, returns the exit status to end with instead.

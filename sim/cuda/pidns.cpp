@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "cuda/signals.hpp"
+
 namespace gpusim::cuda {
 
 namespace {
@@ -31,14 +33,7 @@ void forward(int sig) {
     if (r < 0 && errno != EINTR) std::_Exit(1);
   }
   if (WIFEXITED(status)) std::_Exit(WEXITSTATUS(status));
-  int sig = WTERMSIG(status);
-  ::signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(sig);
-  std::_Exit(128 + sig);
+  die_of_signal(WTERMSIG(status));
 }
 
 }  // namespace
@@ -74,6 +69,19 @@ Status enter_pid_namespace() {
   g_inner_pid = pid;
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // a signal that came meanwhile is forwarded now
   wait_and_mirror(pid);
+}
+
+ssize_t read_host_pid_link(char* buffer, std::size_t size) {
+  const char* host_proc = std::getenv("GPUSIM_HOST_PROC");
+  char path[256] = "/proc/self";
+  if (host_proc != nullptr && host_proc[0] == '/') {
+    const int n = std::snprintf(path, sizeof path, "%s/self", host_proc);
+    if (n < 0 || static_cast<std::size_t>(n) >= sizeof path) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+  }
+  return ::readlink(path, buffer, size);
 }
 
 }  // namespace gpusim::cuda

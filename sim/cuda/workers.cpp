@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/file_io.hpp"
+#include "cuda/pidns.hpp"
 
 namespace gpusim::cuda {
 
@@ -52,7 +53,7 @@ void kill_workers(const std::vector<Worker>& workers) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
   char buf[32];
-  ssize_t n = ::readlink("/proc/self", buf, sizeof buf - 1);
+  ssize_t n = read_host_pid_link(buf, sizeof buf - 1);
   // "<pid in our namespace> <host pid>": the parent matches the first against fork()'s result.
   std::string line = std::to_string(::getpid()) + " " +
                      (n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("0")) + "\n";

@@ -2,7 +2,7 @@
 
 #if !defined(GPUSIM_GEN_NAME) || !defined(GPUSIM_GEN_DRIVER_VERSION) || \
     !defined(GPUSIM_GEN_NVML_MAJOR) || !defined(GPUSIM_GEN_CUDA_VERSION) ||  \
-    !defined(GPUSIM_GEN_V3_STRIDE)
+    !defined(GPUSIM_GEN_V3_STRIDE) || !defined(GPUSIM_GEN_MPS_CLIENTS)
 #error "generation.cpp is compiled per driver generation with GPUSIM_GEN_* definitions"
 #endif
 
@@ -11,6 +11,7 @@ static_assert(GPUSIM_GEN_V3_STRIDE == 0 || GPUSIM_GEN_V3_STRIDE == 24 || GPUSIM_
 namespace gpusim {
 
 const Generation kGeneration = {GPUSIM_GEN_NAME, GPUSIM_GEN_DRIVER_VERSION, GPUSIM_GEN_NVML_MAJOR,
-                                GPUSIM_GEN_CUDA_VERSION, GPUSIM_GEN_V3_STRIDE};
+                                GPUSIM_GEN_CUDA_VERSION, GPUSIM_GEN_V3_STRIDE,
+                                GPUSIM_GEN_MPS_CLIENTS != 0};
 
 }  // namespace gpusim

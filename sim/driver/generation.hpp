@@ -11,6 +11,9 @@ struct Generation {
   int nvml_major;              // NVML version = "<major>.<driver_version>"
   int cuda_version;            // nvmlSystemGetCudaDriverVersion: 12040 = 12.4
   unsigned v3_stride;          // bytes per record written by *RunningProcesses_v3 (0: absent)
+  // The driver lists MPS clients (nvmlDeviceGetMPSComputeRunningProcesses exists). Where it
+  // does not, the MPS server is the only CUDA process listed, with its clients' memory.
+  bool lists_mps_clients;
 };
 
 extern const Generation kGeneration;

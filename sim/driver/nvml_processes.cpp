@@ -26,11 +26,18 @@ struct ProcEntry {
 // process's whole usage on that device or instance, whatever the kind of each context: the
 // driver accounts video memory per process, so a C+G process shows the same figure in the
 // compute and the graphics list (summing the two lists would count it twice).
+//
+// An MPS client's context is listed under the client in the MPS list. A generation without
+// that list shows the MPS server as the only CUDA process, holding its clients' memory.
 std::vector<ProcEntry> collect(const Target& t, ProcType type, const std::vector<AllocView>& views) {
   std::vector<ProcEntry> out;
+  auto folded_into_server = [](const AllocRecord& r) {
+    return r.type == ProcType::Mps && r.mps_server_pid != 0 && !kGeneration.lists_mps_clients;
+  };
+  auto type_of = [&](const AllocRecord& r) { return folded_into_server(r) ? ProcType::Compute : r.type; };
   auto key_of = [&](const AllocRecord& r) {
     ProcEntry e;
-    e.pid = r.owner_pid;
+    e.pid = folded_into_server(r) ? r.mps_server_pid : r.owner_pid;
     if (t.gpu->mig_enabled && r.gi) {
       e.gi = *r.gi;
       e.ci = r.ci;
@@ -42,7 +49,7 @@ std::vector<ProcEntry> collect(const Target& t, ProcType type, const std::vector
     return v.listed() && r.gpu == t.gpu_index && !(t.is_mig() && r.gi != t.mig->gi);
   };
   for (const auto& v : views) {
-    if (!on_target(v) || v.rec.type != type) continue;
+    if (!on_target(v) || type_of(v.rec) != type) continue;
     const ProcEntry e = key_of(v.rec);
     auto same = [&](const ProcEntry& x) { return x.pid == e.pid && x.gi == e.gi && x.ci == e.ci; };
     if (std::find_if(out.begin(), out.end(), same) == out.end()) out.push_back(e);

@@ -72,6 +72,10 @@ std::optional<Request> parse_args(const std::vector<std::string>& args) {
       return std::nullopt;
     }
   }
+  if (!reset && !query && !format) {  // no action: the default output (its process table)
+    req.mode = Mode::ProcessTable;
+    return req;
+  }
   if (reset == query.has_value()) return std::nullopt;  // exactly one action
   if (reset) {
     if (format) return std::nullopt;

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     case Mode::Reset: return run_reset(*req);
     case Mode::QueryGpu: return run_query_gpu(*req);
     case Mode::QueryComputeApps: return run_query_compute_apps(*req);
+    case Mode::ProcessTable: return run_process_table(*req);
   }
   return kExitOther;
 }

@@ -6,43 +6,13 @@
 #include <map>
 
 #include "smi/nvml_session.hpp"
+#include "smi/process_lists.hpp"
 
 namespace gpusim::smi {
 
 namespace {
 
-using ProcessListFn = nvmlReturn_t(nvmlDevice_t, unsigned*, void*);
 using ProcessNameFn = nvmlReturn_t(unsigned, char*, unsigned);
-
-// The compute list through _v2 (24-byte records) where the driver has it, else the original
-// 16-byte call. Both layouts are fixed in every generation, unlike _v3's (see quirk32).
-nvmlReturn_t compute_processes(const NvmlSession& s, nvmlDevice_t dev, std::vector<nvmlProcessInfo_v2_t>* out) {
-  std::size_t stride = sizeof(nvmlProcessInfo_v2_t);
-  auto* f = s.fn<ProcessListFn>("nvmlDeviceGetComputeRunningProcesses_v2");
-  if (f == nullptr) {
-    f = s.fn<ProcessListFn>("nvmlDeviceGetComputeRunningProcesses");
-    stride = sizeof(nvmlProcessInfo_v1_t);
-  }
-  if (f == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  for (int attempt = 0; attempt < 5; ++attempt) {  // the list may grow between the two calls
-    unsigned count = 0;
-    nvmlReturn_t rc = f(dev, &count, nullptr);
-    if (rc == NVML_SUCCESS) return rc;  // no processes
-    if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return rc;
-    count += 4;
-    std::vector<unsigned char> buf(count * stride);
-    rc = f(dev, &count, buf.data());
-    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) continue;
-    if (rc != NVML_SUCCESS) return rc;
-    for (unsigned i = 0; i < count; ++i) {
-      nvmlProcessInfo_v2_t rec{};
-      std::memcpy(&rec, buf.data() + i * stride, stride);
-      out->push_back(rec);
-    }
-    return rc;
-  }
-  return NVML_ERROR_INSUFFICIENT_SIZE;
-}
 
 struct Row {
   const SelectedGpu* gpu;
@@ -98,7 +68,7 @@ int run_query_compute_apps(const Request& req) {
   std::vector<Row> rows;
   for (const SelectedGpu& g : *gpus) {
     std::vector<nvmlProcessInfo_v2_t> recs;
-    nvmlReturn_t rc = compute_processes(*session, g.handle, &recs);
+    nvmlReturn_t rc = read_process_list(*session, g.handle, ProcessList::Compute, &recs);
     if (rc != NVML_SUCCESS) {
       // The other GPUs are still listed; the status tells the caller something is missing.
       fmt::print(stderr, "Unable to query compute processes of GPU {}: {}\n", g.bus_id,

@@ -26,7 +26,7 @@ inline constexpr const char* kDriverNotLoadedMessage =
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
     "that the latest NVIDIA driver is installed and running.";
 
-enum class Mode { Reset, QueryGpu, QueryComputeApps };
+enum class Mode { Reset, QueryGpu, QueryComputeApps, ProcessTable };
 
 struct Request {
   Mode mode = Mode::Reset;
@@ -50,5 +50,6 @@ void print_csv(const std::vector<std::string>& header, const std::vector<std::ve
 int run_reset(const Request& req);
 int run_query_gpu(const Request& req);
 int run_query_compute_apps(const Request& req);
+int run_process_table(const Request& req);
 
 }  // namespace gpusim::smi

@@ -31,12 +31,21 @@ std::string driver_path(const std::string& gen) {
 
 std::string reachable_by_other_users(const std::string& path) {
   static const gpureap::test::ReachableCopies build = [] {
-    gpureap::test::ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR, {GPUSIM_SMI_BINARY}};
+    gpureap::test::ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR,
+                                          {GPUSIM_SMI_BINARY, GPUSIM_CUDA_BINARY, GPUSIM_LIBCUDA_PATH}};
     for (const auto& gen : all_generations()) copies.files.push_back(driver_path(gen));
     return copies;
   }();
   return gpureap::test::reachable_by_other_users(build, path);
 }
+
+namespace {
+// The NVML library gpusim-cuda would load: the environment's choice, else this build's r550.
+std::string nvml_library_for_children() {
+  const char* chosen = std::getenv("GPUSIM_NVML_LIBRARY");
+  return chosen != nullptr && *chosen != '\0' ? chosen : driver_path("r550");
+}
+}  // namespace
 
 TempDir::TempDir() {
   std::string tmpl = "/tmp/gpusim-test-XXXXXX";
@@ -62,10 +71,10 @@ int decode_status(int st) {
 }
 
 // Child side of a spawn: stdout/stderr onto the given descriptors, then exec.
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, int out_fd, int err_fd, int in_fd = -1) {
   ::dup2(out_fd, 1);
   ::dup2(err_fd, 2);
-  int devnull = ::open("/dev/null", O_RDONLY);
+  int devnull = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, 0);
   auto args = c_argv(argv);
   ::execv(args[0], args.data());
@@ -74,14 +83,21 @@ int decode_status(int st) {
 
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& argv) {
+CommandResult run_command(const std::vector<std::string>& argv, const std::optional<std::string>& input) {
   CommandResult r;
-  int out[2], err[2];
+  int out[2], err[2], in[2] = {-1, -1};
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return r;
+  if (input && ::pipe2(in, O_CLOEXEC) != 0) return r;
   pid_t pid = ::fork();
-  if (pid == 0) exec_child(argv, out[1], err[1]);
+  if (pid == 0) exec_child(argv, out[1], err[1], in[0]);
   ::close(out[1]);
   ::close(err[1]);
+  if (input) {
+    ::close(in[0]);
+    // Commands are short: they fit in the pipe before the child reads them.
+    [[maybe_unused]] ssize_t n = ::write(in[1], input->data(), input->size());
+    ::close(in[1]);
+  }
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   int open_fds = 2;
   while (open_fds > 0) {
@@ -162,9 +178,20 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
 }
 
 std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const std::vector<std::string>& args,
-                                              std::string* error, int* exit_status) {
+                                              std::string* error, int* exit_status,
+                                              const std::vector<std::string>& wrapper) {
   std::unique_ptr<SimProcess> p(new SimProcess());
-  std::vector<std::string> argv = {GPUSIM_CUDA_BINARY, "--state", state};
+  std::vector<std::string> argv = wrapper;
+  if (wrapper.empty()) {
+    argv.push_back(GPUSIM_CUDA_BINARY);
+  } else {
+    // A wrapper runs it as another user, to whom the build tree may be closed: the program and
+    // the libraries it loads from their reachable copies.
+    argv.insert(argv.end(), {"/usr/bin/env", "GPUSIM_LIBCUDA_LIBRARY=" + reachable_by_other_users(GPUSIM_LIBCUDA_PATH),
+                             "GPUSIM_NVML_LIBRARY=" + reachable_by_other_users(nvml_library_for_children()),
+                             reachable_by_other_users(GPUSIM_CUDA_BINARY)});
+  }
+  argv.insert(argv.end(), {"--state", state});
   argv.insert(argv.end(), args.begin(), args.end());
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return nullptr;

@@ -44,8 +44,8 @@ struct CommandResult {
   std::string out;
   std::string err;
 };
-// Runs a program to completion, capturing stdout and stderr.
-CommandResult run_command(const std::vector<std::string>& argv);
+// Runs a program to completion, capturing stdout and stderr; stdin is `input`, else /dev/null.
+CommandResult run_command(const std::vector<std::string>& argv, const std::optional<std::string>& input = std::nullopt);
 // `gpusim --state <state> args...`
 CommandResult ctl(const std::string& state, const std::vector<std::string>& args);
 
@@ -54,8 +54,10 @@ class SimProcess {
  public:
   // Starts gpusim-cuda --state <state> args... and waits for its READY line. On failure
   // returns null and fills *error (exit status and stderr).
+  // `wrapper` runs it (e.g. setpriv ... to run it as another user).
   static std::unique_ptr<SimProcess> start(const std::string& state, const std::vector<std::string>& args,
-                                           std::string* error = nullptr, int* exit_status = nullptr);
+                                           std::string* error = nullptr, int* exit_status = nullptr,
+                                           const std::vector<std::string>& wrapper = {});
   ~SimProcess();
 
   unsigned pid() const { return host_pid_; }           // the owner, as the host sees it

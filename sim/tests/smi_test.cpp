@@ -96,7 +96,7 @@ TEST_F(Smi, QueryComputeAppsEdgeCases) {
 
 TEST_F(Smi, RejectsWhatItDoesNotSimulate) {
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {}, {"-q"}, {"--query-gpu=index"}, {"--query-gpu=index", "--format=xml"}, {"-r", "--format=csv"},
+           {"-q"}, {"--query-gpu=index"}, {"--query-gpu=index", "--format=xml"}, {"-r", "--format=csv"},
            {"-r", "--query-gpu=index", "--format=csv"}, {"-i"}, {"-L"}}) {
     auto r = smi(dir.path(), args);
     EXPECT_EQ(r.exit_status, 2) << testing::PrintToString(args);

@@ -26,7 +26,7 @@
 namespace gpureap {
 namespace {
 
-using procfs::Fd;
+using procfs::unique_fd;
 using procfs::ReadBuffer;
 
 constexpr std::string_view kDeleted = " (deleted)";
@@ -143,9 +143,9 @@ double monotonic_seconds() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
 }
 
-Fd open_pid_dir(const std::string& proc_root, int pid) {
-  const Fd root = procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), false);
-  if (!root) return Fd();
+unique_fd open_pid_dir(const std::string& proc_root, int pid) {
+  const unique_fd root = procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), false);
+  if (!root) return unique_fd();
   // O_NOFOLLOW: a fixture or a hostile tree cannot redirect us; the fd binds one process.
   return procfs::open_dir_at(root.get(), std::to_string(pid).c_str(), true);
 }
@@ -216,7 +216,7 @@ void Inspector::run() {
 }
 
 void Inspector::read_threads() {
-  const Fd tasks = procfs::open_dir_at(dir_, "task", false);
+  const unique_fd tasks = procfs::open_dir_at(dir_, "task", false);
   if (!tasks) return;
   std::vector<int> tids;
   procfs::DirLister().for_each(tasks.get(), [&tids](const char* name, unsigned char) {
@@ -226,7 +226,7 @@ void Inspector::read_threads() {
   });
   std::sort(tids.begin(), tids.end());
   for (const int tid : tids) {
-    const Fd task = procfs::open_dir_at(tasks.get(), std::to_string(tid).c_str(), true);
+    const unique_fd task = procfs::open_dir_at(tasks.get(), std::to_string(tid).c_str(), true);
     if (!task) continue;  // exited since the listing
     const auto text = buffer_.read_proc_file_at(task.get(), "stat");
     const std::optional<StatFields> stat = text ? parse_stat(*text) : std::nullopt;
@@ -261,7 +261,7 @@ void Inspector::read_files() {
     if (std::string_view(link) == "root" && *target == "/") continue;
     add_file(std::string(*target), link, true);
   }
-  const Fd fd_dir = procfs::open_dir_at(dir_, "fd", false);
+  const unique_fd fd_dir = procfs::open_dir_at(dir_, "fd", false);
   if (!fd_dir) return fail("cannot read the open files", kAsRoot);
   std::vector<int> fds;
   auto collect = [&fds](const char* name, unsigned char) {
@@ -324,7 +324,7 @@ std::optional<double> blocked_seconds_from(std::string_view sched_text,
 BlockedIoDetails inspect_blocked_process(const std::string& proc_root, int pid) {
   BlockedIoDetails details;
   details.pid = pid;
-  const Fd dir = open_pid_dir(proc_root, pid);
+  const unique_fd dir = open_pid_dir(proc_root, pid);
   if (!dir) {
     details.error = procfs::errno_means_gone()
                         ? "PID " + std::to_string(pid) + " is gone"
@@ -337,7 +337,7 @@ BlockedIoDetails inspect_blocked_process(const std::string& proc_root, int pid) 
 }
 
 std::optional<BlockedSample> sample_blocked(const std::string& proc_root, int pid) {
-  const Fd dir = open_pid_dir(proc_root, pid);
+  const unique_fd dir = open_pid_dir(proc_root, pid);
   if (!dir) return std::nullopt;
   ReadBuffer buffer;
   const auto text = buffer.read_proc_file_at(dir.get(), "stat");

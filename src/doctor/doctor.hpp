@@ -84,6 +84,9 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
 void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
+// MPS: idle and faulted servers (asking their control daemon), and the pipe directory CUDA
+// programs here use ($CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps) left by a dead daemon.
+void check_mps(const Snapshot& snapshot, Diagnosis& diagnosis);
 
 // The NVML index of the GPU at this PCI location (the function ignored), nullopt when the
 // driver lists none there: an Xid line names the GPU by PCI address only.

@@ -16,7 +16,7 @@
 #include "kill/interrupt_guard.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
-#include "proc/timed_command.hpp"
+#include "spawn/timed_command.hpp"
 
 namespace gpureap {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "doctor/doctor.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/protected_processes.hpp"
 
 namespace gpureap {

@@ -8,6 +8,7 @@
 
 #include "text/human_format.hpp"
 #include "doctor/doctor.hpp"
+#include "doctor/reset_readiness.hpp"
 #include "nvml/nvml_abi.hpp"
 
 namespace gpureap {
@@ -94,7 +95,7 @@ Finding gpu_error_finding(const GpuView& gpu) {
   f.id = FindingId::GpuError;
   f.severity = error.code == nvml_abi::kErrorNoPermission ? Severity::Warning : Severity::Critical;
   f.summary = fmt::format("GPU {} could not be read: {} ({})", gpu.reading.index, error.message, error.name());
-  f.remedies.push_back({"nvidia-smi -q -i " + std::to_string(gpu.reading.index), Risk::None, "see what the driver says about it"});
+  f.remedies.push_back({"nvidia-smi -q -i " + gpu_device_id(gpu.reading), Risk::None, "see what the driver says about it"});
   return f;
 }
 

@@ -11,7 +11,8 @@ constexpr FindingId kAllFindingIds[] = {
     FindingId::ReleaseInProgress, FindingId::MemoryLeak,          FindingId::MemoryUnexplained,
     FindingId::Zombie,          FindingId::DState,                FindingId::Xid,
     FindingId::LeftoverSysvShm, FindingId::LeftoverSysvSem,       FindingId::LeftoverPosixShm,
-    FindingId::RunSupervisorGone, FindingId::DrmMemoryUnexplained,
+    FindingId::RunSupervisorGone, FindingId::MpsServerIdle,         FindingId::MpsServerFault,
+    FindingId::MpsStalePipeDirectory, FindingId::DrmMemoryUnexplained,
 };
 
 }  // namespace
@@ -40,6 +41,9 @@ std::string_view finding_id_name(FindingId id) {
     case FindingId::LeftoverSysvSem: return "leftover-sysv-sem";
     case FindingId::LeftoverPosixShm: return "leftover-posix-shm";
     case FindingId::RunSupervisorGone: return "run-supervisor-gone";
+    case FindingId::MpsServerIdle: return "mps-server-idle";
+    case FindingId::MpsServerFault: return "mps-server-fault";
+    case FindingId::MpsStalePipeDirectory: return "mps-stale-pipe-directory";
     case FindingId::DrmMemoryUnexplained: return "drm-memory-unexplained";
   }
   return "unknown";

@@ -51,6 +51,9 @@ enum class FindingId {
   LeftoverSysvSem,
   LeftoverPosixShm,
   RunSupervisorGone,  // a `gpureap run` job's cgroup whose supervisor was killed
+  MpsServerIdle,      // an MPS server holding memory with no client
+  MpsServerFault,     // an MPS server a client's death left faulted
+  MpsStalePipeDirectory,  // an MPS pipe directory whose control daemon is gone
   DrmMemoryUnexplained,  // an AMD GPU's VRAM in use beyond what its DRM clients and KFD processes report
 };
 std::string_view finding_id_name(FindingId id);  // "orphaned-holders", "xid", ...

@@ -172,7 +172,7 @@ void find_sysv_sem(const IpcScanOptions& options, std::int64_t now, procfs::Read
 }
 
 void find_posix(const IpcScanOptions& options, std::int64_t now, IpcLeftovers& out) {
-  const procfs::Fd dir(
+  const procfs::unique_fd dir(
       ::open(options.shm_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) {
     const bool link = errno == ELOOP || errno == ENOTDIR;

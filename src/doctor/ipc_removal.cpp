@@ -27,9 +27,10 @@
 namespace gpureap {
 namespace {
 
-using procfs::Fd;
+using procfs::unique_fd;
 
-enum class Look { Inspected, Gone, Denied, Blocked };
+// What looking at one process (or one of its tasks) found out: all of it, or why not.
+enum class Inspection { Inspected, Gone, Denied, Blocked };
 
 // Marks which of a few files some process holds open (fd links) or mapped (maps lines carry
 // "major:minor inode", so no stat is needed). Only a link whose last path component is one
@@ -46,7 +47,7 @@ class OpenFileFinder {
 
   OpenFileScan run(const std::string& proc_root) {
     OpenFileScan scan;
-    const Fd root = procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), false);
+    const unique_fd root = procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), false);
     std::vector<int> pids;
     const bool listed = root && lister_.for_each(root.get(), [&pids](const char* name, unsigned char) {
       int pid = 0;
@@ -60,11 +61,11 @@ class OpenFileFinder {
       return scan;
     }
     for (const int pid : pids) {
-      const Fd pid_dir = procfs::open_dir_at(root.get(), fmt::format_int(pid).c_str(), true);
-      const Look look = pid_dir ? inspect_process(pid_dir.get(), pid)
-                                : (procfs::errno_means_denied() ? Look::Denied : Look::Gone);
-      if (look == Look::Denied && !procfs::denial_hides_nothing(pid)) ++scan.processes_not_inspected;
-      if (look == Look::Blocked) {
+      const unique_fd pid_dir = procfs::open_dir_at(root.get(), fmt::format_int(pid).c_str(), true);
+      const Inspection look = pid_dir ? inspect_process(pid_dir.get(), pid)
+                                : (procfs::errno_means_denied() ? Inspection::Denied : Inspection::Gone);
+      if (look == Inspection::Denied && !procfs::denial_hides_nothing(pid)) ++scan.processes_not_inspected;
+      if (look == Inspection::Blocked) {
         ++scan.processes_not_inspected;
         scan.blocked_pids.push_back(pid);
       }
@@ -87,20 +88,20 @@ class OpenFileFinder {
   }
 
  private:
-  Look inspect_process(int pid_dir, int pid) {
+  Inspection inspect_process(int pid_dir, int pid) {
     // The state just before: maps of a process with a thread in D are never read.
     const auto stat_text = buffer_.read_proc_file_at(pid_dir, "stat");
-    if (!stat_text) return procfs::errno_means_denied() ? Look::Denied : Look::Gone;
+    if (!stat_text) return procfs::errno_means_denied() ? Inspection::Denied : Inspection::Gone;
     const auto stat = parse_stat(*stat_text);
-    if (!stat) return Look::Denied;  // not understood: cannot call it harmless
-    if (procfs::address_space_may_block(pid_dir, stat->pid, stat->state, stat->num_threads, buffer_, lister_)) return Look::Blocked;
+    if (!stat) return Inspection::Denied;  // not understood: cannot call it harmless
+    if (procfs::address_space_may_block(pid_dir, stat->pid, stat->state, stat->num_threads, buffer_, lister_)) return Inspection::Blocked;
     bool saw_any = false;
-    const Look look = inspect_task(pid_dir, saw_any);
-    if (look != Look::Inspected || saw_any) return look;
+    const Inspection look = inspect_task(pid_dir, saw_any);
+    if (look != Inspection::Inspected || saw_any) return look;
     // Nothing at all: a kernel thread, or a leader that exited while its other threads
     // live on with the files and memory, which only task/<tid>/ shows.
-    const Fd tasks = procfs::open_dir_at(pid_dir, "task", false);
-    if (!tasks) return procfs::errno_means_denied() ? Look::Denied : Look::Gone;
+    const unique_fd tasks = procfs::open_dir_at(pid_dir, "task", false);
+    if (!tasks) return procfs::errno_means_denied() ? Inspection::Denied : Inspection::Gone;
     std::vector<int> tids;
     lister_.for_each(tasks.get(), [&](const char* name, unsigned char) {
       int tid = 0;
@@ -108,34 +109,34 @@ class OpenFileFinder {
       return true;
     });
     for (const int tid : tids) {
-      const Fd task = procfs::open_dir_at(tasks.get(), fmt::format_int(tid).c_str(), true);
+      const unique_fd task = procfs::open_dir_at(tasks.get(), fmt::format_int(tid).c_str(), true);
       if (!task) {
-        if (procfs::errno_means_denied()) return Look::Denied;
+        if (procfs::errno_means_denied()) return Inspection::Denied;
         continue;
       }
-      if (inspect_task(task.get(), saw_any) == Look::Denied) return Look::Denied;
+      if (inspect_task(task.get(), saw_any) == Inspection::Denied) return Inspection::Denied;
     }
-    return Look::Inspected;
+    return Inspection::Inspected;
   }
 
-  Look inspect_task(int task_dir, bool& saw_any) {
-    const Look fds = look_at_fds(task_dir, saw_any);
-    if (fds == Look::Denied) return fds;
-    const Look maps = look_at_maps(task_dir, saw_any);
-    if (maps == Look::Denied) return maps;
-    return fds == Look::Gone && maps == Look::Gone ? Look::Gone : Look::Inspected;
+  Inspection inspect_task(int task_dir, bool& saw_any) {
+    const Inspection fds = look_at_fds(task_dir, saw_any);
+    if (fds == Inspection::Denied) return fds;
+    const Inspection maps = look_at_maps(task_dir, saw_any);
+    if (maps == Inspection::Denied) return maps;
+    return fds == Inspection::Gone && maps == Inspection::Gone ? Inspection::Gone : Inspection::Inspected;
   }
 
-  Look look_at_fds(int task_dir, bool& saw_any) {
-    const Fd fd_dir = procfs::open_dir_at(task_dir, "fd", false);
-    if (!fd_dir) return procfs::errno_means_denied() ? Look::Denied : Look::Gone;
-    Look look = Look::Inspected;
+  Inspection look_at_fds(int task_dir, bool& saw_any) {
+    const unique_fd fd_dir = procfs::open_dir_at(task_dir, "fd", false);
+    if (!fd_dir) return procfs::errno_means_denied() ? Inspection::Denied : Inspection::Gone;
+    Inspection look = Inspection::Inspected;
     const bool listed = lister_.for_each(fd_dir.get(), [&](const char* name, unsigned char) {
       saw_any = true;
       const auto target = buffer_.read_link_at(fd_dir.get(), name);
       if (!target) {
         if (!procfs::errno_means_denied()) return true;  // closed since the listing
-        look = Look::Denied;
+        look = Inspection::Denied;
         return false;
       }
       // socket:[..], pipe:[..], anon_inode:.. are never files in the shm directory.
@@ -150,17 +151,17 @@ class OpenFileFinder {
       }
       return true;
     });
-    if (!listed && look == Look::Inspected) {
-      look = procfs::errno_means_denied() ? Look::Denied : Look::Gone;
+    if (!listed && look == Inspection::Inspected) {
+      look = procfs::errno_means_denied() ? Inspection::Denied : Inspection::Gone;
     }
     return look;
   }
 
-  Look look_at_maps(int task_dir, bool& saw_any) {
+  Inspection look_at_maps(int task_dir, bool& saw_any) {
     constexpr std::size_t kMaxMaps = 64u << 20;
     const auto text = buffer_.read_file_at(task_dir, "maps", kMaxMaps);
-    if (!text) return procfs::errno_means_denied() ? Look::Denied : Look::Gone;
-    if (text->size() >= kMaxMaps) return Look::Denied;  // cut short: cannot tell
+    if (!text) return procfs::errno_means_denied() ? Inspection::Denied : Inspection::Gone;
+    if (text->size() >= kMaxMaps) return Inspection::Denied;  // cut short: cannot tell
     std::string_view rest = *text;
     while (!rest.empty()) {
       std::string_view line = procfs::take_line(rest);
@@ -177,7 +178,7 @@ class OpenFileFinder {
         mark(makedev(major_id, minor_id), inode);
       }
     }
-    return Look::Inspected;
+    return Inspection::Inspected;
   }
 
   static bool parse_hex(std::string_view text, unsigned& out) {
@@ -343,7 +344,7 @@ RemovalResult remove_posix_shm(const PosixShmLeftover& expected, const IpcScanOp
   if (!is_plain_name(expected.name)) {
     return refuse(RemovalOutcome::Failed, what, "is not a plain file name (refusing any path)");
   }
-  const Fd dir(::open(options.shm_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  const unique_fd dir(::open(options.shm_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) {
     const bool link = errno == ELOOP || errno == ENOTDIR;
     return {procfs::errno_means_denied() ? RemovalOutcome::PermissionDenied : RemovalOutcome::Failed,

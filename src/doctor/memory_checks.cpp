@@ -237,10 +237,7 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
   f.evidence["reset"] = readiness.to_json();
   f.evidence["processes_not_inspected"] = hidden;
   if (incomplete) f.remedies.push_back({"sudo gpureap doctor", Risk::None, "as root, every process's descriptors can be checked"});
-  // By UUID (or bus id): an index names whichever GPU the driver counts Nth when it runs.
-  const std::string device_id = !gpu.reading.uuid.empty()         ? gpu.reading.uuid
-                                : !gpu.reading.pci_bus_id.empty() ? gpu.reading.pci_bus_id
-                                                                  : std::to_string(index);
+  const std::string device_id = gpu_device_id(gpu.reading);
   f.remedies.push_back({fmt::format("nvidia-smi -r -i {}", device_id), Risk::High,
                         (readiness.ready() ? std::string("reset the GPU: frees everything on it (nothing uses it now; "
                                                          "NVIDIA does not guarantee success: check it afterwards)")

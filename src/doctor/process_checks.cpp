@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "text/human_format.hpp"
-#include "proc/debugger_commands.hpp"
+#include "spawn/debugger_commands.hpp"
 #include "doctor/blocked_io.hpp"
 #include "doctor/doctor.hpp"
 

@@ -53,9 +53,15 @@ ResetReadiness check_reset_readiness(const Snapshot& snapshot, unsigned gpu_inde
     r.blockers.push_back({"persistence-mode", std::nullopt,
                           fmt::format("persistence mode is on and counts as a client: stop nvidia-persistenced "
                                       "(or nvidia-smi -i {} -pm 0) first",
-                                      gpu_index)});
+                                      gpu_device_id(gpu->reading))});
   }
   return r;
+}
+
+std::string gpu_device_id(const GpuReading& gpu) {
+  if (!gpu.uuid.empty()) return gpu.uuid;
+  if (!gpu.pci_bus_id.empty()) return gpu.pci_bus_id;
+  return std::to_string(gpu.index);
 }
 
 }  // namespace gpureap

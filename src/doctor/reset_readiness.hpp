@@ -27,4 +27,9 @@ struct ResetReadiness {
 
 ResetReadiness check_reset_readiness(const Snapshot& snapshot, unsigned gpu_index);
 
+// How a printed command (nvidia-smi -i, gpureap kill --gpu) names the GPU: by UUID, or bus id,
+// never by an index, which names whichever GPU the driver counts Nth when the command runs (a
+// GPU falling off the bus shifts the ones after it). The index only when the driver gave neither.
+std::string gpu_device_id(const GpuReading& gpu);
+
 }  // namespace gpureap

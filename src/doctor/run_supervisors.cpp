@@ -73,7 +73,7 @@ bool supervisor_alive(const std::string& proc_root, const Snapshot& snapshot, co
 }  // namespace
 
 void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
-  const auto mount = killtree::cgroup2_mount(options.proc_root);
+  const auto mount = cgroupfs::cgroup2_mount(options.proc_root);
   if (!mount) return;
   std::vector<JobCgroupFound> found;
   std::size_t visited = 0;
@@ -85,7 +85,7 @@ void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& option
   }
   for (const auto& job : found) {
     if (supervisor_alive(options.proc_root, snapshot, job)) continue;
-    const std::vector<pid_t> members = killtree::cgroup_subtree_pids(*mount + job.relative);
+    const std::vector<pid_t> members = cgroupfs::cgroup_subtree_pids(*mount + job.relative);
     const std::string name = job.relative.substr(job.relative.rfind('/') + 1);
     Finding f;
     f.id = FindingId::RunSupervisorGone;

@@ -12,6 +12,7 @@
 #include "doctor/event_age.hpp"
 #include "doctor/ipc_removal.hpp"
 #include "doctor/kernel_log.hpp"
+#include "doctor/reset_readiness.hpp"
 #include "doctor/xid_catalog.hpp"
 #include "doctor/xid_event.hpp"
 
@@ -26,6 +27,7 @@ nlohmann::json event_json(const XidEvent& e, std::optional<double> age) {
           {"line", e.line}};
 }
 
+// gpu_arg names the GPU as `nvidia-smi -i` and `gpureap kill --gpu` take it.
 void add_remedies(Finding& f, const XidInfo& info, const std::string& gpu_arg) {
   switch (info.action) {
     case XidAction::ApplicationFault:
@@ -35,20 +37,20 @@ void add_remedies(Finding& f, const XidInfo& info, const std::string& gpu_arg) {
       f.remedies.push_back({"", Risk::None, "look at the Xid that came before it on this GPU"});
       break;
     case XidAction::Trend:
-      f.remedies.push_back({"nvidia-smi -q -d ECC" + gpu_arg, Risk::None, "watch the error counters over time"});
+      f.remedies.push_back({"nvidia-smi -q -d ECC" + (" -i " + gpu_arg), Risk::None, "watch the error counters over time"});
       break;
     case XidAction::Informational:
-      f.remedies.push_back({"nvidia-smi -q -d ROW_REMAPPER" + gpu_arg, Risk::None,
+      f.remedies.push_back({"nvidia-smi -q -d ROW_REMAPPER" + (" -i " + gpu_arg), Risk::None,
                             "see the pending remaps; they take effect at the next reset"});
       break;
     case XidAction::CheckNvlink:
-      f.remedies.push_back({"nvidia-smi nvlink -s" + gpu_arg, Risk::None, "check the state of each link"});
+      f.remedies.push_back({"nvidia-smi nvlink -s" + (" -i " + gpu_arg), Risk::None, "check the state of each link"});
       [[fallthrough]];
     case XidAction::ResetGpu:
     case XidAction::DrainAndReset:
-      f.remedies.push_back({"gpureap kill --gpu " + (f.gpu ? std::to_string(*f.gpu) : std::string("N")), Risk::Medium,
+      f.remedies.push_back({"gpureap kill --gpu " + gpu_arg, Risk::Medium,
                             "end the GPU's processes (drain it from the scheduler first)"});
-      f.remedies.push_back({"nvidia-smi -r" + gpu_arg, Risk::High, "reset the GPU once nothing uses it"});
+      f.remedies.push_back({"nvidia-smi -r" + (" -i " + gpu_arg), Risk::High, "reset the GPU once nothing uses it"});
       break;
     case XidAction::PowerCycle:
     case XidAction::NodeReboot:
@@ -175,7 +177,11 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     f.evidence["last"] = event_json(last, group.last_age);
     f.evidence["pids"] = pids;
     f.evidence["source"] = log.source;
-    add_remedies(f, info, f.gpu ? " -i " + std::to_string(*f.gpu) : std::string());
+    // By UUID (the GPU the driver still lists at that address) or by the event's own bus id: the
+    // index the advice would otherwise name shifts when a GPU falls off the bus, and a command
+    // without one (nvidia-smi -r) acts on every GPU.
+    const GpuView* gpu = f.gpu ? snapshot.gpu_by_index(*f.gpu) : nullptr;
+    add_remedies(f, info, gpu != nullptr ? gpu_device_id(gpu->reading) : nvidia_smi_bus_id(last.pci));
     diagnosis.findings.push_back(std::move(f));
   }
   if (ignored > 0) {

@@ -371,6 +371,10 @@ bool same_pci_device(const PciLocation& a, const PciLocation& b) {
   return a.domain == b.domain && a.bus == b.bus && a.device == b.device;
 }
 
+std::string nvidia_smi_bus_id(const PciLocation& pci) {
+  return fmt::format("{:08X}:{:02X}:{:02X}.{:X}", pci.domain, pci.bus, pci.device, pci.function.value_or(0));
+}
+
 std::string pci_text(const PciLocation& pci) {
   return fmt::format("{:04x}:{:02x}:{:02x}", pci.domain, pci.bus, pci.device);
 }

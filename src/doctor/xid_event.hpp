@@ -20,6 +20,10 @@ struct PciLocation {
 // "0000:05:00" without a function; surrounding spaces are ignored. nullopt when malformed.
 std::optional<PciLocation> parse_pci_bus_id(std::string_view text);
 
+// The bus id as NVML and `nvidia-smi -i` take it: "00000000:3B:00.0" (function 0 when the
+// Xid line gave none).
+std::string nvidia_smi_bus_id(const PciLocation& pci);
+
 // The same physical GPU: domain, bus and device equal (the function is ignored).
 bool same_pci_device(const PciLocation& a, const PciLocation& b);
 

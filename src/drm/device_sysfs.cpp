@@ -112,7 +112,7 @@ std::optional<NodeKind> drm_node_kind(std::string_view name) {
 std::vector<DrmDevice> read_drm_devices(const std::string& sysfs_root) {
   std::vector<DrmDevice> devices;
   const std::string class_path = sysfs_root + "/class/drm";
-  const procfs::Fd dir = procfs::open_dir_at(AT_FDCWD, class_path.c_str(), /*no_follow=*/false);
+  const procfs::unique_fd dir = procfs::open_dir_at(AT_FDCWD, class_path.c_str(), /*no_follow=*/false);
   if (!dir) return devices;
   std::vector<std::string> names;
   procfs::DirLister lister;

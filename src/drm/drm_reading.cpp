@@ -21,9 +21,11 @@ std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_roo
   std::size_t unread = 0;
   char name[24];
   *std::to_chars(name, name + sizeof name - 1, pid).ptr = '\0';
-  const procfs::Fd root = procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), /*no_follow=*/false);
-  const procfs::Fd process = root ? procfs::open_dir_at(root.get(), name, /*no_follow=*/true) : procfs::Fd();
-  const procfs::Fd fdinfo = process ? procfs::open_dir_at(process.get(), "fdinfo", /*no_follow=*/true) : procfs::Fd();
+  const procfs::unique_fd root = procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), /*no_follow=*/false);
+  const procfs::unique_fd process =
+      root ? procfs::open_dir_at(root.get(), name, /*no_follow=*/true) : procfs::unique_fd();
+  const procfs::unique_fd fdinfo =
+      process ? procfs::open_dir_at(process.get(), "fdinfo", /*no_follow=*/true) : procfs::unique_fd();
   procfs::ReadBuffer buffer(4096);
   for (const auto& file : files) {
     if (file.kind != DeviceFileKind::DrmCard && file.kind != DeviceFileKind::DrmRender) continue;

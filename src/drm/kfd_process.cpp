@@ -51,7 +51,7 @@ std::optional<std::string> pci_address_of_kfd_properties(std::string_view text) 
 std::vector<pid_t> list_kfd_processes(const std::string& sysfs_root) {
   std::vector<pid_t> pids;
   const std::string path = sysfs_root + "/class/kfd/kfd/proc";
-  const procfs::Fd dir = procfs::open_dir_at(AT_FDCWD, path.c_str(), /*no_follow=*/false);
+  const procfs::unique_fd dir = procfs::open_dir_at(AT_FDCWD, path.c_str(), /*no_follow=*/false);
   if (!dir) return pids;
   procfs::DirLister lister;
   lister.for_each(dir.get(), [&](const char* name, unsigned char) {
@@ -65,7 +65,7 @@ std::vector<pid_t> list_kfd_processes(const std::string& sysfs_root) {
 
 std::optional<KfdProcess> read_kfd_process(const std::string& sysfs_root, pid_t pid) {
   const std::string path = sysfs_root + "/class/kfd/kfd/proc/" + std::to_string(pid);
-  const procfs::Fd dir = procfs::open_dir_at(AT_FDCWD, path.c_str(), /*no_follow=*/false);
+  const procfs::unique_fd dir = procfs::open_dir_at(AT_FDCWD, path.c_str(), /*no_follow=*/false);
   if (!dir) return std::nullopt;
   KfdProcess process;
   process.pid = pid;
@@ -94,7 +94,7 @@ std::optional<KfdProcess> read_kfd_process(const std::string& sysfs_root, pid_t 
 std::vector<KfdNode> read_kfd_topology(const std::string& sysfs_root) {
   std::vector<KfdNode> nodes;
   const std::string path = sysfs_root + "/class/kfd/kfd/topology/nodes";
-  const procfs::Fd dir = procfs::open_dir_at(AT_FDCWD, path.c_str(), /*no_follow=*/false);
+  const procfs::unique_fd dir = procfs::open_dir_at(AT_FDCWD, path.c_str(), /*no_follow=*/false);
   if (!dir) return nodes;
   std::vector<std::string> names;
   procfs::DirLister lister;

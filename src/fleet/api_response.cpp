@@ -16,7 +16,7 @@ using nlohmann::json;
 // brackets inside strings not counted. Checked before parsing, so that a body of "[[[[..."
 // is refused before it costs memory per level. (nlohmann's parse callback could stop it too,
 // but its parser then scans the parent array at the end of every object: quadratic in the
-// number of samples, 30 s for a fleet of 500 hosts.)
+// number of samples, seconds for a large fleet.)
 bool nests_deeper_than(std::string_view text, int limit) {
   int depth = 0;
   bool in_string = false;

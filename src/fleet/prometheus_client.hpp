@@ -25,8 +25,8 @@ struct PrometheusClientOptions {
   std::optional<BasicAuth> basic_auth;
   std::string ca_file;    // https: trust this CA bundle instead of the system's
   bool insecure = false;  // https: do not verify the server's certificate
-  // Of each answer, after decompression: far above a fleet's (a thousand hosts of eight GPUs
-  // with three holders each is ~8 MiB) and small enough to parse in a blink.
+  // Of each answer, after decompression: far above a large fleet's answer and small enough to
+  // parse at once (docs/performance.md, fleet).
   std::size_t max_response_bytes = 32u << 20;
 };
 

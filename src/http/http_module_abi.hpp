@@ -3,8 +3,8 @@
 // watch's webhook.
 //
 // Why a module: Debian ships cpp-httplib as a shared library built with OpenSSL, zlib and
-// brotli, on the shared libstdc++. Linked into gpureap it would cost every command ~4 ms of
-// start-up (5x `gpureap --version`; docs/performance.md) and bring a second libstdc++ beside
+// brotli, on the shared libstdc++. Linked into gpureap it would lengthen every command's
+// start-up (docs/performance.md) and bring a second libstdc++ beside
 // the static one gpureap carries. So only `export` and `fleet` load it, with dlopen, and
 // nothing but C types crosses this boundary: each side keeps its own C++ runtime.
 #pragma once

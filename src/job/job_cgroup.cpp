@@ -81,7 +81,7 @@ std::optional<JobCgroup> JobCgroup::create(const std::string& proc_root, std::st
     if (why) *why = std::move(reason);
     return std::nullopt;
   };
-  const auto mount = killtree::cgroup2_mount(proc_root);
+  const auto mount = cgroupfs::cgroup2_mount(proc_root);
   if (!mount) return fail("no cgroup v2 hierarchy is mounted");
   const auto own = procfs::read_cgroup_v2_path(proc_root, getpid());
   if (!own) return fail("gpureap's own cgroup v2 could not be read");
@@ -120,7 +120,7 @@ JobCgroup::~JobCgroup() {
   if (!path_.empty() && !removed_) remove();
 }
 
-std::vector<pid_t> JobCgroup::member_pids() const { return killtree::cgroup_subtree_pids(path_); }
+std::vector<pid_t> JobCgroup::member_pids() const { return cgroupfs::cgroup_subtree_pids(path_); }
 
 bool JobCgroup::remove() {
   if (removed_ || path_.empty()) return true;

@@ -106,8 +106,8 @@ bool out_of_descriptors(const PinResult& pin) {
 // One step of the ladder over the members as they are now.
 // Each member holds a pidfd until the step ends, so under a low open-file limit (a job of
 // thousands, or `ulimit -n` small) the members go through the ladder in batches that leave
-// the ladder descriptors of its own; pinning them all at once had left it none, and every
-// member read as "already gone" while it ran on. A member that cannot be pinned even alone
+// the ladder descriptors of its own: pinned all at once, they would leave it none, and every
+// member would read as "already gone" while it runs on. A member that cannot be pinned even alone
 // goes into `ended` as a survivor: it was not signalled, and must not vanish from the report.
 std::vector<TargetResult> signal_members(const EndingSettings& settings, const Members& members, int first_signal,
                                          std::chrono::milliseconds timeout, const std::string& reason,
@@ -122,7 +122,7 @@ std::vector<TargetResult> signal_members(const EndingSettings& settings, const M
   std::vector<TargetResult> results;
   auto next = members.begin();
   while (next != members.end()) {
-    const std::size_t budget = std::max<std::size_t>(killtree::pidfd_budget(kLadderReserve), 1);
+    const std::size_t budget = std::max<std::size_t>(sweep::pidfd_budget(kLadderReserve), 1);
     std::vector<EscalationTarget> targets;
     for (; next != members.end() && targets.size() < budget; ++next) {
       const auto& [pid, member] = *next;
@@ -207,7 +207,7 @@ void verify(const EndingSettings& settings, RunReport& report) {
 
 }  // namespace
 
-ProcessEvidence describe_member(const EndingSettings& settings, const Member& member, std::string& evidence_dir) {
+ProcessEvidence describe_member(const EndingSettings& settings, const JobMember& member, std::string& evidence_dir) {
   ProcessEvidence evidence;
   evidence.pid = member.stat.pid;
   evidence.comm = member.stat.comm;

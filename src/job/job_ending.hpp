@@ -13,7 +13,7 @@
 
 #include "job/job_members.hpp"
 #include "job/run_report.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "nvml/driver_reading.hpp"
 #include "snapshot/snapshot.hpp"
 
@@ -38,6 +38,6 @@ struct EndingSettings {
 void end_job(const EndingSettings& settings, RunReport& report);
 
 // The evidence for one member, read now (debugger dumps when settings.dump).
-ProcessEvidence describe_member(const EndingSettings& settings, const Member& member, std::string& evidence_dir);
+ProcessEvidence describe_member(const EndingSettings& settings, const JobMember& member, std::string& evidence_dir);
 
 }  // namespace gpureap::job

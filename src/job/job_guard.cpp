@@ -22,7 +22,6 @@
 #include "job/job_ending.hpp"
 #include "job/job_members.hpp"
 #include "job/job_spawn.hpp"
-#include "kill/pid_ref.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap::job {
@@ -209,15 +208,10 @@ class Guard {
     reap_children();
   }
 
-  // To every process of the job in its process group, each pinned by pidfd first: a stranger
-  // who joined the group (any process of the session may) is not the job and hears nothing.
-  void forward(int sig) {
-    for (const auto& [pid, member] : list_members(membership())) {
-      if (member.stat.pgid != report_.main_pid) continue;
-      PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings_.proc_root);
-      if (pin.status == PinStatus::Ok) pin.ref.send_signal(sig);
-    }
-  }
+  // To every proven process of the job in its process group, each pinned by pidfd first: a
+  // stranger who joined the group (any process of the session may) is not the job and hears
+  // nothing.
+  void forward(int sig) { signal_group_members(membership(), report_.main_pid, sig); }
 
   void read_exit_events() {
     std::vector<ProcessExit> exits;
@@ -242,7 +236,12 @@ class Guard {
   }
 
   MembershipSettings membership() const {
-    return MembershipSettings{settings_.proc_root, settings_.dev_dir, getpid(), cgroup_ ? &*cgroup_ : nullptr};
+    MembershipSettings membership;
+    membership.proc_root = settings_.proc_root;
+    membership.dev_dir = settings_.dev_dir;
+    membership.self = getpid();
+    membership.cgroup = cgroup_ ? &*cgroup_ : nullptr;
+    return membership;
   }
 
   GpuUse& gpu_use(unsigned index) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "job/run_report.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 
 namespace gpureap::job {
 

@@ -23,7 +23,7 @@ const char* ownership_name(Ownership ownership) {
   return "?";
 }
 
-void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, Member& member) {
+void read_gpu_files(const std::string& proc_root, const std::string& dev_dir, JobMember& member) {
   const std::string fd_dir = proc_root + "/" + std::to_string(member.stat.pid) + "/fd";
   procfs::unique_fd dir(open(fd_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return;
@@ -54,12 +54,12 @@ Members list_members(const MembershipSettings& settings) {
   const std::string& proc_root = settings.proc_root;
   // Each member is proven through its pin (the walk and the cgroup check read /proc again
   // through it), and described only while the pin still names it.
-  std::size_t budget = killtree::pidfd_budget(kReadReserve);
+  std::size_t budget = sweep::pidfd_budget(kReadReserve);
   const auto keep = [&](PidRef ref, char) {
     ++budget;  // `ref` is closed on the way out
     auto stat = ref.read_stat(proc_root);
     if (!stat) return;
-    Member member;
+    JobMember member;
     member.stat = std::move(*stat);
     read_gpu_files(proc_root, settings.dev_dir, member);
     if (!ref.read_stat(proc_root)) return;  // the descriptors read may be a stranger's
@@ -69,7 +69,7 @@ Members list_members(const MembershipSettings& settings) {
   const auto unpinned = [&](pid_t pid, const PinResult&) {
     auto stat = procfs::read_stat(proc_root, pid);
     if (!stat || stat->state == 'Z' || stat->state == 'X') return;
-    Member member;
+    JobMember member;
     member.stat = std::move(*stat);
     member.proven = false;
     members.emplace(pid, std::move(member));
@@ -79,17 +79,29 @@ Members list_members(const MembershipSettings& settings) {
   if (const auto self_stat = procfs::read_stat(proc_root, settings.self)) {
     PinResult self = PidRef::pin(settings.self, self_stat->start_time_ticks, proc_root);
     if (self.status == PinStatus::Ok) {
-      killtree::SweepScope scope;
+      sweep::SweepScope scope;
       scope.members.push_back(&self.ref);
       scope.descendants = true;
-      killtree::sweep_once(proc_root, scope, known, excluded, budget, keep, unpinned);
+      scope.after_read = settings.after_read;
+      sweep::sweep_once(proc_root, scope, known, excluded, budget, keep, unpinned);
     }
   }
   if (settings.cgroup != nullptr) {
-    killtree::pin_cgroup_members(proc_root, settings.cgroup->path(), settings.cgroup->member_pids(), known,
-                                 excluded, budget, keep, unpinned);
+    const std::vector<pid_t> read = settings.cgroup->member_pids();
+    if (settings.after_read) settings.after_read(read);
+    sweep::pin_cgroup_members(proc_root, settings.cgroup->path(), read, known, excluded, budget, keep, unpinned);
   }
   return members;
+}
+
+std::vector<pid_t> signal_group_members(const MembershipSettings& settings, pid_t process_group, int sig) {
+  std::vector<pid_t> signalled;
+  for (const auto& [pid, member] : list_members(settings)) {
+    if (!member.proven || member.stat.pgid != process_group) continue;
+    PinResult pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
+    if (pin.status == PinStatus::Ok && pin.ref.send_signal(sig) == 0) signalled.push_back(pid);
+  }
+  return signalled;
 }
 
 }  // namespace gpureap::job

@@ -42,7 +42,7 @@ struct CloneArgs {
 static_assert(sizeof(CloneArgs) == 88);
 
 // Born in the job's cgroup (clone3 with CLONE_INTO_CGROUP): moving a running process into a
-// cgroup waits for an RCU grace period (~13 ms measured here), being born there does not.
+// cgroup waits for an RCU grace period (docs/performance.md), being born there does not.
 // -1 with errno when the kernel cannot (then fork() and a write to cgroup.procs instead).
 pid_t fork_into_cgroup(int cgroup_dir_fd) {
   CloneArgs args;

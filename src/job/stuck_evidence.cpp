@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 
 #include "kill/pid_ref.hpp"
-#include "proc/debugger_commands.hpp"
+#include "spawn/debugger_commands.hpp"
 #include "proc/proc_io.hpp"
-#include "proc/timed_command.hpp"
+#include "spawn/timed_command.hpp"
 
 namespace gpureap::job {
 namespace {

@@ -34,7 +34,7 @@ struct DumpSettings {
   std::string proc_root = "/proc";
 };
 
-// Runs the debugger(s) for one process (proc/debugger_commands.hpp), writing
+// Runs the debugger(s) for one process (spawn/debugger_commands.hpp), writing
 // <dir>/<pid>.<tool>.txt. Adds the files written (and notes for those that failed or were not
 // run) to `evidence`. A process in D state gets py-spy --nonblocking only: gdb would wait.
 // Each debugger attaches only to the process pinned with `start_time_ticks`; a dump during

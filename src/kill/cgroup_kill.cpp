@@ -13,7 +13,7 @@
 #include "proc/parse_util.hpp"
 #include "proc/pid_files.hpp"
 
-namespace gpureap::killtree {
+namespace gpureap::cgroupfs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -161,4 +161,4 @@ bool CgroupDir::frozen_by_someone_else() const {
 
 int CgroupDir::kill() const { return write_at(dir_.get(), "cgroup.kill", "1"); }
 
-}  // namespace gpureap::killtree
+}  // namespace gpureap::cgroupfs

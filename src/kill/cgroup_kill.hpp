@@ -2,7 +2,7 @@
 // or run until thawed) and ended with cgroup.kill (one write ends every process in the
 // subtree, even one forked after our last sweep whose parent then exited).
 //
-// The rule (issue 8): cgroup.kill is written only when every process in the cgroup is a
+// The rule: cgroup.kill is written only when every process in the cgroup is a
 // member of the frozen, pinned plan, read again after the final freeze, with a PID that
 // cannot be verified counting as a stranger; never once every member has exited (the
 // cgroup may already hold the next job step or a restarted service); and only through the
@@ -19,7 +19,7 @@
 
 #include "proc/proc_io.hpp"
 
-namespace gpureap::killtree {
+namespace gpureap::cgroupfs {
 
 // Where the unified (v2) hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
 // hybrid hosts), from <proc_root>/self/mountinfo; nullopt when there is none.
@@ -74,4 +74,4 @@ class CgroupDir {
   bool frozen_ = false;
 };
 
-}  // namespace gpureap::killtree
+}  // namespace gpureap::cgroupfs

@@ -14,6 +14,7 @@
 #include "kill/ladder_state.hpp"
 #include "kill/tree_sweep.hpp"
 #include "proc/pid_files.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {
@@ -68,7 +69,7 @@ void classify(State& state, std::size_t index) {
     return;
   }
   if (stat) result.final_state = stat->state;
-  Member member;
+  PinnedProcess member;
   member.ref = std::move(target.ref);
   member.result = index;
   member.target = index;
@@ -133,7 +134,7 @@ void wait_for_exits(State& state, Clock::duration budget, KillOutcome outcome) {
     const auto now = Clock::now();
     for (std::size_t k = 0; k < owners.size(); ++k) {
       if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0) continue;
-      Member& member = state.members[owners[k]];
+      PinnedProcess& member = state.members[owners[k]];
       member.live = false;
       TargetResult& result = state.results[member.result];
       result.outcome = outcome;
@@ -149,16 +150,16 @@ void kill_survivors(State& state) {
   for (std::size_t t = 0; t < state.targets.size(); ++t) {
     if (!state.owns_frozen_cgroup(t)) continue;
     bool any_live = false;
-    for (const Member& member : state.members) {
+    for (const PinnedProcess& member : state.members) {
       const bool in_cgroup = member.target == t || state.frozen_with[member.target] == t;
       if (in_cgroup && member.live && !member.ref.has_exited()) any_live = true;
     }
     if (!any_live || !cgroup_within_plan(state, t)) continue;  // never once all have exited
     state.checkpoint();
-    const killtree::CgroupDir& dir = *state.cgroups[t];
+    const cgroupfs::CgroupDir& dir = *state.cgroups[t];
     SignalEvent event;
     event.pid = state.results[t].pid;
-    for (const Member& member : state.members) {
+    for (const PinnedProcess& member : state.members) {
       if (member.result == t) event.start_time_ticks = member.ref.start_time_ticks();
     }
     event.signal = SIGKILL;
@@ -178,7 +179,7 @@ void judge_survivors(State& state) {
   const EscalationOptions& options = state.options;
   // SIGKILL was sent: as the escalation, or as the first signal (`run` kills in its own step).
   const bool killed = options.escalate || options.first_signal == SIGKILL;
-  for (Member& member : state.members) {
+  for (PinnedProcess& member : state.members) {
     if (!member.live) continue;
     TargetResult& result = state.results[member.result];
     const auto stat = member.ref.read_stat(options.proc_root);
@@ -206,8 +207,8 @@ void judge_survivors(State& state) {
 EscalationRun run_ladder(std::vector<EscalationTarget> targets, const EscalationOptions& options,
                          const AuditHooks& audit) {
   State state(targets, options, audit);
-  state.excluded = killtree::self_and_ancestors(options.proc_root);
-  state.pin_budget = killtree::pidfd_budget();
+  state.excluded = sweep::self_and_ancestors(options.proc_root);
+  state.pin_budget = sweep::pidfd_budget();
   state.results.resize(targets.size());
   state.cgroups.resize(targets.size());
   state.frozen_with.resize(targets.size());

@@ -125,11 +125,11 @@ EscalationRun run_ladder(std::vector<EscalationTarget> targets, const Escalation
 // group (discovered=true), in the order found. `audit` is called before each signal (if it
 // throws, that signal is not sent and the exception propagates, after a SIGCONT to processes
 // the freeze had stopped); `audit_result`, when set, after each send with result_errno filled
-// in. run_ladder without the flush hook; options.interruption still applies.
+// in. It is run_ladder without the flush hook, returning the results alone: an interruption
+// (options.interruption) still stops the ladder and continues what it stopped, but which
+// signal interrupted it is not returned; a caller that must tell uses run_ladder.
 std::vector<TargetResult> run_escalation(std::vector<EscalationTarget> targets, const EscalationOptions& options,
                                          const AuditSink& audit = {}, const AuditSink& audit_result = {});
 
-std::string signal_name(int signal);          // 15 -> "SIGTERM"
-std::optional<int> parse_signal(const std::string& text);  // "TERM", "SIGTERM", "15" -> 15
 
 }  // namespace gpureap

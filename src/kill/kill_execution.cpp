@@ -1,4 +1,5 @@
 #include "kill/kill_execution.hpp"
+#include "text/signal_names.hpp"
 
 #include <cerrno>
 
@@ -10,6 +11,8 @@
 #include <set>
 
 #include <fmt/format.h>
+
+#include "kill/mps_terminate.hpp"
 
 namespace gpureap {
 namespace {
@@ -55,11 +58,7 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
       }
     }
   }
-  std::vector<pid_t> stack = snapshot.table.children_of(root);
-  while (!stack.empty()) {
-    const pid_t pid = stack.back();
-    stack.pop_back();
-    for (pid_t child : snapshot.table.children_of(pid)) stack.push_back(child);
+  for (const pid_t pid : snapshot.table.descendants_of(root)) {
     const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
     if (it != plan.targets.end()) {
       if (!it->actionable() && !it->zombie()) return false;
@@ -75,6 +74,38 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
     if (!may_signal(*process, policy)) return false;
   }
   return true;
+}
+
+// An MPS client: terminate_client through its control daemon before any signal. False when
+// that failed and the client must not be signalled (its outcome then says why).
+bool end_mps_work_first(const PlannedTarget& t, const PlanPolicy& policy, const ExecutionOptions& options,
+                        KillReport& report, TargetOutcome& outcome) {
+  MpsTerminateResult ended;
+  if (!t.mps_server) {
+    ended.detail = "its MPS server was not found (no connection of it to a server the driver lists)";
+  } else if (t.mps_control_daemon) {
+    const auto timeout = std::max(options.engine.timeout, std::chrono::milliseconds(1000));
+    ended = terminate_mps_client(*t.mps_control_daemon, *t.mps_server, t.pid, options.engine.proc_root, timeout);
+  } else {
+    ended.detail = fmt::format("the control daemon of MPS server {} was not found", *t.mps_server);
+  }
+  if (ended.ok) {
+    report.notes.push_back(fmt::format("PID {}: {}", t.pid, ended.detail));
+    return true;
+  }
+  const std::string server = t.mps_server ? std::to_string(*t.mps_server) : std::string("<server>");
+  if (policy.force) {
+    report.notes.push_back(fmt::format("PID {}: {}; signalled anyway (--force): MPS server {} and its other clients "
+                                       "may be left faulted",
+                                       t.pid, ended.detail, server));
+    return true;
+  }
+  outcome.outcome = KillOutcome::Survived;
+  outcome.detail = fmt::format(
+      "not signalled: {}; signalling an MPS client with work outstanding faults its MPS server and every other "
+      "client of it. End it with `echo terminate_client {} {} | nvidia-cuda-mps-control`, or add --force",
+      ended.detail, server, t.pid);
+  return false;
 }
 
 }  // namespace
@@ -126,6 +157,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
   const std::set<pid_t> groups = options.group ? whole_groups(plan, snapshot) : std::set<pid_t>{};
   std::set<pid_t> group_given;
   std::vector<EscalationTarget> escalation;
+  std::vector<EscalationTarget> servers;  // MPS servers: after every other target has ended
   std::map<pid_t, std::size_t> index_of;
   for (std::size_t i = 0; i < plan.targets.size(); ++i) index_of[plan.targets[i].pid] = i;
   for (auto& [pid, pin] : pins) {
@@ -133,6 +165,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
     const PlannedTarget& t = plan.targets[index_of[pid]];
     switch (pin.status) {
       case PinStatus::Ok: {
+        if (t.mps_client && !end_mps_work_first(t, policy, options, report, outcome)) break;
         EscalationTarget target;
         target.ref = std::move(pin.ref);
         target.sweep_descendants = options.tree && sweep_is_safe(pid, plan, snapshot, policy);
@@ -147,7 +180,7 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
           target.process_group = t.pgid;
           group_given.insert(t.pgid);
         }
-        escalation.push_back(std::move(target));
+        (t.mps_server_role ? servers : escalation).push_back(std::move(target));
         break;
       }
       case PinStatus::Gone:
@@ -161,9 +194,11 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
 
   const AuditHooks hooks = audit_hooks(audit);
   std::vector<TargetResult> results;
-  if (!escalation.empty()) {
-    EscalationRun run = run_ladder(std::move(escalation), options.engine, hooks);
-    results = std::move(run.results);
+  for (auto* batch : {&escalation, &servers}) {
+    if (batch->empty() || report.interrupted_by != 0) continue;
+    EscalationRun run = run_ladder(std::move(*batch), options.engine, hooks);
+    results.insert(results.end(), std::make_move_iterator(run.results.begin()),
+                   std::make_move_iterator(run.results.end()));
     report.interrupted_by = run.interrupted_by;
     if (run.interrupted_by != 0) {
       report.notes.push_back(fmt::format(

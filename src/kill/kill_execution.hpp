@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/escalation.hpp"
 #include "kill/kill_plan.hpp"
 #include "kill/kill_outcome.hpp"

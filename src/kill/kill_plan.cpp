@@ -134,6 +134,61 @@ void check_permission(PlannedTarget& target, const ProcessInfo* process, const P
   target.permission_text = permission_denied_text(target.pid, target.user, *target.uid) + " (run with sudo)";
 }
 
+// MPS: a client carries its server (and that server's control daemon) for terminate_client.
+// A server is ended only when selected itself, and only with every client it serves ending in
+// the same plan: signalling it ends the work of all of them. The control daemon, or a server,
+// reached through a tree or a process group is never signalled (its name is enough to spare
+// it: sparing is the safe direction).
+void apply_mps(KillPlan& plan, const Snapshot& snapshot) {
+  auto actionable_target = [&](pid_t pid) {
+    return std::any_of(plan.targets.begin(), plan.targets.end(),
+                       [&](const PlannedTarget& t) { return t.pid == pid && t.actionable(); });
+  };
+  for (auto& target : plan.targets) {
+    for (const auto& view : snapshot.processes) {
+      if (static_cast<pid_t>(view.driver.pid) != target.pid) continue;
+      if (view.mps_role == MpsRole::Client) target.mps_client = true;
+      if (view.mps_role == MpsRole::Client && view.mps_server) {
+        target.mps_server = view.mps_server;
+        for (const auto& s : snapshot.processes) {
+          if (static_cast<pid_t>(s.driver.pid) == *view.mps_server && s.mps_control_daemon) {
+            target.mps_control_daemon = s.mps_control_daemon;
+          }
+        }
+      }
+      if (view.mps_role == MpsRole::Server) target.mps_server_role = true;
+    }
+  }
+  for (auto& target : plan.targets) {
+    if (target.refusal != Refusal::None) continue;
+    const ProcessInfo* process = snapshot.table.find(target.pid);
+    const bool named = process != nullptr && process->comm == "nvidia-cuda-mps";
+    if ((target.mps_server_role || named) && target.via) {
+      target.refusal = Refusal::MpsServer;
+      target.refusal_text = fmt::format(
+          "PID {} is an MPS server or control daemon reached through PID {}'s tree or group: it is never ended as "
+          "a side effect (ending it ends the GPU work of every client it serves); select it itself to end it",
+          target.pid, *target.via);
+      continue;
+    }
+    if (!target.mps_server_role) continue;
+    std::vector<std::string> kept;
+    for (const auto& view : snapshot.processes) {
+      if (view.mps_server != target.pid || actionable_target(static_cast<pid_t>(view.driver.pid))) continue;
+      const ProcessInfo* c = view.linux_process;
+      kept.push_back(fmt::format("{} ({})", view.driver.pid, c != nullptr ? c->user : std::string("?")));
+    }
+    if (kept.empty()) continue;
+    std::string list;
+    for (const auto& k : kept) list += (list.empty() ? "" : ", ") + k;
+    target.refusal = Refusal::MpsServer;
+    target.refusal_text = fmt::format(
+        "MPS server {} serves clients that are not being ended: {}; ending the server ends their GPU work "
+        "too: end those clients first (gpureap kill ends a client through terminate_client)",
+        target.pid, list);
+  }
+}
+
 // A refused target is never replaced by its tree or group: `kill 1` must not become "every
 // process on the host", nor a protected launcher "its GPU children". Expansions carry the
 // target they were added for (`via`), which always comes earlier in the plan; a descendant is
@@ -172,6 +227,7 @@ std::string refusal_name(Refusal refusal) {
     case Refusal::Mismatch: return "mismatch";
     case Refusal::Unverifiable: return "unverifiable";
     case Refusal::Protected: return "protected";
+    case Refusal::MpsServer: return "mps-server";
   }
   return "none";
 }
@@ -242,6 +298,7 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
     if (target.refusal == Refusal::None) check_permission(target, process, policy);
     plan.targets.push_back(std::move(target));
   }
+  apply_mps(plan, snapshot);
   drop_expansions_of_refused(plan, snapshot);
 
   // Per GPU: what the targets that will be signalled should free, against the baseline.

@@ -27,6 +27,7 @@ enum class Refusal {
   Mismatch,       // a process with that PID exists here but is not the GPU process
   Unverifiable,   // in a PID namespace and cannot check the descriptors
   Protected,      // display server, driver daemon, monitoring (--force overrides)
+  MpsServer,      // an MPS server (or control daemon) reached as a side effect, or serving clients left running
 };
 std::string refusal_name(Refusal refusal);  // "pid-1", "self", "ancestor", "kernel-thread", ...
 
@@ -54,6 +55,13 @@ struct PlannedTarget {
   std::string refusal_text;        // reason + what to do instead
   bool permission_denied = false;  // we may not signal it (checked before acting)
   std::string permission_text;
+
+  // MPS (snapshot/mps_roles.hpp): a client's server and that server's control daemon, proven
+  // by the kernel's socket table; ended through terminate_client before any signal.
+  bool mps_client = false;  // listed by the MPS call (whether or not its server was found)
+  std::optional<pid_t> mps_server;
+  std::optional<pid_t> mps_control_daemon;
+  bool mps_server_role = false;  // it is an MPS server: signalled after the plan's clients
 
   bool zombie() const { return state == 'Z'; }
   // Will be signalled: present, not refused, not a zombie, permitted.

@@ -10,6 +10,7 @@
 
 #include "kill/kill_execution.hpp"
 #include "kill/tree_sweep.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 
@@ -17,14 +18,10 @@ KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const Pla
   std::vector<pid_t> detail_pids;
   for (const auto& s : selection.processes) {
     if (!s.present) continue;
-    std::vector<pid_t> stack{s.pid};
-    while (!stack.empty()) {
-      const pid_t pid = stack.back();
-      stack.pop_back();
-      detail_pids.push_back(pid);
-      if (tree) {
-        for (pid_t child : snapshot.table.children_of(pid)) stack.push_back(child);
-      }
+    detail_pids.push_back(s.pid);
+    if (tree) {
+      const std::vector<pid_t> descendants = snapshot.table.descendants_of(s.pid);
+      detail_pids.insert(detail_pids.end(), descendants.begin(), descendants.end());
     }
   }
   // The sweep's check also looks at the members of each target's process group (protection
@@ -48,7 +45,7 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
   raise_open_file_limit();
   // Room is kept for the reads of /proc the ladder needs: a target beyond it fails as EMFILE
   // (reported, exit 6) instead of starving those reads.
-  std::size_t budget = killtree::pidfd_budget();
+  std::size_t budget = sweep::pidfd_budget();
   std::map<pid_t, PinResult> pins;
   for (const auto& t : plan.targets) {
     if (!t.actionable()) continue;

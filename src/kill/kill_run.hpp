@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/kill_plan.hpp"
 #include "kill/kill_outcome.hpp"
 #include "kill/memory_verification.hpp"

@@ -21,7 +21,7 @@ constexpr std::chrono::milliseconds kCgroupFreezeBound{1000};
 std::vector<std::size_t> live_members_to_stop(const State& state, bool only_target, std::size_t target) {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < state.members.size(); ++i) {
-    const Member& member = state.members[i];
+    const PinnedProcess& member = state.members[i];
     if (!member.live || member.stopped_by_us || !state.sweeps(member.target)) continue;
     if (only_target && member.target != target) continue;
     if (state.cgroup_frozen(member.target)) continue;
@@ -36,7 +36,7 @@ std::size_t adopt(State& state, PidRef ref, char st, std::size_t target) {
   result.discovered = true;
   result.final_state = st;
   state.results.push_back(std::move(result));
-  Member member;
+  PinnedProcess member;
   member.ref = std::move(ref);
   member.result = state.results.size() - 1;
   member.target = target;
@@ -60,7 +60,7 @@ void report_unpinned(State& state, pid_t pid, const PinResult& failure) {
 }
 
 bool all_frozen(const State& state) {
-  for (const Member& member : state.members) {
+  for (const PinnedProcess& member : state.members) {
     if (!member.live || !state.sweeps(member.target) || state.cgroup_frozen(member.target)) continue;
     if (member.ref.has_exited()) continue;
     const auto stat = procfs::read_stat(state.options.proc_root, member.ref.pid());
@@ -80,16 +80,16 @@ void sweep_until_stable(State& state) {
     std::vector<std::size_t> found;
     for (std::size_t t = 0; t < state.targets.size(); ++t) {
       if (!state.sweeps(t)) continue;
-      killtree::SweepScope scope;
+      sweep::SweepScope scope;
       scope.descendants = state.targets[t].sweep_descendants;
       scope.process_group = state.targets[t].process_group;
-      for (const Member& member : state.members) {
+      for (const PinnedProcess& member : state.members) {
         if (member.target == t && member.live) scope.members.push_back(&member.ref);
       }
       // Adopted after the walk: adopting grows state.members, which the scope points into.
       std::vector<std::pair<PidRef, char>> finds;
       std::vector<std::pair<pid_t, PinResult>> failures;
-      killtree::sweep_once(
+      sweep::sweep_once(
           state.options.proc_root, scope, state.known, state.excluded, state.pin_budget,
           [&](PidRef ref, char st) { finds.emplace_back(std::move(ref), st); },
           [&](pid_t pid, const PinResult& failure) {
@@ -131,13 +131,13 @@ void freeze_own_cgroup(State& state, std::size_t target) {
   state.frozen_with[target].reset();
   std::unordered_set<pid_t> plan;
   pid_t any_live = 0;
-  for (const Member& member : state.members) {
+  for (const PinnedProcess& member : state.members) {
     if (!member.live) continue;
     plan.insert(member.ref.pid());
     if (member.target == target && any_live == 0) any_live = member.ref.pid();
   }
   if (any_live == 0) return;
-  const auto path = killtree::own_cgroup_dir(state.options.proc_root, any_live);
+  const auto path = cgroupfs::own_cgroup_dir(state.options.proc_root, any_live);
   if (!path) return;
   for (std::size_t t = 0; t < target; ++t) {
     if (state.owns_frozen_cgroup(t) && state.cgroups[t]->path() == *path) {
@@ -145,7 +145,7 @@ void freeze_own_cgroup(State& state, std::size_t target) {
       return;
     }
   }
-  auto dir = killtree::CgroupDir::open(*path);
+  auto dir = cgroupfs::CgroupDir::open(*path);
   if (!dir) return;
   const auto pids = dir->member_pids();
   if (!pids || pids->empty()) return;
@@ -176,13 +176,13 @@ bool drop_foreign_cgroups(State& state, Phase phase) {
 }  // namespace
 
 bool cgroup_within_plan(State& state, std::size_t target) {
-  const killtree::CgroupDir* cgroup = state.frozen_cgroup(target);
+  const cgroupfs::CgroupDir* cgroup = state.frozen_cgroup(target);
   if (cgroup == nullptr) return false;
   const auto pids = cgroup->member_pids();
   if (!pids || pids->empty()) return false;
   for (const pid_t pid : *pids) {
     bool member_of_plan = false;
-    for (const Member& member : state.members) {
+    for (const PinnedProcess& member : state.members) {
       if (member.ref.pid() != pid || !member.live) continue;
       // Read again and checked against the pidfd: unreadable or reused means no.
       member_of_plan = member.ref.read_stat(state.options.proc_root).has_value();
@@ -220,7 +220,7 @@ void freeze(State& state) {
 
 // True while some member's pidfd has not signalled exit.
 bool any_member_lives(const State& state) {
-  for (const Member& member : state.members) {
+  for (const PinnedProcess& member : state.members) {
     if (member.live && !member.ref.has_exited()) return true;
   }
   return false;
@@ -238,7 +238,7 @@ void refreeze(State& state) {
   }
   const std::vector<int> errors = signal_step(state, live, SIGSTOP, Phase::AfterFirstSignal);
   for (std::size_t k = 0; k < live.size(); ++k) {
-    Member& member = state.members[live[k]];
+    PinnedProcess& member = state.members[live[k]];
     if (errors[k] == 0) {
       member.stopped_by_us = true;
     } else if (errors[k] == ESRCH) {  // exited since the wait ended

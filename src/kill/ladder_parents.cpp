@@ -22,7 +22,7 @@ bool stopped_state(char s) { return s == 'T' || s == 't'; }
 // The parent's state once it has settled: a parent still running (R) with its child exited
 // and not reaped may be about to mirror the stop; look again for a short while.
 std::optional<StatFields> settled_parent_state(const State& state, const WatchedParent& parent) {
-  const Member& child = state.members[parent.member];
+  const PinnedProcess& child = state.members[parent.member];
   const auto deadline = Clock::now() + kMirrorSettle;
   for (;;) {
     auto stat = parent.ref.read_stat(state.options.proc_root);
@@ -47,7 +47,7 @@ SignalEvent resume_event(const State& state, const WatchedParent& parent) {
 
 void watch_parents(State& state, const std::vector<std::size_t>& members) {
   for (const std::size_t i : members) {
-    const Member& member = state.members[i];
+    const PinnedProcess& member = state.members[i];
     if (!member.live || member.stopped_by_us) continue;
     const auto stat = member.ref.read_stat(state.options.proc_root);
     if (!stat) continue;

@@ -5,12 +5,13 @@
 #include <string>
 
 #include "kill/ladder_state.hpp"
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap::ladder {
 namespace {
 
-SignalEvent event_for(const State& state, const Member& member, int sig) {
+SignalEvent event_for(const State& state, const PinnedProcess& member, int sig) {
   SignalEvent event;
   event.pid = member.ref.pid();
   event.start_time_ticks = member.ref.start_time_ticks();
@@ -19,7 +20,7 @@ SignalEvent event_for(const State& state, const Member& member, int sig) {
   return event;
 }
 
-std::string permission_detail(const State& state, const Member& member) {
+std::string permission_detail(const State& state, const PinnedProcess& member) {
   const auto status = member.ref.read_status(state.options.proc_root);
   if (!status) return "permission denied: run as root or as the process's owner";
   const uid_t uid = status->effective_uid;
@@ -30,7 +31,7 @@ std::string permission_detail(const State& state, const Member& member) {
 }
 
 // What a failed send means for the member, the same at every step.
-void record_error(State& state, Member& member, int sig, int error, Phase phase) {
+void record_error(State& state, PinnedProcess& member, int sig, int error, Phase phase) {
   TargetResult& result = state.results[member.result];
   if (error == EPERM) {
     member.live = false;
@@ -63,7 +64,7 @@ std::vector<int> signal_step(State& state, const std::vector<std::size_t>& membe
   std::vector<int> errors;
   errors.reserve(members.size());
   for (const std::size_t i : members) {
-    Member& member = state.members[i];
+    PinnedProcess& member = state.members[i];
     const int error = member.ref.send_signal(sig);
     if (error == 0) state.results[member.result].signals.push_back(signal_name(sig));
     if (error == 0 && sig != SIGSTOP && sig != SIGCONT) member.ending_signal_at = Clock::now();
@@ -92,7 +93,7 @@ void resume_everything(State& state) noexcept {
   std::vector<std::size_t> stopped;
   std::vector<SignalEvent> events;
   for (std::size_t i = 0; i < state.members.size(); ++i) {
-    const Member& member = state.members[i];
+    const PinnedProcess& member = state.members[i];
     if (!member.live || !member.stopped_by_us) continue;
     stopped.push_back(i);
     events.push_back(event_for(state, member, SIGCONT));
@@ -106,7 +107,7 @@ void resume_everything(State& state) noexcept {
   } catch (...) {
   }
   for (std::size_t k = 0; k < stopped.size(); ++k) {
-    Member& member = state.members[stopped[k]];
+    PinnedProcess& member = state.members[stopped[k]];
     events[k].result_errno = member.ref.send_signal(SIGCONT);
     if (events[k].result_errno == 0) {
       member.stopped_by_us = false;

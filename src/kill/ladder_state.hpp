@@ -17,7 +17,7 @@ namespace gpureap::ladder {
 using Clock = std::chrono::steady_clock;
 
 // A pinned process the ladder acts on: a target, or one found in a target's tree or group.
-struct Member {
+struct PinnedProcess {
   PidRef ref;
   std::size_t result = 0;  // index into State::results
   std::size_t target = 0;  // the target it belongs to (audit reason, sweep, cgroup)
@@ -30,7 +30,7 @@ struct Member {
 };
 
 // Milliseconds from the signal that ended `member` (or, before any, from the first signal) to `now`.
-inline double ms_since_ending_signal(const Member& member, std::chrono::steady_clock::time_point first_signal_at,
+inline double ms_since_ending_signal(const PinnedProcess& member, std::chrono::steady_clock::time_point first_signal_at,
                                      std::chrono::steady_clock::time_point now) {
   const auto from = member.ending_signal_at != std::chrono::steady_clock::time_point{} ? member.ending_signal_at
                                                                                         : first_signal_at;
@@ -59,12 +59,12 @@ struct State {
   const AuditHooks& audit;
 
   std::vector<TargetResult> results;  // one per target, then one per discovered process
-  std::vector<Member> members;
+  std::vector<PinnedProcess> members;
   std::unordered_set<pid_t> known;     // every PID handled (pinned, refused or failed)
   std::unordered_set<pid_t> excluded;  // gpureap and its ancestors
   std::vector<WatchedParent> parents;  // of members stopped with SIGSTOP (not the cgroup freezer)
   std::unordered_set<pid_t> watched_parents;
-  std::vector<std::optional<killtree::CgroupDir>> cgroups;  // per target: its frozen own cgroup
+  std::vector<std::optional<cgroupfs::CgroupDir>> cgroups;  // per target: its frozen own cgroup
   // Per target: the earlier target whose frozen cgroup holds this target's tree too (several
   // targets of one job in one cgroup: `gpureap run` ends every member of its job at once).
   std::vector<std::optional<std::size_t>> frozen_with;
@@ -76,7 +76,7 @@ struct State {
     return targets[target].sweep_descendants || targets[target].process_group.has_value();
   }
   // The frozen cgroup target's tree is in: its own, or the one an earlier target froze.
-  const killtree::CgroupDir* frozen_cgroup(std::size_t target) const {
+  const cgroupfs::CgroupDir* frozen_cgroup(std::size_t target) const {
     const std::size_t owner = frozen_with[target].value_or(target);
     return cgroups[owner].has_value() && cgroups[owner]->frozen_by_us() ? &*cgroups[owner] : nullptr;
   }

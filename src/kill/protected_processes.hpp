@@ -4,7 +4,8 @@
 //
 // Protection must not be something any user can claim: the built-in names match the basename
 // of the executable (not comm, which any process may set) and only for a process owned by root.
-// Names the administrator adds (--protect, the configuration file) also match comm, as before.
+// Names the administrator adds (--protect, the configuration file) match comm too: the
+// administrator chose them, and a process they name may have no readable executable.
 // Exactly, or as a prefix with a trailing '*'.
 #pragma once
 

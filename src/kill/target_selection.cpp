@@ -182,13 +182,9 @@ class Selector {
   void add_descendants(pid_t root) {
     const ProcessInfo* root_process = snapshot_.table.find(root);
     if (root_process == nullptr) return;
-    std::vector<pid_t> stack = snapshot_.table.children_of(root);
-    while (!stack.empty()) {
-      const pid_t pid = stack.back();
-      stack.pop_back();
+    for (const pid_t pid : snapshot_.table.descendants_of(root)) {
       const ProcessInfo* child = snapshot_.table.find(pid);
       if (child == nullptr) continue;
-      for (pid_t grandchild : snapshot_.table.children_of(pid)) stack.push_back(grandchild);
       const std::string holds = holds_text(*child);
       const bool same_group = child->pgid == root_process->pgid;
       if (holds.empty() && !same_group) continue;

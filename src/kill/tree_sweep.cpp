@@ -14,7 +14,7 @@
 #include "proc/pid_files.hpp"
 #include "proc/proc_io.hpp"
 
-namespace gpureap::killtree {
+namespace gpureap::sweep {
 namespace {
 
 struct Callbacks {
@@ -118,7 +118,7 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
   };
   std::unordered_map<pid_t, std::vector<pid_t>> by_parent;  // filled on first fallback
   bool scanned = false;
-  const auto children_of = [&](const PidRef& parent) {
+  const auto read_children_of = [&](const PidRef& parent) {
     auto children = procfs::read_children(proc_root, parent.pid());
     if (children) return std::move(*children);
     if (!scanned) {
@@ -127,6 +127,11 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
     }
     const auto it = by_parent.find(parent.pid());
     return it == by_parent.end() ? std::vector<pid_t>{} : it->second;
+  };
+  const auto children_of = [&](const PidRef& parent) {
+    auto children = read_children_of(parent);
+    if (scope.after_read) scope.after_read(children);
+    return children;
   };
   for (const PidRef* root : living) {
     std::vector<Frame> stack;
@@ -162,7 +167,7 @@ std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
 }
 
 bool pinned_in_cgroup(const std::string& proc_root, const PidRef& pinned, const std::string& cgroup_dir) {
-  const auto mount = cgroup2_mount(proc_root);
+  const auto mount = cgroupfs::cgroup2_mount(proc_root);
   if (!mount) return false;
   // Read after the pin, then the pin read again: the cgroup file named the pinned process.
   const auto path = procfs::read_cgroup_v2_path(proc_root, pinned.pid());
@@ -212,4 +217,4 @@ std::unordered_set<pid_t> self_and_ancestors(const std::string& proc_root) {
   return out;
 }
 
-}  // namespace gpureap::killtree
+}  // namespace gpureap::sweep

@@ -18,12 +18,15 @@
 
 #include "kill/pid_ref.hpp"
 
-namespace gpureap::killtree {
+namespace gpureap::sweep {
 
 struct SweepScope {
   std::vector<const PidRef*> members;  // pinned processes of this target; exited ones are skipped
   bool descendants = false;           // follow children (recursively)
   std::optional<pid_t> process_group;  // also every process with this pgid
+  // Called with each children file's PIDs as read, before any of them is pinned: the one place
+  // a test can put a stranger on a member's PID between the read and the pin.
+  std::function<void(const std::vector<pid_t>& read)> after_read;
 };
 
 // Called for each new process, pinned and verified, once the walk no longer needs it (after its
@@ -63,4 +66,4 @@ std::size_t pidfd_budget(std::size_t reserve = 32);
 // gpureap's own PID and all its ancestors up to PID 1, as seen in proc_root.
 std::unordered_set<pid_t> self_and_ancestors(const std::string& proc_root);
 
-}  // namespace gpureap::killtree
+}  // namespace gpureap::sweep

@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 
 namespace gpureap {
 

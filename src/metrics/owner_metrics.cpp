@@ -63,6 +63,20 @@ void add_owner_metrics(const Snapshot& snapshot, const SnapshotMetricsOptions& o
     const auto& [gpu, runtime, id, pod] = key;
     per_container.add({{"gpu", std::to_string(gpu)}, {"runtime", runtime}, {"container", id}, {"pod_uid", pod}}, bytes);
   }
+  // MPS: how many servers and clients each GPU has (0 where none, so that a missing series
+  // means a missing GPU). A client's memory is in the user, container and process series above.
+  auto& mps = metrics.family("gpureap_mps_processes", MetricType::Gauge,
+                             "Listed MPS servers and MPS clients on the GPU (role: server, client).");
+  for (const auto& gpu : snapshot.gpus) {
+    double servers = 0, clients = 0;
+    for (const GpuProcessView& view : snapshot.processes) {
+      if (view.gpu_index != gpu.reading.index) continue;
+      if (view.mps_role == MpsRole::Server) ++servers;
+      if (view.mps_role == MpsRole::Client) ++clients;
+    }
+    mps.add({{"gpu", std::to_string(gpu.reading.index)}, {"role", "server"}}, servers);
+    mps.add({{"gpu", std::to_string(gpu.reading.index)}, {"role", "client"}}, clients);
+  }
   if (!options.per_process) return;
   auto& per_process = metrics.family("gpureap_process_gpu_memory_bytes", MetricType::Gauge,
                                      "GPU memory of one process the driver lists (opt-in: --per-process).");

@@ -15,7 +15,7 @@ FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid, std::vector<DeviceFileHandl
   const auto end = std::to_chars(path, path + 16, pid).ptr;
   std::string_view("/fd").copy(end, 3);
   end[3] = '\0';
-  const Fd fd_dir = open_dir_at(root_fd, path, /*no_follow=*/false);
+  const unique_fd fd_dir = open_dir_at(root_fd, path, /*no_follow=*/false);
   if (!fd_dir) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
   FdProbe result = FdProbe::NoFiles;
   bool complete = true;  // every link of a holder read

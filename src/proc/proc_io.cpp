@@ -73,14 +73,14 @@ int write_all(int fd, std::string_view data) {
   return 0;
 }
 
-Fd open_dir_at(int dirfd, const char* name, bool no_follow) {
+unique_fd open_dir_at(int dirfd, const char* name, bool no_follow) {
   int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
   if (no_follow) flags |= O_NOFOLLOW;
   int fd;
   do {
     fd = ::openat(dirfd, name, flags);
   } while (fd < 0 && errno == EINTR);
-  return Fd(fd);
+  return unique_fd(fd);
 }
 
 bool errno_means_gone() { return errno == ENOENT || errno == ESRCH; }
@@ -124,7 +124,7 @@ std::optional<std::string_view> ReadBuffer::read_at(int dirfd, const char* name,
     fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return std::nullopt;
-  const Fd owner(fd);
+  const unique_fd owner(fd);
   std::size_t size = 0;
   for (;;) {
     if (size == capacity_) {

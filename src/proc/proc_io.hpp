@@ -35,7 +35,6 @@ class unique_fd {
  private:
   int fd_ = -1;
 };
-using Fd = unique_fd;
 
 // Writes all of data to fd, retrying short writes and EINTR. Returns 0 or the errno
 // (EIO for a write that made no progress).
@@ -72,7 +71,7 @@ std::optional<std::string> read_bounded_file(const std::string& path, std::size_
 std::string untrusted_file_reason(int fd, const std::string& path);
 
 // openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_CLOEXEC), plus O_NOFOLLOW when asked.
-Fd open_dir_at(int dirfd, const char* name, bool no_follow);
+unique_fd open_dir_at(int dirfd, const char* name, bool no_follow);
 
 // Whether errno says the thing we were reading has disappeared (the process exited).
 bool errno_means_gone();

@@ -49,7 +49,7 @@ ProcessReader::ProcessReader(const ScanClock& clock, std::string_view dev_dir, b
 std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
                                                std::vector<DeviceFileHandle>* probed) {
   const PidName name(pid);
-  const Fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+  const unique_fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
   if (!dir) return std::nullopt;  // exited since the listing
   std::optional<ProcessInfo> info = read_stat(dir.get(), "stat", pid);
   if (!info) return std::nullopt;
@@ -142,7 +142,7 @@ void ProcessReader::read_device_files(int pid_fd, ProcessInfo& info) {
     // A zombie's descriptors are closed, unless only its main thread exited
     // (pthread_exit in main): then the live threads still hold the file table, which
     // /proc/<pid>/fd no longer shows but /proc/<pid>/task/<tid>/fd does.
-    const Fd tasks = open_dir_at(pid_fd, "task", false);
+    const unique_fd tasks = open_dir_at(pid_fd, "task", false);
     if (!tasks) return;
     std::vector<pid_t> tids;
     lister_.for_each(tasks.get(), [&tids, &info](const char* name, unsigned char) {
@@ -152,14 +152,14 @@ void ProcessReader::read_device_files(int pid_fd, ProcessInfo& info) {
     });
     for (const pid_t tid : tids) {
       const PidName tid_name(tid);
-      const Fd task = open_dir_at(tasks.get(), tid_name.text, true);
+      const unique_fd task = open_dir_at(tasks.get(), tid_name.text, true);
       if (!task) continue;
-      const Fd fd_dir = open_dir_at(task.get(), "fd", false);
+      const unique_fd fd_dir = open_dir_at(task.get(), "fd", false);
       if (fd_dir && list_device_files(fd_dir.get(), info)) return;
     }
     return;
   }
-  const Fd fd_dir = open_dir_at(pid_fd, "fd", false);
+  const unique_fd fd_dir = open_dir_at(pid_fd, "fd", false);
   if (!fd_dir) {
     info.fd_access = errno_means_denied() ? FdAccess::Denied : FdAccess::Gone;
     return;
@@ -194,7 +194,7 @@ bool ProcessReader::list_device_files(int fd_dir, ProcessInfo& info) {
 
 bool ProcessReader::read_details(int root_fd, ProcessInfo& info, UserNames& users) {
   const PidName name(info.pid);
-  const Fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+  const unique_fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
   if (!dir) return false;
   // The PID may have been reused since phase 1: go on only if this is still the process
   // read then (same start time). Later reads go through `dir`, bound to this process.

@@ -12,7 +12,7 @@
 #include "proc/fd_look_memory.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/process_info.hpp"
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
 
 namespace gpureap::procfs {
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <unordered_set>
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -29,12 +30,12 @@
 namespace gpureap {
 namespace {
 
-using procfs::Fd;
+using procfs::unique_fd;
 
 // PROC_PID_INIT_INO: the inode number the kernel gives the initial PID namespace.
 constexpr std::string_view kInitPidNamespace = "pid:[4026531836]";
 // One more thread per this many processes: the holders' details, read in phase 1, make a
-// second thread pay from ~100 processes (ps at 234: median 17.1 -> 12.9 ms on 2 cores).
+// second thread pay from about this many (docs/performance.md, the /proc scan).
 constexpr std::size_t kPidsPerExtraThread = 100;
 constexpr unsigned kMaxThreads = 4;
 // PIDs a thread takes at a time: few, since holders (each ~10 times the cost of another
@@ -55,7 +56,7 @@ unsigned usable_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-Fd open_root(const std::string& proc_root) {
+unique_fd open_root(const std::string& proc_root) {
   return procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), /*no_follow=*/false);
 }
 
@@ -278,7 +279,7 @@ void ProcessTableBuilder::load_details(int root_fd, std::span<const pid_t> pids)
 // Phase 1 for one process the scan left out; true when it is (now) in the table.
 bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
   if (table_.processes_.count(pid) > 0) return true;
-  // A full scan that did not see it: the process is newer than the snapshot; skipped, as before.
+  // A full scan that did not see it: the process is newer than the snapshot and stays out.
   if (table_.complete_ || pid <= 0) return false;
   std::optional<ProcessInfo> info = reader().read(root_fd, pid);
   if (!info) return false;
@@ -346,7 +347,7 @@ bool ProcessTableBuilder::read_children_files(int root_fd, pid_t pid, std::vecto
   std::string_view("/task").copy(end, 5);
   end[5] = '\0';
   std::vector<std::string> tids;
-  Fd tasks;
+  unique_fd tasks;
   const ProcessInfo* info = table_.find(pid);
   if (info != nullptr && info->threads == 1) {
     // One thread when its stat was read: its children file, without listing task/.
@@ -413,7 +414,7 @@ void ProcessTableBuilder::build_children() {
 ProcessTable ProcessTable::scan(const ProcScanOptions& options) {
   ProcessTable table;
   table.options_ = options;
-  const Fd root = open_root(options.proc_root);
+  const unique_fd root = open_root(options.proc_root);
   if (!root) {
     throw std::system_error(errno, std::generic_category(),
                             "cannot open " + options.proc_root + " to list processes");
@@ -424,14 +425,14 @@ ProcessTable ProcessTable::scan(const ProcScanOptions& options) {
 }
 
 void ProcessTable::load_trees(std::span<const pid_t> roots) {
-  const Fd root = open_root(options_.proc_root);
+  const unique_fd root = open_root(options_.proc_root);
   if (!root) return;
   ProcessTableBuilder builder(*this);
   builder.load_trees(root.get(), roots);
 }
 
 void ProcessTable::load_details(std::span<const pid_t> pids) {
-  const Fd root = open_root(options_.proc_root);
+  const unique_fd root = open_root(options_.proc_root);
   if (!root) return;
   ProcessTableBuilder builder(*this);
   builder.load_details(root.get(), pids);
@@ -445,6 +446,21 @@ const ProcessInfo* ProcessTable::find(pid_t pid) const {
 std::vector<pid_t> ProcessTable::children_of(pid_t pid) const {
   const auto it = children_.find(pid);
   return it == children_.end() ? std::vector<pid_t>{} : it->second;
+}
+
+std::vector<pid_t> ProcessTable::descendants_of(pid_t pid) const {
+  std::vector<pid_t> descendants;
+  std::unordered_set<pid_t> seen{pid};
+  std::vector<pid_t> stack = children_of(pid);
+  while (!stack.empty()) {
+    const pid_t next = stack.back();
+    stack.pop_back();
+    if (!seen.insert(next).second) continue;
+    descendants.push_back(next);
+    const auto it = children_.find(next);
+    if (it != children_.end()) stack.insert(stack.end(), it->second.begin(), it->second.end());
+  }
+  return descendants;
 }
 
 std::vector<pid_t> ProcessTable::ancestry(pid_t pid) const {

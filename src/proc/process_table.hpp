@@ -11,7 +11,7 @@
 
 #include "proc/fd_look_memory.hpp"
 #include "proc/process_info.hpp"
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
 
 namespace gpureap {
 
@@ -56,6 +56,12 @@ class ProcessTable {
   const std::unordered_map<pid_t, ProcessInfo>& processes() const { return processes_; }
   // Sorted. In the Holders scope, complete only inside trees loaded (holders' and load_trees').
   std::vector<pid_t> children_of(pid_t pid) const;
+  // Every descendant of pid in the table, pid itself left out: depth first, each before its own
+  // children, the highest PID among siblings first. The one walk over a table's trees (target
+  // selection, the plan's freeze check, the details a plan loads). Each PID comes once: stat
+  // files read at different moments can show a ppid cycle (a parent's PID taken by a child of
+  // its child), where the walk ends instead of going round.
+  std::vector<pid_t> descendants_of(pid_t pid) const;
   // pid, its parent, grandparent ... up to (and including) PID 1 or the first unknown PID.
   std::vector<pid_t> ancestry(pid_t pid) const;
 

@@ -13,7 +13,7 @@ bool address_space_may_block(int pid_dir, pid_t pid, char main_state, std::int64
                              ReadBuffer& buffer, DirLister& lister) {
   if (main_state == 'D') return true;
   if (threads == 1) return false;
-  const Fd tasks = open_dir_at(pid_dir, "task", false);
+  const unique_fd tasks = open_dir_at(pid_dir, "task", false);
   if (!tasks) return !errno_means_gone();  // gone: nothing to read anyway
   bool blocked = false;
   const bool listed = lister.for_each(tasks.get(), [&](const char* name, unsigned char) {

@@ -1,5 +1,7 @@
 #include "snapshot/snapshot.hpp"
 
+#include "snapshot/mps_roles.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -95,6 +97,28 @@ void link_exited_owners(Snapshot& snapshot) {
           list, holders.size() == 1 ? "that process" : "those processes");
       gpu.memory.held_for_exited += p.driver.used_memory.value_or(0);
     }
+  }
+}
+
+// In a child PID namespace the driver's PIDs are the host's: a container's own GPU process is
+// `foreign` to gpureap running in it. What explains such an entry here is who holds the GPU's
+// device file: those holders are named beside it.
+void name_holders_here(Snapshot& snapshot) {
+  if (!snapshot.in_child_pid_namespace) return;
+  for (auto& p : snapshot.processes) {
+    if (p.identity != Identity::Foreign) continue;
+    std::string list;
+    for (const auto& h : snapshot.holders) {
+      if (h.listed_by_driver || h.role == HolderRole::Client || !h.holds_gpu(p.gpu_index)) continue;
+      p.holders_here.push_back(h.pid);
+      list += (list.empty() ? "" : ", ") + std::to_string(h.pid);
+    }
+    if (list.empty()) continue;
+    p.identity_reason = fmt::format(
+        "the driver reports host PIDs and gpureap runs in a PID namespace (container) without the "
+        "host's; here PID {} hold{} this GPU's device file: its process may be among them, or in "
+        "another container (run gpureap on the host or with --pid=host to know)",
+        list, p.holders_here.size() == 1 ? "s" : "");
   }
 }
 
@@ -309,6 +333,7 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
   std::sort(snapshot.holders.begin(), snapshot.holders.end(),
             [](const HolderView& a, const HolderView& b) { return a.pid < b.pid; });
   link_exited_owners(snapshot);
+  name_holders_here(snapshot);
 }
 
 SnapshotSource::SnapshotSource(SnapshotOptions options) : options_(std::move(options)) {}
@@ -380,6 +405,7 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   }
   snapshot->table.load_trees(listed);
   join_snapshot(*snapshot, *reading);
+  attribute_mps(*snapshot, read_socket_view(*snapshot, proc.proc_root));
   snapshot->drm = drm::read_drm(
       {options_.sysfs_root, options_.fdinfo_root.empty() ? proc.proc_root : options_.fdinfo_root}, snapshot->table);
   return snapshot;

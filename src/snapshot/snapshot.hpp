@@ -48,7 +48,7 @@ struct GpuMemoryAccount {
   std::optional<std::uint64_t> unattributed;  // used - attributed; unknown when any part is
   // Part of `attributed`: listed under PIDs that have exited while processes they forked keep
   // the context (and so the memory) alive. The driver keeps listing a context under its
-  // creator (measured on an H200, driver 580).
+  // creator (docs/performance.md, the real-GPU runs).
   std::uint64_t held_for_exited = 0;
 };
 
@@ -56,6 +56,15 @@ struct GpuView {
   GpuReading reading;
   GpuMemoryAccount memory;
 };
+
+// What a listed process is to NVIDIA's Multi-Process Service (mps_roles.hpp).
+enum class MpsRole {
+  None,
+  Server,  // nvidia-cuda-mps-server: holds the shared context and the device files
+  Client,  // listed by the MPS call: its work runs in a server
+};
+// "server", "client" (ps JSON); "" for None.
+std::string_view mps_role_name(MpsRole role);
 
 struct GpuProcessView {
   unsigned gpu_index = 0;
@@ -66,6 +75,18 @@ struct GpuProcessView {
   // For a listed PID that has exited (on the host): the holders that inherited its
   // descriptors and keep its context alive. Empty otherwise.
   std::vector<pid_t> held_by;
+  // For a `foreign` PID while gpureap runs in a child PID namespace (a container): the
+  // processes here that hold this GPU's device file and that the driver lists under no PID of
+  // ours. Its host PID is one of theirs or a process's outside this namespace; nothing here
+  // maps one to the other, so this explains, and is never a target.
+  std::vector<pid_t> holders_here;
+  MpsRole mps_role = MpsRole::None;
+  // A client: the server its connection goes to, proven by the kernel's socket table (a
+  // socket of this process whose peer a socket of the server is); nullopt when unproven.
+  std::optional<pid_t> mps_server;
+  // A server: its parent when that is nvidia-cuda-mps-control (the name is only a label).
+  std::optional<pid_t> mps_control_daemon;
+  std::size_t mps_clients = 0;  // a server: the clients proven connected to it on this GPU
 };
 
 // What a process holding an NVIDIA device file is to the GPU's jobs.

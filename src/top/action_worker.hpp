@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "doctor/doctor.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "kill/interrupt_guard.hpp"
 #include "kill/kill_run.hpp"
 #include "snapshot/snapshot.hpp"

@@ -9,6 +9,7 @@
 
 #include "text/human_format.hpp"
 #include "text/sanitize.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {
@@ -158,6 +159,13 @@ std::string kill_status_line(const KillReport& report) {
     }
   }
   for (const auto& [words, pids] : groups) add("PID " + pids + " " + words);
+  // A parent outside the plan that stopped with its child (runuser, su) and was continued.
+  for (const auto& o : report.targets) {
+    if (o.resumed_parent) {
+      add(fmt::format("resumed {} (PID {}), stopped when its child was", sanitize_for_terminal(o.resumed_parent->comm),
+                      o.resumed_parent->pid));
+    }
+  }
   for (const auto& note : report.notes) add(sanitize_for_terminal(note));
   return line.empty() ? "nothing was signalled" : line;
 }

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "http/http_client.hpp"
-#include "proc/timed_command.hpp"
+#include "spawn/timed_command.hpp"
 #include "watch/notify_channels.hpp"
 
 namespace gpureap {

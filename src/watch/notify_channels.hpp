@@ -21,7 +21,7 @@ struct Delivery {
   std::string detail;  // why, for the log: "exit status 3: <its stderr's first line>", "HTTP 500"
 };
 
-// Runs argv[0] (an absolute path) with argv through run_timed_command (proc/timed_command.hpp),
+// Runs argv[0] (an absolute path) with argv through run_timed_command (spawn/timed_command.hpp),
 // `json` on its stdin, stdout to /dev/null and the start of its stderr kept for the log. Sent
 // when it exits 0 within the timeout; past it, its whole process group is sent SIGKILL: what
 // it started in the background (`( sleep 300 ) &`) ends with it.

@@ -34,7 +34,7 @@
 
 #include <sys/types.h>
 
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
 #include "snapshot/snapshot.hpp"
 #include "watch/exit_sentinels.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "kill/config_file.hpp"
 #include "proc/proc_io.hpp"
-#include "proc/account_lookup.hpp"
+#include "accounts/account_lookup.hpp"
 #include "text/byte_size.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
@@ -108,7 +108,7 @@ class PolicyReader {
   std::string ca_file(const toml::node& node, std::string_view key) const {
     std::string file = path(node, key);
     std::string error;
-    const auto text = procfs::read_bounded_file(file, kMaxConfigBytes, key, error);
+    const auto text = procfs::read_bounded_file(file, kMaxConfigBytes, key, error, procfs::FileTrust::RootOrInvoker);
     if (!text) fail(node, sanitize_for_terminal(error));
     if (text->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
       fail(node, fmt::format("{} {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", key, sanitize_for_terminal(file)));

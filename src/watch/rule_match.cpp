@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "proc/account_lookup.hpp"
+#include "accounts/account_lookup.hpp"
 
 namespace gpureap {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kill/audit_log.hpp"
-#include "proc/user_names.hpp"
+#include "audit/audit_log.hpp"
+#include "accounts/user_names.hpp"
 #include "snapshot/snapshot.hpp"
 #include "watch/observation.hpp"
 #include "watch/policy.hpp"

@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "http/http_module.hpp"
-#include "kill/audit_log.hpp"
+#include "audit/audit_log.hpp"
 #include "proc/proc_io.hpp"
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
 #include "text/human_format.hpp"
 #include "watch/event_log.hpp"
 #include "watch/notifier.hpp"

@@ -23,7 +23,7 @@ namespace gpureap::test {
 class OwnCgroup {
  public:
   explicit OwnCgroup(const std::string& name) {
-    const auto mount = killtree::cgroup2_mount("/proc");
+    const auto mount = cgroupfs::cgroup2_mount("/proc");
     if (geteuid() != 0) {
       skip_ = "creating a cgroup needs root";
     } else if (!mount) {
@@ -40,7 +40,7 @@ class OwnCgroup {
   }
   ~OwnCgroup() {
     if (path_.empty()) return;
-    killtree::write_cgroup_kill(path_);  // test cleanup: whatever is left in it (subtree too)
+    cgroupfs::write_cgroup_kill(path_);  // test cleanup: whatever is left in it (subtree too)
     for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
       for (int i = 0; i < 200 && rmdir(it->c_str()) != 0; ++i) usleep(10000);
     }
@@ -48,7 +48,7 @@ class OwnCgroup {
   }
   const std::string& skip_reason() const { return skip_; }
   const std::string& path() const { return path_; }
-  std::vector<pid_t> pids() const { return killtree::cgroup_subtree_pids(path_); }
+  std::vector<pid_t> pids() const { return cgroupfs::cgroup_subtree_pids(path_); }
 
   // Forks `/bin/sh -c script` in its own process group, inside this cgroup.
   pid_t start_shell(const std::string& script) const {

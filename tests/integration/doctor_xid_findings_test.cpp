@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <cstring>
 #include <ctime>
 #include <fstream>
 
@@ -70,7 +71,7 @@ TEST(DoctorXid, EveryLineFormatMapsToTheGpuAndPid) {
   ASSERT_NE(recovery, nullptr);
   EXPECT_EQ((*recovery)["severity"], "critical");
   EXPECT_EQ((*recovery)["evidence"]["action"], "reset-gpu");
-  EXPECT_TRUE(has_remedy(*recovery, "nvidia-smi -r -i 0"));
+  EXPECT_TRUE(has_remedy(*recovery, "nvidia-smi -r -i " + gpu_entry(ps, 0)["uuid"].get<std::string>()));
 
   const auto on1 = findings(report, "xid", 1);
   const auto* fell = xid_finding(on1, 79);
@@ -85,6 +86,46 @@ TEST(DoctorXid, EveryLineFormatMapsToTheGpuAndPid) {
     if (f["gpu"].is_null() && f["evidence"]["pci"] == "0000:7f:00" && f["evidence"]["xid"] == 14) unmapped = true;
   }
   EXPECT_TRUE(unmapped) << report["findings"].dump(2);
+}
+
+// Every command the advice prints names the GPU by UUID, or by the event's bus id when the
+// driver no longer lists a GPU there: an index names whichever GPU the driver counts Nth when
+// the command runs, and a GPU that fell off the bus shifts those after it.
+TEST(DoctorXid, TheAdviceNamesTheGpuByUuidOrBusIdNeverByIndex) {
+  SimHost host;
+  const auto ps = host.ps_json();
+  const std::string uuid1 = gpu_entry(ps, 1)["uuid"];
+  const std::string log = host.state_dir() + "/kernel.log";
+  std::ofstream(log) << "[ 10.000000] NVRM: Xid (PCI:" << xid_pci(gpu_entry(ps, 1)["pci_bus_id"])
+                     << "): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)\n"
+                     << "[ 11.000000] NVRM: Xid (PCI:0000:7f:00): 154, GPU recovery action changed from 0x0 (None) to "
+                        "0x1 (GPU Reset Required)\n";
+  int rc = -1;
+  const auto report = doctor_json(host, {"--kernel-log", log}, &rc);
+  const auto on_gpu1 = findings(report, "xid", 1);
+  const auto* on1 = xid_finding(on_gpu1, 154);
+  ASSERT_NE(on1, nullptr) << report["findings"].dump(2);
+  EXPECT_TRUE(has_remedy(*on1, "gpureap kill --gpu " + uuid1)) << (*on1)["remedies"].dump(2);
+  EXPECT_TRUE(has_remedy(*on1, "nvidia-smi -r -i " + uuid1)) << (*on1)["remedies"].dump(2);
+  const auto all = findings(report, "xid");
+  const nlohmann::json* gone = nullptr;
+  for (const auto& f : all) {
+    if (f["gpu"].is_null() && f["evidence"]["pci"] == "0000:7f:00") gone = &f;
+  }
+  ASSERT_NE(gone, nullptr) << report["findings"].dump(2);
+  EXPECT_TRUE(has_remedy(*gone, "nvidia-smi -r -i 00000000:7F:00.0")) << (*gone)["remedies"].dump(2);
+  for (const auto& f : all) {
+    for (const auto& r : f["remedies"]) {
+      const std::string command = r["command"].is_string() ? r["command"].get<std::string>() : "";
+      if (command.rfind("nvidia-smi", 0) != 0 && command.rfind("gpureap kill", 0) != 0) continue;
+      EXPECT_TRUE(command.find(" -i ") != std::string::npos || command.find(" --gpu ") != std::string::npos)
+          << "a command that names no GPU acts on every GPU: " << command;
+      for (const char* index : {" -i 0", " -i 1", " --gpu 0", " --gpu 1", " --gpu N"}) {
+        const std::string tail = command.substr(command.size() - std::min(command.size(), std::strlen(index)));
+        EXPECT_NE(tail, index) << "named by index: " << command;
+      }
+    }
+  }
 }
 
 TEST(DoctorXid, SinceIgnoresOldEventsWhoseAgeIsKnownAndKeepsTheRest) {

@@ -3,6 +3,7 @@
 // (issue 8, items 3, 4 and 14). Real processes, the real binary.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -320,6 +321,36 @@ TEST(KillSafety, AFreezeMadeBySomeoneElseSurvivesTheKill) {
   EXPECT_TRUE((*t)["outcome"] == "exited" || (*t)["outcome"] == "killed") << report.dump(2);
   EXPECT_TRUE(reaped(target));
   EXPECT_EQ(read_text_file(cgroup.path() + "/cgroup.freeze").substr(0, 1), "1") << "gpureap thawed a freeze it did not make";
+}
+
+// Two gpureaps on one cgroup (watch and an epilog's reap) take turns on an flock of its
+// directory. Here the test holds it: the kill waits, leaving the target running and neither
+// frozen nor stopped by a fallback, and acts as soon as the lock is released.
+TEST(KillSafety, AKillWaitsForTheCgroupLockAnotherHoldsAndActsOnceItIsReleased) {
+  OwnCgroup cgroup("lockwait");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  SimHost host;
+  const pid_t target = cgroup.start_shell("exec sleep 1000");
+  ASSERT_GT(target, 0);
+  ASSERT_TRUE(eventually([&] { return args_of(target) == "sleep 1000 "; }));
+  int lock = ::open(cgroup.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  int rc = -1;
+  nlohmann::json report;
+  std::thread kill([&] { report = kill_json(host, {std::to_string(target), "--yes", "--timeout", "1", "--no-verify"}, &rc); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_TRUE(running(target)) << "the kill did not wait for the lock";
+  EXPECT_EQ(process_state(target), 'S') << "the target was stopped while another held the cgroup's lock";
+  EXPECT_NE(read_text_file(cgroup.path() + "/cgroup.events").find("frozen 0"), std::string::npos);
+  const auto released = std::chrono::steady_clock::now();
+  ::close(lock);
+  kill.join();
+  const auto after_release = std::chrono::steady_clock::now() - released;
+  EXPECT_EQ(rc, 0) << report.dump(2);
+  EXPECT_TRUE(reaped(target));
+  EXPECT_LT(after_release, std::chrono::milliseconds(1500)) << "the kill did not act once the lock was free";
+  EXPECT_NE(read_text_file(cgroup.path() + "/cgroup.events").find("frozen 0"), std::string::npos);
 }
 
 }  // namespace

@@ -386,7 +386,7 @@ TEST(Reap, AnAbsoluteCgroupPathIsTakenAsAbsolute) {
   // written; on a hybrid one (v2 at /sys/fs/cgroup/unified) it is not under the mount.
   const auto missing = host.gpureap({"reap", "--cgroup", "/sys/fs/cgroup/gpureap-no-such-job"});
   EXPECT_EQ(missing.exit_code, 2);
-  const std::string mount = killtree::cgroup2_mount("/proc").value_or("");
+  const std::string mount = cgroupfs::cgroup2_mount("/proc").value_or("");
   EXPECT_NE(missing.err.find(mount == "/sys/fs/cgroup"
                                  ? "--cgroup /sys/fs/cgroup/gpureap-no-such-job: no such cgroup"
                                  : "--cgroup /sys/fs/cgroup/gpureap-no-such-job: not under the cgroup v2 hierarchy, "

@@ -7,6 +7,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -72,6 +74,37 @@ TEST(RunReportOutput, JsonStartsOnALineOfItsOwnAndAFailedWriteIsAnError) {
   EXPECT_EQ(full.exit_code, 125) << full.err;
   EXPECT_NE(full.err.find("--json: cannot write the report to stdout"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("would have exited with status 3"), std::string::npos) << full.err;
+}
+
+// Without a signalfd a signal meant for the job would be lost or end gpureap alone: run refuses
+// to start the job, in one line with the status documented for a run that could not run.
+TEST(RunStart, WithoutASignalfdTheJobIsNotStartedAndTheStatusIs125) {
+  SimHost host;
+  const std::string marker = host.state_dir() + "/started";
+  const auto result = host.gpureap({"run", "/bin/touch", marker},
+                                   {{"LD_PRELOAD", FAILING_CALLS_LIBRARY}, {"GPUREAP_TEST_SIGNALFD_ERRNO", std::to_string(EMFILE)}});
+  EXPECT_EQ(result.exit_code, 125) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_NE(result.err.find("cannot create the signalfd that forwards signals to the job: Too many open files; the job "
+                            "was not started"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the job was started";
+}
+
+// A failed wait for signals (ENOMEM here) is gpureap's own trouble: the job runs to its end,
+// its status is the run's, and the report says what happened.
+TEST(RunStart, APollErrorWhileTheJobRunsDoesNotEndIt) {
+  SimHost host;
+  const std::string report = host.state_dir() + "/poll.json";
+  const auto result = host.gpureap({"run", "--report", report, "/bin/sh", "-c", "sleep 0.4; echo done; exit 3"},
+                                   {{"LD_PRELOAD", FAILING_CALLS_LIBRARY}, {"GPUREAP_TEST_POLL_FAILURES", "3"}});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_EQ(result.out, "done\n") << result.err;
+  const auto json = nlohmann::json::parse(text_of(report));
+  EXPECT_NE(json.dump().find("waiting for signals failed (Cannot allocate memory); gpureap kept watching the job"),
+            std::string::npos)
+      << json.dump(2);
 }
 
 // A job that leaks on GPU 1 and exits before gpureap's first look was never seen there: the
@@ -193,7 +226,7 @@ TEST(RunSupervisorGone, DoctorNamesTheOrphanedJobAndReapEndsItAlone) {
   const pid_t job = std::stoi(ready[0]);
   run.remember(job);
   const std::string name = "gpureap-run." + std::to_string(run.pid());
-  const auto mount = killtree::cgroup2_mount("/proc");
+  const auto mount = cgroupfs::cgroup2_mount("/proc");
   if (!mount || !std::filesystem::exists(*mount + "/" + name)) GTEST_SKIP() << "run made no cgroup here";
   kill(run.pid(), SIGKILL);
   run.wait();

@@ -94,6 +94,9 @@ class SimHost {
   std::string dev_dir() const { return state_dir_ + "/dev"; }
   std::string library_path() const;
   void set_generation(std::string generation) { generation_ = std::move(generation); }
+  // An environment variable every later start, gpureap run and ctl gets (an empty value is
+  // passed as empty): the MPS tests point CUDA programs at their control daemon with it.
+  void set_env(const std::string& name, std::string value) { extra_env_[name] = std::move(value); }
 
   // Environment under which both gpureap and simulated programs see this host.
   std::map<std::string, std::string> env() const;
@@ -129,6 +132,7 @@ class SimHost {
   SimProcess launch(const std::vector<std::string>& argv, const SpawnOptions& options) const;
   std::string state_dir_;
   std::string generation_;
+  std::map<std::string, std::string> extra_env_;
 };
 
 // Helpers over ps JSON.

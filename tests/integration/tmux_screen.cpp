@@ -48,6 +48,8 @@ TmuxScreen::~TmuxScreen() {
   for (const auto& path : {socket_, config_, status_file_}) unlink(path.c_str());
 }
 
+void TmuxScreen::hang_up() const { run_command(tmux({"kill-server"})); }
+
 std::vector<std::string> TmuxScreen::tmux(std::vector<std::string> args) const {
   args.insert(args.begin(), {kTmux, "-S", socket_, "-f", config_});
   return args;

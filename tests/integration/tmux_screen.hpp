@@ -34,6 +34,9 @@ class TmuxScreen {
   // The program's exit status once it has ended (128 + signal when one ended it), polled up to
   // the deadline.
   std::optional<int> wait_exit(int timeout_ms = 8000) const;
+  // Closes the terminal: the server ends, the pane's pseudo-terminal hangs up (its session
+  // leader gets SIGHUP; a program in a session of its own only sees its input end).
+  void hang_up() const;
 
  private:
   std::vector<std::string> tmux(std::vector<std::string> args) const;

@@ -1,6 +1,7 @@
 // `gpureap top` as a person uses it: the real binary on a terminal (tmux), simulated GPUs held
 // by real processes. What is on the screen after each key, and what happened to the processes.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -255,6 +256,62 @@ TEST_F(TopScreen, SigtermWhileAKillIsInItsLadderEndsTopAndLeavesNothingStopped) 
   EXPECT_FALSE(audited(audit_lines(audit), job.pid, "SIGKILL"));
 }
 
+// runuser stops itself when its child stops. A kill from top stops the job before its SIGTERM
+// (the audit log's sync made slow, so that runuser sees the stop): runuser, outside the plan,
+// is continued, reaps its child and exits, as without gpureap, and the status line says so.
+// The terminal closes while a kill from top is in its ladder, and top (in a session of its
+// own, so no SIGHUP comes: only its input ends) must leave: the ladder, told by top, stops at
+// its next step and continues what it stopped; the job, which ignores SIGTERM, keeps running
+// and is never SIGKILLed. A ladder that listened only to signals of its own would have run on
+// to SIGKILL after the 10 s timeout, with top waiting for it.
+TEST_F(TopScreen, AClosedTerminalWhileAKillIsInItsLadderEndsTopAtTheNextStep) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB", "--on-sigterm", "ignore"});
+  const std::string audit = host.state_dir() + "/audit.log";
+  TmuxScreen top({"/usr/bin/setsid", gpureap_binary(), "top"}, top_env(host, {{"GPUREAP_AUDIT_LOG", audit}}), 120, 40,
+                 host.state_dir());
+  ASSERT_TRUE(top.wait_for(" " + std::to_string(job.pid) + " ")) << top.text();
+  const pid_t gpureap = top_pid(host);
+  ASSERT_GT(gpureap, 1);
+  select_pid(top, job.pid);
+  top.keys({"K"});
+  ASSERT_TRUE(top.wait_for("Will be signalled (1):")) << top.text();
+  top.keys({"Enter"});  // SIGTERM, then SIGKILL after 10 s
+  ASSERT_TRUE(eventually([&] { return audited(audit_lines(audit), job.pid, "SIGTERM"); })) << top.text();
+  top.hang_up();
+  EXPECT_TRUE(eventually([&] { return !running(gpureap); }, 3000)) << "top went on after its terminal closed";
+  EXPECT_TRUE(running(job.pid)) << "the ladder went on to SIGKILL";
+  EXPECT_NE(state_of(job.pid), 'T') << "the job was left stopped";
+  EXPECT_FALSE(audited(audit_lines(audit), job.pid, "SIGKILL"));
+  if (running(gpureap)) ::kill(gpureap, SIGKILL);
+}
+
+TEST_F(TopScreen, KillingAJobStartedUnderRunuserLeavesRunuserRunning) {
+  if (!running_as_root() || access("/usr/sbin/runuser", X_OK) != 0) GTEST_SKIP() << "needs root and runuser";
+  ASSERT_NE(test_user(), nullptr);
+  SimHost host;
+  auto job = host.start_through({"/usr/sbin/runuser", "-u", kTestUserName, "--"}, {"--alloc", "0:1GiB"});
+  ASSERT_GT(job.pid, 0) << job.ready_line;
+  ASSERT_NE(job.pid, job.launcher_pid) << "the program runs as runuser's child";
+  const std::string audit = host.state_dir() + "/audit.log";
+  auto top = start_top(host, {},
+                       {{"GPUREAP_AUDIT_LOG", audit}, {"LD_PRELOAD", SLOW_FDATASYNC_LIBRARY},
+                        {"GPUREAP_TEST_FDATASYNC_MS", "100"}});
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(job.pid) + " ")) << top->text();
+  select_pid(*top, job.pid);
+  top->keys({"K"});
+  ASSERT_TRUE(top->wait_for("Will be signalled (1):")) << top->text();
+  top->keys({"Enter"});
+  const int status = job.wait_exit(5000);
+  ASSERT_NE(status, -1) << "runuser did not exit; state " << state_of(job.launcher_pid) << "\n" << top->text();
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_FALSE(running(job.pid));
+  EXPECT_TRUE(audited(audit_lines(audit), job.pid, "SIGTERM"));
+  // The status line says runuser stopped with its child and was continued.
+  EXPECT_TRUE(top->wait_for("resumed runuser (PID " + std::to_string(job.launcher_pid) + ")", 3000)) << top->text();
+  quit(*top);
+}
+
 TEST_F(TopScreen, AProtectedProcessIsRefusedWithTheReasonAndNothingIsSignalled) {
   SimHost host;
   auto smi = host.start_program(host.sim_binary_named("nvidia-smi"), {"--alloc", "0:1GiB"});
@@ -336,8 +393,12 @@ TEST_F(TopScreen, ResizedTo80x24TheLayoutStaysReadable) {
   auto top = start_top(host);
   ASSERT_TRUE(top->wait_for(" " + std::to_string(job.pid) + " ")) << top->text();
   top->resize(80, 24);
-  ASSERT_TRUE(top->wait_until([](const std::string& s) { return s.find("HOST MEM") == std::string::npos; }))
-      << "the layout did not follow the resize:\n" << top->text();
+  // A whole frame at the new size: a capture taken while ncurses repaints after the resize
+  // can hold a cleared screen with only some of its lines drawn.
+  ASSERT_TRUE(top->wait_until([&](const std::string& s) {
+    return s.find("HOST MEM") == std::string::npos && s.rfind("gpureap top", 0) == 0 &&
+           s.find(" " + std::to_string(other.pid) + " ") != std::string::npos && s.find("K end") != std::string::npos;
+  })) << "the layout did not follow the resize:\n" << top->text();
   const auto lines = top->lines();
   ASSERT_EQ(lines.size(), 24u) << top->text();
   for (const auto& line : lines) EXPECT_LE(display_width(line), 80u) << line;

@@ -102,6 +102,31 @@ TEST(TrustedConfig, APolicyOthersCanWriteIsRefused) {
                   "is in " + host.state_dir() + ", which is writable by group or others", "a policy in a 0777 directory");
 }
 
+// The CAs a webhook's certificate is checked against decide where watch sends what root saw:
+// the file is trusted as the policy is, or the policy is refused.
+TEST(TrustedConfig, AWebhookCaFileOthersCanWriteOrAnotherUserOwnsIsRefused) {
+  SimHost host;
+  const std::string ca = host.config_dir() + "/ca.pem";
+  std::ofstream(ca) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  ::chmod(ca.c_str(), 0644);
+  const std::string policy = write_file(host, "policy.toml", std::string(kFast) +
+                                                                  "[notify]\nwebhook = \"https://127.0.0.1:9/hook\"\n"
+                                                                  "webhook_ca_file = \"" + ca + "\"\n");
+  ASSERT_EQ(host.gpureap({"watch", "--check-config", policy}).exit_code, 0) << "the trusted CA file is accepted";
+  ASSERT_EQ(::chmod(ca.c_str(), 0664), 0);
+  expect_one_line(host.gpureap({"watch", "--check-config", policy}), 2,
+                  "notify.webhook_ca_file " + ca + " is writable by group or others (mode 0664)", "a group-writable CA file");
+  expect_one_line(host.gpureap({"watch", "--policy", policy}), 2, "chmod go-w", "watch with a group-writable CA file");
+  ASSERT_EQ(::chmod(ca.c_str(), 0644), 0);
+  if (!running_as_root()) return;
+  const passwd* user = test_user();
+  ASSERT_NE(user, nullptr) << "the test user could not be created";
+  ASSERT_EQ(::chown(ca.c_str(), user->pw_uid, user->pw_gid), 0);
+  expect_one_line(host.gpureap({"watch", "--check-config", policy}), 2,
+                  "belongs to uid " + std::to_string(user->pw_uid) + ", neither root nor the user running gpureap",
+                  "another user's CA file");
+}
+
 TEST(TrustedConfig, AConfigurationAnotherUserOwnsIsRefusedAndNothingIsSignalled) {
   if (!running_as_root()) GTEST_SKIP() << "needs root to give the file to another user";
   const passwd* user = test_user();

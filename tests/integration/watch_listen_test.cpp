@@ -188,7 +188,7 @@ TEST(WatchListen, CountsATerminationInEnforceAndSparesBystanders) {
 TEST(WatchListen, AnHttpsWebhookIsSentOnlyToAServerItsCaFileTrusts) {
   SimHost host;
   auto old = host.start({"--alloc", "0:1GiB"});
-  const TlsFiles tls = make_self_signed_certificate(host.state_dir());
+  const TlsFiles tls = make_self_signed_certificate(host.config_dir());  // a CA file root may trust
   httplib::SSLServer server(tls.certificate.c_str(), tls.key.c_str());
   std::mutex mutex;
   std::vector<std::string> bodies;

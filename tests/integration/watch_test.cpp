@@ -673,7 +673,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ConditionCase{"over-age", "older_than = \"300ms\"\ngpus = [0]\n", true},
                       ConditionCase{"memory", "memory_above = \"1GiB\"\n", false},
                       ConditionCase{"memory", "memory_above = \"1GiB\"\n", true},
-                      ConditionCase{"orphan", "", false},  // enforce: OrphanedWorkersAreEnded... above
+                      ConditionCase{"orphan", "", false},  // enforce: OrphansAndZombiesArisingBetweenFullScans... above
                       ConditionCase{"zombie", "", false}, ConditionCase{"zombie", "", true}),
     [](const ::testing::TestParamInfo<ConditionCase>& info) {
       std::string name = info.param.condition;

@@ -1,11 +1,11 @@
 // What a person and a script see of a fleet view, above all when the scraped hosts chose
 // hostile label values (the exporter's users, containers and command lines).
-#include "cli/fleet_render.hpp"
+#include "cli/fleet/fleet_render.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/fleet_json.hpp"
+#include "cli/fleet/fleet_json.hpp"
 #include "text/truncate.hpp"
 
 namespace gpureap {

@@ -469,7 +469,7 @@ namespace gpureap::killtest {
 namespace {
 
 std::string cgroup2_mount_point() {
-  return gpureap::killtree::cgroup2_mount("/proc").value_or(std::string());
+  return gpureap::cgroupfs::cgroup2_mount("/proc").value_or(std::string());
 }
 
 // A tree whose middle processes exit right after forking: their children are reparented out
@@ -513,11 +513,11 @@ TEST(EscalationCgroup, TreeInItsOwnCgroupIsKilledWholeIncludingReparentedChildre
   // Every process of the cgroup is gone, escaped grandchildren included.
   bool empty = false;
   for (int i = 0; i < 200 && !empty; ++i) {
-    empty = gpureap::killtree::cgroup_subtree_pids(dir).empty();
+    empty = gpureap::cgroupfs::cgroup_subtree_pids(dir).empty();
     if (!empty) ::usleep(10000);
   }
   EXPECT_TRUE(empty) << "processes left in " << dir;
-  if (!empty) gpureap::killtree::write_cgroup_kill(dir);  // clean up after a failure
+  if (!empty) gpureap::cgroupfs::write_cgroup_kill(dir);  // clean up after a failure
   reap(root);
   for (int i = 0; i < 100 && ::rmdir(dir.c_str()) != 0; ++i) ::usleep(10000);
 }

@@ -138,7 +138,7 @@ struct TestCgroup {
   std::string path;
   std::string skip;
   explicit TestCgroup(const std::string& name) {
-    const auto mount = killtree::cgroup2_mount("/proc");
+    const auto mount = cgroupfs::cgroup2_mount("/proc");
     if (::geteuid() != 0) {
       skip = "creating a cgroup needs root";
       return;
@@ -158,7 +158,7 @@ struct TestCgroup {
   }
   ~TestCgroup() {
     if (path.empty()) return;
-    killtree::write_cgroup_kill(path);
+    cgroupfs::write_cgroup_kill(path);
     for (int i = 0; i < 200 && ::rmdir(path.c_str()) != 0; ++i) ::usleep(10000);
   }
   std::string freeze_state() const {

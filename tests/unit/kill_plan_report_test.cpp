@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/exit_codes.hpp"
-#include "kill/audit_log.hpp"
-#include "cli/kill_render.hpp"
+#include "cli/common/exit_codes.hpp"
+#include "audit/audit_log.hpp"
+#include "cli/kill/kill_render.hpp"
 #include "kill/memory_verification.hpp"
 #include "kill/protected_processes.hpp"
 

@@ -3,6 +3,7 @@
 #include <csignal>
 
 #include "kill/escalation.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {

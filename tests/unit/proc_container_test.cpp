@@ -13,6 +13,8 @@ namespace {
 constexpr const char* kDockerId = "3f1c1a2b4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8";
 constexpr const char* kCriId = "9e8d7c6b5a49382716f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0f9";
 constexpr const char* kPodUid = "1f3e4c2a-5b6d-4e7f-8a9b-0c1d2e3f4a5b";
+// Read from a container runc 1.1.5 ran with cgroupsPath /docker/<id> on a hybrid v1/v2 host.
+constexpr const char* kRuncDockerId = "e36ee3aefe48056d806822cd2b936bc9b8c1ab476879a3fb9fd73346da5003b6";
 
 std::optional<ContainerRef> parse_fixture(const std::string& name) {
   std::ifstream in(std::string(GPUREAP_FIXTURE_DIR) + "/proc/cgroup/" + name + ".cgroup");
@@ -50,6 +52,7 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"docker_cgroupfs_v1", "docker", kDockerId, ""},
         Expected{"docker_systemd_v2", "docker", kDockerId, ""},
         Expected{"hybrid_docker_systemd", "docker", kDockerId, ""},
+        Expected{"runc_hybrid_docker_cgroupfs", "docker", kRuncDockerId, ""},
         Expected{"containerd_cri_systemd", "containerd", kCriId, kPodUid},
         Expected{"crio_systemd", "cri-o", kCriId, kPodUid},
         Expected{"crio_cgroupfs", "cri-o", kCriId, kPodUid},
@@ -72,8 +75,10 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(ProcContainer, HostProcessesAndRuntimeHelpersAreNotContainers) {
+  // runc_default_hybrid: runc's own /<id> below its caller's cgroups, read from a container
+  // runc ran without a cgroupsPath: a name any program can give a cgroup.
   for (const char* name : {"host_user_v2", "host_service_v2", "host_v1", "host_cgroupns_root",
-                           "podman_conmon"}) {
+                           "podman_conmon", "runc_default_hybrid"}) {
     EXPECT_FALSE(parse_fixture(name)) << name;
   }
 }

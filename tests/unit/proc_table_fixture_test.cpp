@@ -61,6 +61,17 @@ TEST(ProcTableFixture, ChildrenAndAncestry) {
   EXPECT_EQ(table.ancestry(99999), (Pids{99999}));
 }
 
+// The walk kill's target selection, plan check and detail loading share: every descendant once,
+// each before its children, the highest PID among siblings first; the root itself left out.
+TEST(ProcTableFixture, DescendantsDepthFirst) {
+  const ProcessTable table = scan_tree();
+  EXPECT_EQ(table.descendants_of(100), (Pids{300, 200, 201}));
+  EXPECT_EQ(table.descendants_of(400), (Pids{401, 402}));
+  EXPECT_EQ(table.descendants_of(1), (Pids{500, 400, 401, 402, 250, 100, 300, 200, 201}));
+  EXPECT_EQ(table.descendants_of(201), Pids{});
+  EXPECT_EQ(table.descendants_of(12345), Pids{});
+}
+
 TEST(ProcTableFixture, StatFieldsAndDerivedTimes) {
   const ProcessTable table = scan_tree();
   const ProcessInfo* p = table.find(200);
@@ -219,6 +230,19 @@ TEST_F(ProcTableCopiedTree, BootTimeFallsBackToTheClockWithoutProcStat) {
   const ProcessInfo* p = table.find(200);
   ASSERT_NE(p, nullptr);
   EXPECT_GT(p->start_time_unix, kBootTime);  // this machine booted after the fixture's btime
+}
+
+// Stat files read at different moments can show a ppid cycle (a parent's PID taken meanwhile by
+// a child of its child): the walk lists each process once and ends.
+TEST_F(ProcTableCopiedTree, DescendantsEndAtAPpidCycle) {
+  for (const auto& [pid, ppid] : {std::pair{9001, 9002}, std::pair{9002, 9001}, std::pair{9003, 9002}}) {
+    fs::create_directories(root_ + "/" + std::to_string(pid) + "/fd");
+    write(std::to_string(pid) + "/stat", std::to_string(pid) + " (c) S " + std::to_string(ppid) +
+                                             " 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 100 0 10 0\n");
+  }
+  const ProcessTable table = scan_tree(root_);
+  EXPECT_EQ(table.descendants_of(9001), (Pids{9002, 9003}));
+  EXPECT_EQ(table.descendants_of(9002), (Pids{9003, 9001}));
 }
 
 // Enough processes for the scan to split the work between threads: every one is found once,

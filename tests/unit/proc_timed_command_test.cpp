@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "proc/timed_command.hpp"
+#include "spawn/timed_command.hpp"
 
 namespace gpureap {
 namespace {

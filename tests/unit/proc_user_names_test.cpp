@@ -1,4 +1,4 @@
-#include "proc/user_names.hpp"
+#include "accounts/user_names.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,158 @@
+#include "cli/ps/ps_command.hpp"
+#include "cli/common/option_limits.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/common/exit_codes.hpp"
+#include "cli/common/terminal_io.hpp"
+#include "cli/ps/ps_json.hpp"
+#include "cli/ps/ps_table.hpp"
+#include "cli/common/selection_checks.hpp"
+#include "cli/common/snapshot_status.hpp"
+#include "snapshot/snapshot.hpp"
+#include "text/duration.hpp"
+#include "text/sanitize.hpp"
+#include "text/terminal_width.hpp"
+
+namespace gpureap {
+namespace {
+
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_stop_signal(int) { g_stop = 1; }
+
+// --gpu names indices the driver must have; a typo should not silently show nothing.
+std::string check_gpu_filter(const Snapshot& snapshot, const PsFilter& filter) {
+  const std::string error = unknown_gpu_error(snapshot, filter.gpus);
+  return error.empty() ? error : "gpureap ps: " + error;
+}
+
+std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style,
+                   const OutputWidth& width) {
+  if (options.json) return ps_to_json(snapshot, options.filter).dump(options.watch_seconds > 0 ? -1 : 2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return options.tree ? render_ps_tree(snapshot, options.filter, style, width)
+                      : render_ps_table(snapshot, options.filter, style, width);
+}
+
+// stdout through stdio, flushed at once: each --watch frame appears whole.
+void print_flushed(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Sleeps until the interval passes or a stop signal arrives.
+void wait_interval(double seconds) {
+  const int total_ms = static_cast<int>(seconds * 1000);
+  for (int waited = 0; waited < total_ms && !g_stop; waited += 100) {
+    poll(nullptr, 0, std::min(100, total_ms - waited));
+  }
+}
+
+}  // namespace
+
+CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
+  CLI::App* ps = app.add_subcommand("ps", "Show every GPU process and every holder of a GPU device file");
+  ps->footer(
+      "Identity of a driver-listed PID: ok (holds that GPU's device file here), foreign (no such\n"
+      "PID in this PID namespace), mismatch (that PID here is another process: never the GPU\n"
+      "process), unverified (no permission to check, or an MPS client not tied to a listed\n"
+      "server). MPS clients are tied to their server by the kernel's socket table.\n\n"
+      "Exit status: 0 ok, 2 usage error, 3 no libnvidia-ml.so.1 (device-file holders still\n"
+      "listed), 4 driver failed to initialise, 5 a GPU reported an error (others still listed).\n\n"
+      "Environment: GPUREAP_NVML_LIBRARY (NVML library to load), GPUREAP_DEV_DIR (where the\n"
+      "GPU device files are, default /dev), NO_COLOR.");
+  ps->add_flag("--json", options.json, "Machine-readable output (schema gpureap.ps/1, see docs/ps-json.md)");
+  ps->add_flag("--tree", options.tree, "Show each GPU process with its descendants and their roles");
+  ps->add_option_function<std::string>(
+      "--watch", [&options](const std::string& text) { options.watch = text; },
+      "Refresh every SECONDS, from 0.1 to 86400 (1d), such as 2, 0.5 or 1m (with --json: one object per line)");
+  ps->add_flag("--wide,-w", options.wide, "Show whole command lines on a terminal too (they always are through a pipe)");
+  ps->add_option("--gpu", options.filter.gpus, "Only these GPU indices (comma-separated)")->delimiter(',');
+  ps->add_option("--user", options.filter.users, "Only processes of this user (name or uid)")->delimiter(',');
+  ps->add_option("--pid", options.filter.pids, "Only these PIDs")->delimiter(',');
+  ps->add_option("--container", options.filter.containers, "Only processes in this container (id or pod UID prefix)")
+      ->delimiter(',');
+  add_color_option(ps, options.color);
+  return ps;
+}
+
+int run_ps(PsOptions options) {
+  for (pid_t pid : options.filter.pids) {
+    if (pid <= 0) {
+      std::cerr << "gpureap ps: --pid " << pid << ": not a valid PID\n";
+      return exit_code::kUsage;
+    }
+  }
+  if (const std::string error = check_user_names(options.filter.users, "gpureap ps"); !error.empty()) {
+    std::cerr << error << "\n";
+    return exit_code::kUsage;
+  }
+  if (options.watch) {
+    const std::string error = check_duration_option("--watch", *options.watch, option_limits::kMaxWatchSeconds,
+                                                    options.watch_seconds, option_limits::kMinWatchSeconds);
+    if (!error.empty()) {
+      std::cerr << "gpureap ps: " << error << "\n";
+      return exit_code::kUsage;
+    }
+  }
+  const OutputWidth width = OutputWidth::for_fd(STDOUT_FILENO, options.wide);
+  const ColorChoice choice = parse_color_choice(options.color);
+  const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
+  SnapshotOptions snapshot_options = default_snapshot_options();
+  // ps shows holders and driver-listed trees only: no need to read every process in full.
+  snapshot_options.proc.scope = ProcScanScope::Holders;
+  SnapshotSource source(std::move(snapshot_options));
+
+  if (options.watch_seconds <= 0) {
+    auto snapshot = source.take();
+    if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps"); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    print_flushed(render(*snapshot, options, style, width));
+    // The table already says it; JSON consumers get the reason on stderr as well.
+    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
+    return snapshot_exit_status(*snapshot);
+  }
+
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  const bool clear_screen = !options.json && isatty(STDOUT_FILENO) == 1;
+  int status = exit_code::kOk;
+  bool first = true;  // a container that ends while watching is not a usage error
+  while (!g_stop) {
+    auto snapshot = source.take();
+    if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps");
+        first && !error.empty()) {
+      std::cerr << error << "\n";
+      return exit_code::kUsage;
+    }
+    first = false;
+    std::string frame = render(*snapshot, options, style, width);
+    if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
+    print_flushed(frame);
+    status = snapshot_exit_status(*snapshot);
+    wait_interval(options.watch_seconds);
+  }
+  return status;
+}
+
+}  // namespace gpureap

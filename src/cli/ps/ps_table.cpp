@@ -1,0 +1,354 @@
+#include "cli/ps/ps_table.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <set>
+
+#include <unistd.h>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "cli/ps/ps_drm.hpp"
+#include "text/human_format.hpp"
+#include "text/sanitize.hpp"
+
+namespace gpureap {
+namespace {
+
+constexpr int kBarWidth = 30;
+
+std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
+  const auto& d = snapshot.driver;
+  const auto now = fmt::localtime(std::chrono::system_clock::to_time_t(snapshot.taken_at));
+  std::string out = style.bold("gpureap ps");
+  if (d.loaded) {
+    out += fmt::format(" · driver {}", d.driver_version.empty() ? "?" : sanitize_for_terminal(d.driver_version));
+    if (d.cuda_driver_version) out += fmt::format(" · CUDA {}", format_cuda_version(*d.cuda_driver_version));
+    out += fmt::format(" · {} GPU{}", snapshot.gpus.size(), snapshot.gpus.size() == 1 ? "" : "s");
+  }
+  out += fmt::format(" · {:%Y-%m-%d %H:%M:%S}\n", now);
+  if (d.loaded) {
+    out += style.dim(fmt::format("NVML library: {}", sanitize_for_terminal(d.library_path))) + "\n";
+  } else {
+    out += style.red("No GPU driver: ") + sanitize_for_terminal(d.message) + "\n";
+    out += "Processes holding GPU device files are still listed below.\n";
+  }
+  if (snapshot.table.options().dev_dir != "/dev") {
+    out += style.dim(fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)",
+                                 sanitize_for_terminal(snapshot.table.options().dev_dir))) +
+           "\n";
+  }
+  if (d.count_error) {
+    out += style.red(fmt::format("The driver could not count GPUs: {} ({})", d.count_error->name(),
+                                 sanitize_for_terminal(d.count_error->message))) + "\n";
+  }
+  if (snapshot.processes_not_inspected > 0) {
+    const std::size_t n = snapshot.processes_not_inspected;
+    out += style.yellow(fmt::format(
+               "{} process{} could not be inspected (permission denied): GPU holders among them "
+               "are not shown.{}",
+               n, n == 1 ? "" : "es", geteuid() == 0 ? "" : " Run as root to see every holder.")) +
+           "\n";
+  }
+  if (snapshot.in_child_pid_namespace) {
+    out += style.yellow(
+               "gpureap runs in a PID namespace (container): the driver reports host PIDs, which "
+               "do not exist here. Run on the host, or with --pid=host, to see who holds memory.") +
+           "\n";
+  }
+  return out;
+}
+
+std::string gpu_title(const GpuView& gpu, const TerminalStyle& style) {
+  const auto& r = gpu.reading;
+  std::string title = style.bold(fmt::format("GPU {}", r.index));
+  if (!r.name.empty()) title += " · " + sanitize_for_terminal(r.name);
+  if (!r.pci_bus_id.empty()) title += " · " + sanitize_for_terminal(r.pci_bus_id);
+  if (r.minor_number) title += fmt::format(" · nvidia{}", *r.minor_number);
+  if (r.temperature_c) title += fmt::format(" · {}°C", *r.temperature_c);
+  if (r.power_mw) title += fmt::format(" · {:.0f} W", static_cast<double>(*r.power_mw) / 1000.0);
+  if (r.util_gpu_percent) title += fmt::format(" · util {}%", *r.util_gpu_percent);
+  if (r.persistence_mode) title += *r.persistence_mode ? " · persistence on" : " · persistence off";
+  if (r.mig_enabled) title += fmt::format(" · MIG ({} instances)", r.mig_devices.size());
+  return title + "\n";
+}
+
+std::string gpu_error_line(const GpuView& gpu, const TerminalStyle& style) {
+  const auto& e = *gpu.reading.error;
+  std::string advice;
+  if (e.code == 15) {
+    advice = "the GPU fell off the bus or stopped responding; check `dmesg | grep -i xid` "
+             "(Xid 79 needs a node power cycle)";
+  } else if (e.code == 4) {
+    advice = "no permission to query this GPU; run as root";
+  } else {
+    advice = "this GPU cannot be queried right now";
+  }
+  return "  " + style.red(fmt::format("error: {} from {} ({})", e.name(), e.call, sanitize_for_terminal(e.message))) +
+         "\n  " +
+         advice + "\n";
+}
+
+std::string memory_lines(const GpuView& gpu, const TerminalStyle& style) {
+  const auto& m = gpu.memory;
+  std::string out;
+  if (!m.total || !m.used) {
+    return "  memory: unknown (the driver does not report it for this GPU)\n";
+  }
+  const double share = *m.total ? 100.0 * static_cast<double>(*m.used) / static_cast<double>(*m.total) : 0;
+  std::string bar = format_bar(*m.used, *m.total, kBarWidth);
+  bar = share >= 90 ? style.red(bar) : share >= 60 ? style.yellow(bar) : style.green(bar);
+  out += fmt::format("  memory [{}] {} used of {} ({:.0f}%)", bar, format_bytes(*m.used),
+                     format_bytes(*m.total), share);
+  if (m.reserved) out += style.dim(fmt::format(", {} reserved by the driver", format_bytes(*m.reserved)));
+  out += "\n";
+  const std::uint64_t tolerance = overhead_tolerance_bytes(gpu.reading.processes.size());
+  if (m.unattributed && *m.unattributed > tolerance) {
+    out += "  " + style.yellow(fmt::format("! {} unattributed:", format_bytes(*m.unattributed))) +
+           " in use, but no process the driver lists explains it";
+    out += m.source == "v1" ? " (v1 memory info: includes driver-reserved memory)" : "";
+    out += "\n    (a leak, a release in progress, or holders the driver does not list; see holders below "
+           "and `gpureap doctor`)\n";
+  } else if (m.unattributed && *m.unattributed > 0) {
+    out += style.dim(fmt::format("  {} not attributed to any process: the driver's own per-context overhead",
+                                 format_bytes(*m.unattributed))) +
+           "\n";
+  } else if (!m.unattributed && !gpu.reading.processes.empty()) {
+    out += style.dim("  attribution incomplete: the driver does not report every process's memory") + "\n";
+  }
+  return out;
+}
+
+// Title, then either the GPU's error or its memory and the driver's warnings.
+std::string gpu_heading(const GpuView& gpu, const TerminalStyle& style) {
+  std::string out = gpu_title(gpu, style);
+  if (gpu.reading.error) return out + gpu_error_line(gpu, style);
+  out += memory_lines(gpu, style);
+  for (const auto& w : gpu.reading.warnings) out += "  " + style.yellow("warning: " + sanitize_for_terminal(w)) + "\n";
+  return out;
+}
+
+std::string identity_cell(Identity identity, const TerminalStyle& style) {
+  const std::string name = fmt::format("{:<10}", identity_name(identity));
+  switch (identity) {
+    case Identity::Ok: return style.green(name);
+    case Identity::Foreign: return style.yellow(name);
+    case Identity::Mismatch: return style.red(name);
+    case Identity::Unverified: return style.dim(name);
+  }
+  return name;
+}
+
+std::string container_cell(const ProcessInfo* p) {
+  if (p == nullptr || !p->container) return "-";
+  const auto& c = *p->container;
+  std::string id = c.id.empty() ? ("pod " + c.pod_uid.substr(0, 8)) : c.id.substr(0, 12);
+  return fixed_cell(c.runtime + ":" + id, 16);
+}
+
+// " [MPS server, 2 clients]", " [MPS client of 1234]": the role the kernel's socket table proves.
+std::string mps_note(const GpuProcessView& view) {
+  switch (view.mps_role) {
+    case MpsRole::Server:
+      return fmt::format(" [MPS server, {} client{}]", view.mps_clients, view.mps_clients == 1 ? "" : "s");
+    case MpsRole::Client:
+      return view.mps_server ? fmt::format(" [MPS client of {}]", *view.mps_server) : " [MPS client, server not found]";
+    case MpsRole::None: break;
+  }
+  return "";
+}
+
+std::string process_row(const GpuProcessView& view, const TerminalStyle& style, const OutputWidth& width) {
+  const ProcessInfo* p = view.linux_process;
+  std::string mig;
+  if (view.driver.gpu_instance_id) {
+    mig = fmt::format(" [GI {} CI {}]", *view.driver.gpu_instance_id,
+                      view.driver.compute_instance_id.value_or(0));
+  }
+  std::string sm = view.driver.sm_util_percent ? fmt::format("{}%", *view.driver.sm_util_percent) : "-";
+  if (p == nullptr) {
+    std::string why = "(no such PID here: another PID namespace, or exited)";
+    if (!view.held_by.empty()) {
+      why = "(exited; its context is kept alive by PID";
+      for (pid_t pid : view.held_by) why += " " + std::to_string(pid);
+      why += ")";
+    } else if (!view.holders_here.empty()) {
+      why = "(a host PID; here PID";
+      for (pid_t pid : view.holders_here) why += " " + std::to_string(pid);
+      why += " hold" + std::string(view.holders_here.size() == 1 ? "s" : "") + " this GPU)";
+    }
+    return fmt::format("  {:>7} {:<9} {:<4} {:>10} {} {:<2} {:>6} {:>5} {:>4} {:<16} {}\n", view.driver.pid, "-",
+                       view.driver.types.label(), format_bytes(view.driver.used_memory),
+                       identity_cell(view.identity, style), "-", "-", "-", sm, "-",
+                       style.dim(why) + mig);
+  }
+  std::string state(1, p->state);
+  if (p->state == 'D' && !p->wchan.empty()) state += " (" + sanitize_for_terminal(p->wchan) + ")";
+  std::string ns;
+  if (p->ns_pids.size() > 1) ns = fmt::format(" [pid {} in its namespace]", p->ns_pids.back());
+  ns += mps_note(view);
+  const std::string start = fmt::format(
+      "  {:>7} {} {:<4} {:>10} {} {:<2} {:>6} {:>5.1f} {:>4} {:<16} ", view.driver.pid, fixed_cell(p->user, 9),
+      view.driver.types.label(), format_bytes(view.driver.used_memory), identity_cell(view.identity, style), state,
+      format_duration(p->elapsed_seconds), p->cpu_percent, sm, container_cell(p));
+  // The command takes what the rest of the line leaves; the namespace and MIG notes stay whole.
+  return start + width.rest_of_line(p->command(), start + ns + mig) + ns + mig + "\n";
+}
+
+std::string holder_note(const HolderView& holder) {
+  if (holder.role == HolderRole::Worker) return fmt::format("worker of {} (inherited)", *holder.listed_ancestor);
+  if (holder.role == HolderRole::Orphan && holder.context_of) return fmt::format("ORPHAN: keeps {}'s memory", *holder.context_of);
+  if (holder.role == HolderRole::Orphan) return "ORPHAN: its job is gone";
+  if (holder.role == HolderRole::Client) return "driver client, no memory";
+  return "not listed by the driver";
+}
+
+std::string holder_row(const HolderView& holder, const TerminalStyle& style, const OutputWidth& width) {
+  const ProcessInfo& p = *holder.linux_process;
+  std::string note = fmt::format("{:<28}", holder_note(holder));
+  note = holder.role == HolderRole::Orphan ? style.red(note) : style.yellow(note);
+  const std::string start = fmt::format("  {:>7} {} {:>7} {:<2} {:>6} {} ", holder.pid, fixed_cell(p.user, 9),
+                                        p.ppid, std::string(1, p.state), format_duration(p.elapsed_seconds), note);
+  return start + width.rest_of_line(p.command(), start) + "\n";
+}
+
+const char* kHolderHeader = "      PID USER         PPID S     AGE ROLE                         COMMAND\n";
+
+const char* kProcessHeader =
+    "      PID USER      TYPE    GPU MEM IDENTITY   S     AGE  CPU%   SM CONTAINER        COMMAND\n";
+
+}  // namespace
+
+std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
+                            const OutputWidth& width) {
+  std::string out = header(snapshot, style);
+  std::set<pid_t> shown_holders;
+  for (const auto& gpu : snapshot.gpus) {
+    if (!filter.gpu_selected(gpu.reading.index)) continue;
+    out += "\n" + gpu_heading(gpu, style);
+    if (gpu.reading.error) continue;
+    std::string rows;
+    for (const auto& process : snapshot.processes) {
+      if (process.gpu_index == gpu.reading.index && filter.process_selected(process)) {
+        rows += process_row(process, style, width);
+      }
+    }
+    out += rows.empty() ? style.dim("  no processes listed by the driver") + "\n" : style.dim(kProcessHeader) + rows;
+    std::string holder_rows;
+    for (const auto& holder : snapshot.holders) {
+      if (holder.listed_by_driver || !filter.holder_selected(holder)) continue;
+      if (!holder.holds_gpu(gpu.reading.index)) continue;
+      holder_rows += holder_row(holder, style, width);
+      shown_holders.insert(holder.pid);
+    }
+    if (!holder_rows.empty()) {
+      out += "  " + style.bold("Also holding this GPU's device files, not listed by the driver:") + "\n" +
+             style.dim(kHolderHeader) + holder_rows;
+    }
+  }
+  std::string others;
+  for (const auto& holder : snapshot.holders) {
+    if (holder.listed_by_driver || shown_holders.count(holder.pid) || !filter.holder_selected(holder)) continue;
+    others += holder_row(holder, style, width);
+  }
+  if (!others.empty()) {
+    out += "\n" + style.bold(snapshot.driver.loaded ? "Other holders of GPU device files:"
+                                                    : "Holders of GPU device files:") +
+           "\n" + style.dim(kHolderHeader) + others;
+  }
+  out += render_drm_gpus(snapshot, style, width);
+  const bool drm_holders = std::any_of(snapshot.table.processes().begin(), snapshot.table.processes().end(),
+                                       [](const auto& entry) { return entry.second.holds_any_drm_file(); });
+  if (snapshot.holders.empty() && !drm_holders) {
+    out += fmt::format("\nNo process holds a GPU device file under {}.\n",
+                       sanitize_for_terminal(snapshot.table.options().dev_dir));
+  }
+  if (snapshot.gpus.empty() && snapshot.driver.loaded && !snapshot.driver.count_error) {
+    out += "\nNo GPUs reported by the driver.\n";
+  }
+  return out;
+}
+
+std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
+                           const OutputWidth& width) {
+  std::string out = header(snapshot, style);
+  const auto& table = snapshot.table;
+
+  // Descendants drawn with box characters; each labelled with its role towards the GPU.
+  struct Walker {
+    const Snapshot& snapshot;
+    const TerminalStyle& style;
+    const OutputWidth& width;
+    std::string& out;
+    int minor;
+    void walk(pid_t pid, const std::string& prefix) {
+      auto children = snapshot.table.children_of(pid);
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        const bool last = i + 1 == children.size();
+        const ProcessInfo* child = snapshot.table.find(children[i]);
+        if (child == nullptr) continue;
+        std::string role;
+        if (child->state == 'Z') {
+          role = style.dim("zombie (holds no memory)");
+        } else if (minor >= 0 ? child->holds_gpu_minor(minor) : child->holds_any_device_file()) {
+          role = style.yellow("worker: holds this GPU's descriptors");
+        } else if (child->holds_any_device_file()) {
+          role = style.yellow("holds other GPU device files");
+        } else {
+          role = style.dim("child: no GPU descriptors");
+        }
+        const std::string start = fmt::format("  {}{} {:>7} {} {} {}  ", prefix, last ? "└─" : "├─", child->pid,
+                                              fixed_cell(child->user, 9), std::string(1, child->state), role);
+        out += start + width.rest_of_line(child->command(), start) + "\n";
+        walk(child->pid, prefix + (last ? "   " : "│  "));
+      }
+    }
+  };
+
+  for (const auto& gpu : snapshot.gpus) {
+    if (!filter.gpu_selected(gpu.reading.index)) continue;
+    out += "\n" + gpu_heading(gpu, style);
+    if (gpu.reading.error) continue;
+    const int minor = gpu.reading.minor_number ? static_cast<int>(*gpu.reading.minor_number) : -1;
+    bool any = false;
+    for (const auto& process : snapshot.processes) {
+      if (process.gpu_index != gpu.reading.index || !filter.process_selected(process)) continue;
+      any = true;
+      const ProcessInfo* p = process.linux_process;
+      const std::string start = fmt::format("  {:>7} {} {:<4} {:>10} {} ", process.driver.pid,
+                                            fixed_cell(p ? p->user : "-", 9), process.driver.types.label(),
+                                            format_bytes(process.driver.used_memory),
+                                            identity_cell(process.identity, style));
+      out += start + (p ? width.rest_of_line(p->command(), start) : style.dim("(no such PID here)")) + "\n";
+      if (p != nullptr && process.identity != Identity::Mismatch) {
+        Walker{snapshot, style, width, out, minor}.walk(p->pid, "");
+      }
+    }
+    if (!any) out += style.dim("  no processes listed by the driver") + "\n";
+    for (const auto& holder : snapshot.holders) {
+      if (holder.listed_by_driver || holder.listed_ancestor || !filter.holder_selected(holder)) continue;
+      if (!holder.holds_gpu(gpu.reading.index)) continue;
+      const ProcessInfo& p = *holder.linux_process;
+      const std::string start =
+          fmt::format("  {:>7} {} {} {}  ", holder.pid, fixed_cell(p.user, 9), std::string(1, p.state),
+                      style.red(holder.role == HolderRole::Orphan ? "ORPHAN holder (its job is over)" : "unlisted holder"));
+      out += start + width.rest_of_line(p.command(), start) + "\n";
+      Walker{snapshot, style, width, out, minor}.walk(holder.pid, "");
+    }
+  }
+  if (!snapshot.driver.loaded) {
+    out += "\n" + style.bold("Holders of GPU device files:") + "\n";
+    for (const auto& holder : snapshot.holders) {
+      if (!filter.holder_selected(holder)) continue;
+      const ProcessInfo& p = *holder.linux_process;
+      const std::string start = fmt::format("  {:>7} {} ppid {:<7} ", holder.pid, fixed_cell(p.user, 9), p.ppid);
+      out += start + width.rest_of_line(p.command(), start) + "\n";
+      Walker{snapshot, style, width, out, -1}.walk(holder.pid, "");
+    }
+  }
+  (void)table;
+  return out;
+}
+
+}  // namespace gpureap

@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# The shipped deploy/slurm scripts and `gpureap run` inside a real two-node Slurm cluster
+# (tests/slurm/cluster.sh, started once for all scenarios): jobs submitted with sbatch/srun by
+# normal users, and what Slurm (scontrol, sinfo, the job completion log) and the GPUs show after.
+# Usage: scenarios.sh SOURCE_DIR BUILD_DIR. Exit 77 (skipped) without root or without Slurm.
+set -euo pipefail
+source=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
+if [[ $(id -u) != 0 ]]; then echo "skipped: the cluster needs root (network namespaces, slurmd)"; exit 77; fi
+for program in slurmctld slurmd munged sbatch; do
+  command -v "$program" >/dev/null || { echo "skipped: no $program (scripts/setup-deps.sh installs slurm-wlm and munge)"; exit 77; }
+done
+# The integration tests' user, made as they make it (under their lock) when this runs first.
+user_a=gpureap-test-user
+(
+  flock 8
+  id "$user_a" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user_a"
+) 8>/run/lock/gpureap-test-user.lock
+
+# One cluster at a time on this machine: its bridge, namespaces and ports are fixed. Under the
+# lock, a cluster directory that exists is a killed run's: stopped first.
+exec 9>/run/lock/gpureap-slurm-cluster.lock
+flock 9
+for stale in /tmp/gpureap-slurm-[0-9]*; do
+  [[ -d $stale ]] && bash "$source/tests/slurm/cluster.sh" stop "$stale"
+done
+bash "$source/tests/slurm/cluster.sh" stop /tmp/gpureap-slurm-none  # its network, if left
+
+dir=/tmp/gpureap-slurm-$$
+user_b=gpureap-slurm-b$$  # the second user of the two-users scenario, removed at the end
+frozen_group=/sys/fs/cgroup/freezer/gpureap-slurm-$$
+failures=0
+cleanup() {
+  local status=$?
+  # The daemons' logs and the ranks' output say why a job did not start or end.
+  ((status == 0 && failures == 0)) || tail -n 40 "$dir"/log/slurm*.log "$dir"/pids/* 2>/dev/null
+  [[ -d $frozen_group ]] && { echo THAWED >"$frozen_group/freezer.state"; rmdir "$frozen_group" 2>/dev/null || true; }
+  # Whatever a scenario left (a failure midway) is ended by PID from the READY files, which only
+  # this run's ranks wrote.
+  local pid
+  for pid in $(sed -n 's/.*pid=\([0-9]*\).*workers=\([0-9,]*\).*/\1,\2/p' "$dir"/pids/* 2>/dev/null | tr ',' ' '); do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  bash "$source/tests/slurm/cluster.sh" stop "$dir"
+  userdel "$user_b" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+fail() { printf 'FAIL (%s s): %s\n' "$((SECONDS - scenario_started))" "$*"; failures=$((failures + 1)); }
+scenario_started=$SECONDS
+check() {  # check WHAT COMMAND...: the command must succeed
+  local what=$1
+  shift
+  if "$@"; then printf 'ok (%s s): %s\n' "$((SECONDS - scenario_started))" "$what"; else fail "$what"; fi
+}
+eventually() {  # eventually SECONDS COMMAND...: true once the command succeeds
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+started=$SECONDS
+bash "$source/tests/slurm/cluster.sh" start "$dir" "$source" "$build"
+echo "cluster up in $((SECONDS - started)) s"
+# shellcheck source=/dev/null
+source "$dir/env"
+useradd --system --no-create-home --shell /usr/sbin/nologin "$user_b"
+
+as() { local user=$1; shift; runuser -u "$user" -- env SLURM_CONF="$SLURM_CONF" CLUSTER_DIR="$CLUSTER_DIR" "$@"; }
+submit() {  # submit USER SBATCH_ARGS... : the job's ID
+  local user=$1
+  shift
+  as "$user" sbatch --parsable --no-requeue -D /tmp -o /dev/null "$@"
+}
+node_state() { scontrol show node "$1" | sed -n 's/^ *State=\([^ ]*\).*/\1/p'; }
+node_reason() { scontrol show node "$1" | sed -n 's/^ *Reason=//p'; }
+node_is() { [[ $(node_state "$1") == "$2" ]]; }
+job_field() { scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+job_is() { [[ $(job_field "$1" JobState) == "$2" ]]; }
+completed() { grep -q "^JobId=$1 .*JobState=$2 " "$dir/log/jobcomp.txt" 2>/dev/null; }
+# A GPU's used memory as the node's simulated driver reports it.
+gpu_used() { "$dir/bin/gpusim" --state "$dir/$1/sim" status --json | jq ".gpus[$2].memory.used"; }
+gpu_at() { [[ $(gpu_used "$1" "$2") == "$3" ]]; }
+ready() { [[ -s $dir/pids/$1 ]]; }  # its READY line (not the .err file beside it)
+pid_of() { sed -n 's/.*READY pid=\([0-9]*\).*/\1/p' "$dir/pids/$1"; }
+workers_of() { sed -n 's/.*workers=\([0-9,]*\).*/\1/p' "$dir/pids/$1" | tr ',' ' '; }
+# A zombie counts as gone: this machine's PID 1 may be slow to reap the orphans it inherits.
+state_of() { sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+alive() { local pid s; for pid; do s=$(state_of "$pid"); [[ -n $s && $s != Z ]] || return 1; done; }
+gone() { local pid s; for pid; do s=$(state_of "$pid"); [[ -z $s || $s == Z ]] || return 1; done; }
+job_gpu() {  # the GPU index Slurm gave job $1 on its node
+  scontrol show job -d "$1" | sed -n 's/.*GRES=gpu:[0-9]*(IDX:\([0-9]*\)).*/\1/p' | head -1
+}
+
+declare -A baseline
+for node in node1 node2; do
+  for gpu in 0 1; do baseline[$node.$gpu]=$(gpu_used "$node" "$gpu"); done
+done
+gpus_at_baseline() {
+  local node gpu
+  for node in "$@"; do
+    for gpu in 0 1; do gpu_at "$node" "$gpu" "${baseline[$node.$gpu]}" || return 1; done
+  done
+}
+
+scenario() { printf '\n== %s\n' "$*"; scenario_started=$SECONDS; }
+scenario_took() { printf 'took %s s\n' "$((SECONDS - scenario_started))"; }
+
+# ---------------------------------------------------------------------------------------------
+# Under proctrack/cgroup Slurm itself ends what stays in the job's cgroup (the forked workers);
+# the loader is moved out of it first, as a process of the job's user started outside the job's
+# cgroup is (over ssh without pam_slurm_adopt, a systemd --user service): the epilog ends that.
+scenario "a job leaves forked DataLoader workers and a loader outside its cgroup; the epilog ends what Slurm did not, a second user's job on the other GPU survives"
+bystander=$(submit "$user_b" -w node1 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh bystander")
+ended=$(submit "$user_a" -w node1 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh ended --exit-after 3000")
+eventually 30 ready "ended-node1-0.loader" || fail "the job did not start"
+escaped=$(pid_of ended-node1-0.loader)
+[[ -n $escaped ]] && echo "$escaped" >/sys/fs/cgroup/freezer/cgroup.procs  # before the rank exits, 3 s after its start
+eventually 30 ready "ended-node1-0" || fail "the job's rank did not start"
+eventually 30 ready "bystander-node1-0" || fail "the bystander job did not start"
+ended_gpu=$(job_gpu "$ended") bystander_gpu=$(job_gpu "$bystander")
+check "the two jobs have different GPUs ($ended_gpu, $bystander_gpu)" test "$ended_gpu" != "$bystander_gpu"
+leftovers="$(workers_of ended-node1-0) $escaped"
+bystanders="$(pid_of bystander-node1-0) $(workers_of bystander-node1-0) $(pid_of bystander-node1-0.loader)"
+bystander_used=$(gpu_used node1 "$bystander_gpu")
+check "job $ended ended with exit code 0 (job completion log)" eventually 10 completed "$ended" COMPLETED
+check "node1 back to mixed: the epilog passed" eventually 10 node_is node1 MIXED
+check "the job's workers and loader ($leftovers) are gone" gone $leftovers
+check "node1's GPU $ended_gpu is back to its baseline" gpu_at node1 "$ended_gpu" "${baseline[node1.$ended_gpu]-unknown}"
+check "the other user's job ($bystanders) still runs" alive $bystanders
+check "the other user's GPU $bystander_gpu still holds its memory" gpu_at node1 "$bystander_gpu" "$bystander_used"
+check "the epilog ended the loader outside the job's cgroup (its audit log)" grep -q "\"pid\":$escaped," "$dir/log/reap-node1.log"
+scancel "$bystander"
+check "the bystander job, cancelled, is cleaned in turn: node1 idle" eventually 15 node_is node1 IDLE
+check "node1's GPUs are back to their baseline" gpus_at_baseline node1
+check "and the bystander's processes are gone" gone $bystanders
+scenario_took
+
+# ---------------------------------------------------------------------------------------------
+scenario "a process that cannot be ended (D state): the epilog fails and the node is drained with gpureap's reason"
+stuck=$(submit "$user_a" -w node2 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh stuck")
+eventually 30 ready "stuck-node2-0.loader" || fail "the job did not start"
+eventually 30 ready "stuck-node2-0" || fail "the job did not start"
+loader=$(pid_of stuck-node2-0.loader)
+mkdir "$frozen_group"
+[[ -n $loader ]] && echo "$loader" >"$frozen_group/cgroup.procs"
+echo FROZEN >"$frozen_group/freezer.state"
+eventually 5 eval '[[ $(state_of "$loader") == D ]]' || fail "the loader is not in D"
+scancel "$stuck"
+check "node2 is drained" eventually 20 bash -c '[[ $(scontrol show node node2) == *DRAIN* ]]'
+reason=$(node_reason node2)
+echo "node2's reason: $reason"
+check "the reason is gpureap's and names the survivor ($loader)" bash -c '[[ $0 == *gpureap* && $0 == *"$1"* ]]' "$reason" "$loader"
+echo THAWED >"$frozen_group/freezer.state"
+check "thawed, the loader ends (its SIGKILL was pending)" eventually 5 gone "$loader"
+echo "$loader" >/sys/fs/cgroup/freezer/cgroup.procs 2>/dev/null || true
+rmdir "$frozen_group"
+scontrol update NodeName=node2 State=RESUME
+check "resumed, node2 is idle" eventually 10 node_is node2 IDLE
+check "node2's GPUs are back to their baseline" gpus_at_baseline node2
+scenario_took
+
+# ---------------------------------------------------------------------------------------------
+scenario "the prolog refuses a GPU that still holds memory and says why"
+GPUSIM_STATE_DIR=$dir/node2/sim "$dir/bin/gpusim-cuda" --alloc 0:3GiB --alloc 1:3GiB --name leftover \
+  >"$dir/pids/leftover" </dev/null &
+eventually 5 ready leftover || fail "the leftover did not start"
+leftover=$(pid_of leftover)
+refused=$(submit "$user_a" -w node2 --gres=gpu:1 --wrap "exec $dir/bin/rank.sh refused")
+check "node2 is drained" eventually 15 bash -c '[[ $(scontrol show node node2) == *DRAIN* ]]'
+reason=$(node_reason node2)
+echo "node2's reason: $reason"
+check "the job never ran" test ! -e "$dir/pids/refused-node2-0"
+check "the leftover the prolog saw still runs (a prolog only looks)" alive "$leftover"
+check "the reason is gpureap's and names the GPU and the leftover ($leftover)" \
+  bash -c '[[ $0 == "gpureap prolog: job $1: GPU "[01]": 3072 MiB used; processes: $2 (root)"* ]]' "$reason" "$refused" "$leftover"
+check "slurmd's log has the prolog's words too" grep -q "not starting: GPU [01]: .*$leftover (root)" "$dir/log/slurmd-node2.log"
+kill "$leftover"
+eventually 5 gone "$leftover"
+scancel "$refused" 2>/dev/null || true
+scontrol update NodeName=node2 State=RESUME
+check "resumed, node2 is idle" eventually 10 node_is node2 IDLE
+scenario_took
+
+# ---------------------------------------------------------------------------------------------
+# Multi-node fail-fast: every rank under `gpureap run --fail-fast`, two ranks a node, srun's
+# --kill-on-bad-exit. One process of node1 is killed; gpureap on node1 ends its part of the job
+# and exits with the dead process's status, Slurm ends the step on node2, gpureap there ends its
+# ranks and workers on that signal; both nodes' GPUs are verified free.
+all_ready() { local f; for f in "$@"; do ready "$f" || return 1; done; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+launch() {  # launch TAG VICTIM_KIND(rank|loader) SRUN_OPTIONS... -- [gpureap run...]: sets srun_pid, job_pids, victim
+  local tag=$1 kind=$2
+  shift 2
+  local srun_options=()
+  while [[ $1 != -- ]]; do srun_options+=("$1"); shift; done
+  shift
+  local files=() node rank f
+  for node in node1 node2; do for rank in 0 1; do files+=("$tag-$node-$rank" "$tag-$node-$rank.loader"); done; done
+  as "$user_a" srun -N2 --ntasks-per-node=2 --gres=gpu:2 "${srun_options[@]}" \
+    "$dir/bin/node-sim.sh" "$@" "$dir/bin/rank.sh" "$tag" >"$dir/log/$tag.out" 2>&1 &
+  srun_pid=$!
+  eventually 30 all_ready "${files[@]}" || { fail "the job's ranks did not start"; return 1; }
+  job_pids=""
+  for f in "${files[@]}"; do job_pids+=" $(pid_of "$f") $(workers_of "$f")"; done
+  victim=$(pid_of "$tag-node1-0$([[ $kind == loader ]] && echo .loader)")
+}
+fail_fast() {  # fail_fast TAG VICTIM_KIND [gpureap run...]
+  local tag=$1 kind=$2
+  shift 2
+  launch "$tag" "$kind" --kill-on-bad-exit=1 -- "$@" || return
+  # gpureap run counts an orphan's death only once a look (--poll-interval) saw it use a GPU: a
+  # loader killed before that is not a process that used a GPU to it.
+  [[ $kind == loader ]] && sleep 1
+  local killed_at
+  killed_at=$(now)
+  kill -KILL "$victim"
+  eventually 15 gpus_at_baseline node1 node2 || fail "the GPUs were not freed"
+  echo "measured: $kind $victim killed: both nodes' GPUs back to baseline after $(since "$killed_at") s"
+  local status=0
+  eventually 20 gone "$srun_pid" || { fail "srun still runs 20 s after the death"; kill "$srun_pid"; }
+  wait "$srun_pid" || status=$?
+  echo "srun exited $status after $(since "$killed_at") s"
+  check "srun says the job failed" test "$status" != 0
+  check "every rank, worker and loader on both nodes is gone" eventually 5 gone $job_pids
+  check "the NVML client beside the job (root's, outside Slurm) still runs" alive $nvml_clients
+  check "both nodes idle again" eventually 15 eval 'node_is node1 IDLE && node_is node2 IDLE'
+}
+held_after() {  # held_after SECONDS TAG VICTIM_KIND SRUN_OPTIONS...: what still holds the GPUs then
+  local seconds=$1 tag=$2 kind=$3
+  shift 3
+  launch "$tag" "$kind" "$@" -- || return
+  kill -KILL "$victim"
+  sleep "$seconds"
+  local held=0 p
+  for p in $job_pids; do alive "$p" && held=$((held + 1)); done
+  echo "measured: $kind $victim killed, $seconds s later: $held of the job's processes still run;" \
+    "used: node1 $(gpu_used node1 0)+$(gpu_used node1 1), node2 $(gpu_used node2 0)+$(gpu_used node2 1) bytes"
+  scancel --jobname=node-sim.sh --user="$user_a"
+  wait "$srun_pid" || true
+  eventually 15 eval 'node_is node1 IDLE && node_is node2 IDLE' || fail "the nodes did not come back"
+}
+scenario "multi-node fail-fast: a rank on node1 is killed"
+nvml_clients=""
+for node in node1 node2; do
+  GPUSIM_STATE_DIR=$dir/$node/sim "$dir/bin/gpusim-cuda" --nvml-client --name exporter >"$dir/pids/nvml-$node" </dev/null &
+  eventually 5 ready "nvml-$node" || fail "the NVML client did not start"
+  nvml_clients+=" $(pid_of "nvml-$node")"
+done
+fail_fast ff-rank rank "$GPUREAP" run --fail-fast --poll-interval 100ms --kill-timeout 1s --verify-timeout 2s
+check "gpureap run on node1 exited with the rank's status (137)" grep -q "node1: task 0: Exited with exit code 137" "$dir/log/ff-rank.out"
+check "gpureap run on node1 verified its GPU" grep -q "the job's memory was verified released" "$dir/log/ff-rank.out"
+scenario_took
+
+scenario "multi-node fail-fast: one double-forked worker (the loader) of a rank on node1 is killed"
+fail_fast ff-loader loader "$GPUREAP" run --fail-fast --poll-interval 100ms --kill-timeout 1s --verify-timeout 2s
+check "gpureap run on node1 said which process ended the job" \
+  grep -q -- "--fail-fast: PID [0-9]* (loader), which used a GPU, was killed by SIGKILL: ending the job" "$dir/log/ff-loader.out"
+check "and exited 137" grep -q "node1: task 0: Exited with exit code 137" "$dir/log/ff-loader.out"
+scenario_took
+
+if [[ ${GPUREAP_SLURM_COMPARE:-0} == 1 ]]; then
+  # The same job without gpureap run (docs/performance.md): seconds of waiting, not for CI.
+  scenario "without gpureap run, --kill-on-bad-exit=1, a rank killed"
+  fail_fast plain rank
+  scenario "without gpureap run, --kill-on-bad-exit=1, a loader killed"
+  held_after 10 plain-loader loader --kill-on-bad-exit=1
+  scenario "without gpureap run, Slurm's default KillOnBadExit=0, a rank killed"
+  held_after 10 plain-default rank
+fi
+kill $nvml_clients
+
+if ((failures > 0)); then
+  echo "$failures check(s) failed; logs:"
+  tail -n 40 "$dir"/log/slurm*.log "$dir"/log/*.out
+  exit 1
+fi
+echo "all Slurm scenarios passed in $((SECONDS - started)) s"
