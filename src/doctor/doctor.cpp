@@ -21,6 +21,7 @@ Diagnosis diagnose_with(SnapshotSource* source, Snapshot& snapshot, const Doctor
   Diagnosis diagnosis;
   check_driver(snapshot, diagnosis);
   if (snapshot.driver.loaded) check_memory(source, snapshot, options, diagnosis);
+  check_drm_memory(snapshot, diagnosis);
   check_zombies(snapshot, diagnosis);
   check_blocked_processes(snapshot, options.settle_seconds, diagnosis);
   if (options.check_ipc) check_ipc(snapshot, options, diagnosis);

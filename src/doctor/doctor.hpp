@@ -77,6 +77,8 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis);
 // `source` null: no re-measuring (a release in progress reads as a leak).
 void check_memory(SnapshotSource* source, const Snapshot& snapshot, const DoctorOptions& options,
                   Diagnosis& diagnosis);
+// AMD GPUs (DRM): VRAM used beyond what their clients and KFD processes report.
+void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis);
 void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis);
 void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis);
 void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);

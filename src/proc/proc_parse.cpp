@@ -150,8 +150,11 @@ std::vector<std::string> parse_cmdline(std::string_view text) {
   return args;
 }
 
-std::optional<DeviceFileHandle> classify_device_path(std::string_view link_target,
-                                                     std::string_view dev_dir) {
+namespace {
+
+// The name of `link_target` below dev_dir ("nvidia0", "dri/renderD128"), without the
+// " (deleted)" a descriptor whose node was unlinked reads back with; nullopt outside dev_dir.
+std::optional<std::string_view> name_under_dev_dir(std::string_view link_target, std::string_view dev_dir) {
   while (!dev_dir.empty() && dev_dir.back() == '/') dev_dir.remove_suffix(1);
   std::string_view name = link_target;
   if (name.size() <= dev_dir.size() || name.substr(0, dev_dir.size()) != dev_dir ||
@@ -159,14 +162,48 @@ std::optional<DeviceFileHandle> classify_device_path(std::string_view link_targe
     return std::nullopt;
   }
   name.remove_prefix(dev_dir.size() + 1);
-  // A descriptor whose node was unlinked reads back as "<path> (deleted)". It still refers
-  // to the driver's open file, so it still pins GPU memory (e.g. a container runtime or
-  // nvidia-modprobe recreated /dev/nvidia0 while a process kept the old node open).
-  // Count it; `path` keeps the suffix so the report shows the node is gone.
+  // A descriptor whose node was unlinked still refers to the driver's open file, so it still
+  // pins GPU memory (e.g. a container runtime or nvidia-modprobe recreated /dev/nvidia0 while a
+  // process kept the old node open). Count it; `path` keeps the suffix so the report shows the
+  // node is gone.
   constexpr std::string_view kDeleted = " (deleted)";
   if (name.size() > kDeleted.size() && name.substr(name.size() - kDeleted.size()) == kDeleted) {
     name.remove_suffix(kDeleted.size());
   }
+  return name;
+}
+
+}  // namespace
+
+std::optional<DeviceFileHandle> classify_drm_path(std::string_view link_target, std::string_view dev_dir) {
+  const auto name = name_under_dev_dir(link_target, dev_dir);
+  if (!name) return std::nullopt;
+  DeviceFileHandle handle;
+  const auto take_minor = [&handle](std::string_view digits) {
+    return !digits.empty() && digits.size() <= 4 && procfs::parse_whole_unsigned(digits, handle.minor);
+  };
+  constexpr std::string_view kCard = "dri/card";
+  constexpr std::string_view kRender = "dri/renderD";
+  if (*name == "kfd") {
+    handle.kind = DeviceFileKind::Kfd;
+  } else if (name->starts_with(kRender)) {
+    handle.kind = DeviceFileKind::DrmRender;
+    if (!take_minor(name->substr(kRender.size()))) return std::nullopt;
+  } else if (name->starts_with(kCard)) {
+    handle.kind = DeviceFileKind::DrmCard;
+    if (!take_minor(name->substr(kCard.size()))) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  handle.path.assign(link_target);
+  return handle;
+}
+
+std::optional<DeviceFileHandle> classify_device_path(std::string_view link_target,
+                                                     std::string_view dev_dir) {
+  const auto under = name_under_dev_dir(link_target, dev_dir);
+  if (!under) return std::nullopt;
+  const std::string_view name = *under;
 
   DeviceFileHandle handle;
   // "nvidia<N>" / "nvidia-cap<N>": N is 1..3 digits (minors are < 256; caps < 4096 today).
@@ -200,6 +237,7 @@ std::optional<DeviceFileHandle> classify_device_path(std::string_view link_targe
 std::optional<DeviceFileHandle> classify_fd_link(std::string_view fd_name, std::string_view link_target,
                                                  std::string_view dev_dir) {
   std::optional<DeviceFileHandle> handle = classify_device_path(link_target, dev_dir);
+  if (!handle) handle = classify_drm_path(link_target, dev_dir);
   if (handle && !procfs::parse_whole_unsigned(fd_name, handle->fd)) return std::nullopt;
   return handle;
 }

@@ -30,7 +30,12 @@ std::optional<ContainerRef> parse_cgroup(std::string_view text);
 std::optional<DeviceFileHandle> classify_device_path(std::string_view link_target,
                                                      std::string_view dev_dir);
 
-// The same for the entry `fd_name` of a /proc/<pid>/fd listing: also its descriptor number.
+// A DRM device file under dev_dir: dri/card<N> (DrmCard), dri/renderD<N> (DrmRender), or
+// ROCm's kfd (Kfd). Named as udev names them; the minor is the N of the name.
+std::optional<DeviceFileHandle> classify_drm_path(std::string_view link_target, std::string_view dev_dir);
+
+// The same for the entry `fd_name` of a /proc/<pid>/fd listing, NVIDIA's files and DRM's: also
+// its descriptor number.
 std::optional<DeviceFileHandle> classify_fd_link(std::string_view fd_name, std::string_view link_target,
                                                  std::string_view dev_dir);
 

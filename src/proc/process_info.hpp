@@ -18,13 +18,16 @@ struct ContainerRef {
   std::string cgroup_path;  // the cgroup path it was recognised from (the line's third field)
 };
 
-// One open descriptor on a GPU device file.
-enum class DeviceFileKind { Control, Gpu, Uvm, UvmTools, Caps, Modeset };
+// One open descriptor on a GPU device file. Control..Modeset are NVIDIA's; DrmCard and
+// DrmRender are any DRM driver's /dev/dri/card<N> and /dev/dri/renderD<N> (AMD, Intel, ...),
+// Kfd is ROCm's /dev/kfd.
+enum class DeviceFileKind { Control, Gpu, Uvm, UvmTools, Caps, Modeset, DrmCard, DrmRender, Kfd };
 
 struct DeviceFileHandle {
   int fd = -1;
   DeviceFileKind kind = DeviceFileKind::Control;
-  int minor = -1;            // for Gpu: the N of nvidia<N>; for Caps: the N of nvidia-cap<N>
+  int minor = -1;            // for Gpu: the N of nvidia<N>; for Caps: the N of nvidia-cap<N>;
+                             // for DrmCard and DrmRender: the N of card<N> and renderD<N> (the DRM minor)
   std::string path;          // the link target, e.g. "/dev/nvidia0"
 };
 
@@ -83,7 +86,8 @@ struct ProcessInfo {
   std::vector<pid_t> ns_pids;   // NSpid chain; ns_pids.back() is the PID inside its container
   std::optional<ContainerRef> container;
   FdAccess fd_access = FdAccess::Ok;
-  std::vector<DeviceFileHandle> device_files;  // open descriptors on GPU device files
+  std::vector<DeviceFileHandle> device_files;  // open descriptors on NVIDIA device files
+  std::vector<DeviceFileHandle> drm_files;     // open descriptors on DRM device files and /dev/kfd
   // Whether it maps libnvidia-ml without libcuda, read with the details of device-file holders
   // only (nullopt when unknown). A CUDA process and every fork of it map libcuda; a pure NVML
   // client (nvidia-smi, an exporter, DCGM) maps libnvidia-ml alone, yet holds the device files.
@@ -94,6 +98,10 @@ struct ProcessInfo {
   std::string command() const;
   bool holds_gpu_minor(int minor) const;
   bool holds_any_device_file() const { return !device_files.empty(); }
+  bool holds_any_drm_file() const { return !drm_files.empty(); }
+  // Whether the scan reads its details (status, cmdline, cgroup, ...): it holds a GPU file of
+  // any vendor.
+  bool holds_any_gpu_file() const { return holds_any_device_file() || holds_any_drm_file(); }
 };
 
 // The file name of an executable link as /proc/<pid>/exe reads it: "/usr/bin/python3.11" ->

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 
 #include <sys/stat.h>
 
@@ -18,6 +19,15 @@ namespace {
 void sort_by_descriptor(std::vector<DeviceFileHandle>& files) {
   std::sort(files.begin(), files.end(),
             [](const DeviceFileHandle& a, const DeviceFileHandle& b) { return a.fd < b.fd; });
+}
+
+// DRM and KFD descriptors go to drm_files: every user of device_files means NVIDIA's.
+void separate_drm_files(ProcessInfo& info) {
+  const auto drm = std::stable_partition(info.device_files.begin(), info.device_files.end(), [](const DeviceFileHandle& h) {
+    return h.kind != DeviceFileKind::DrmCard && h.kind != DeviceFileKind::DrmRender && h.kind != DeviceFileKind::Kfd;
+  });
+  info.drm_files.insert(info.drm_files.end(), std::make_move_iterator(drm), std::make_move_iterator(info.device_files.end()));
+  info.device_files.erase(drm, info.device_files.end());
 }
 
 // The kernel's own limit on the arguments' size is a quarter of the stack limit.
@@ -47,12 +57,13 @@ std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
       info->state != 'Z' && info->state != 'X') {
     info->device_files = std::move(*probed);
     sort_by_descriptor(info->device_files);
+    separate_drm_files(*info);
   } else {
     read_device_files(dir.get(), *info);
   }
   // A holder's details are read now, through the directory fd that is bound to the process
   // read: no second open and no second stat to prove the PID still names it.
-  if (info->holds_any_device_file()) holder_details(dir.get(), *info);
+  if (info->holds_any_gpu_file()) holder_details(dir.get(), *info);
   return info;
 }
 
@@ -177,6 +188,7 @@ bool ProcessReader::list_device_files(int fd_dir, ProcessInfo& info) {
     info.fd_access = errno_means_denied() ? FdAccess::Denied : FdAccess::Gone;
   }
   sort_by_descriptor(info.device_files);
+  separate_drm_files(info);
   return listed;
 }
 

@@ -122,7 +122,7 @@ void ProcessTableBuilder::scan(int root_fd) {
   // Holders have their details from phase 1 (ProcessReader::read); any left are read now.
   std::vector<pid_t> holders;
   for (const auto& [pid, info] : table_.processes_) {
-    if (info.holds_any_device_file() && !info.details_loaded) holders.push_back(pid);
+    if (info.holds_any_gpu_file() && !info.details_loaded) holders.push_back(pid);
   }
   std::sort(holders.begin(), holders.end());
   load_details(root_fd, holders);
@@ -293,7 +293,7 @@ bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
 void ProcessTableBuilder::complete_holders(int root_fd) {
   std::vector<pid_t> holders;
   for (const auto& [pid, info] : table_.processes_) {
-    if (info.holds_any_device_file()) holders.push_back(pid);
+    if (info.holds_any_gpu_file()) holders.push_back(pid);
   }
   std::sort(holders.begin(), holders.end());
   std::vector<pid_t> tree;

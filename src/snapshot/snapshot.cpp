@@ -231,6 +231,10 @@ SnapshotOptions default_snapshot_options() {
     char resolved[PATH_MAX];
     options.proc.dev_dir = realpath(dev, resolved) != nullptr ? resolved : dev;
   }
+  if (const char* sys = std::getenv("GPUREAP_SYS_DIR"); sys != nullptr && sys[0] != '\0') options.sysfs_root = sys;
+  if (const char* fdinfo = std::getenv("GPUREAP_FDINFO_DIR"); fdinfo != nullptr && fdinfo[0] != '\0') {
+    options.fdinfo_root = fdinfo;
+  }
   return options;
 }
 
@@ -402,6 +406,8 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   snapshot->table.load_trees(listed);
   join_snapshot(*snapshot, *reading);
   attribute_mps(*snapshot, read_socket_view(*snapshot, proc.proc_root));
+  snapshot->drm = drm::read_drm(
+      {options_.sysfs_root, options_.fdinfo_root.empty() ? proc.proc_root : options_.fdinfo_root}, snapshot->table);
   return snapshot;
 }
 

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "drm/drm_reading.hpp"
 #include "nvml/driver_reading.hpp"
 #include "nvml/nvml_library.hpp"
 #include "proc/process_table.hpp"
@@ -139,6 +140,8 @@ struct Snapshot {
   // Processes whose descriptors we may not read (other users', when not root): holders
   // among them are invisible, and the views must say so.
   std::size_t processes_not_inspected = 0;
+  // The GPUs NVML does not see (AMD, Intel: DRM devices), their clients and KFD processes.
+  drm::DrmReading drm;
 
   const GpuView* gpu_by_minor(unsigned minor) const;
   const GpuView* gpu_by_index(unsigned index) const;
@@ -150,9 +153,14 @@ struct Snapshot {
 
 struct SnapshotOptions {
   ProcScanOptions proc;  // proc_root, dev_dir (from GPUREAP_DEV_DIR by default)
+  std::string sysfs_root = "/sys";  // DRM devices and KFD (GPUREAP_SYS_DIR for tests)
+  // Where DRM descriptors' <pid>/fdinfo/<fd> are read: proc.proc_root when empty
+  // (GPUREAP_FDINFO_DIR for tests: the simulator's processes hold plain files, whose fdinfo has
+  // no DRM keys).
+  std::string fdinfo_root;
 };
 
-SnapshotOptions default_snapshot_options();  // honours GPUREAP_DEV_DIR
+SnapshotOptions default_snapshot_options();  // honours GPUREAP_DEV_DIR, GPUREAP_SYS_DIR, GPUREAP_FDINFO_DIR
 
 // Keeps the NVML library loaded between snapshots (watch mode re-reads without re-loading).
 class SnapshotSource {

@@ -226,6 +226,8 @@ std::string SimHost::library_path() const { return library_for(generation_); }
 std::map<std::string, std::string> SimHost::env() const {
   std::map<std::string, std::string> env = {{"GPUSIM_STATE_DIR", state_dir_},
                                             {"GPUREAP_DEV_DIR", dev_dir()},
+                                            // no DRM GPU unless a test lays one out
+                                            {"GPUREAP_SYS_DIR", state_dir_ + "/sys"},
                                             {"GPUREAP_NVML_LIBRARY", library_path()},
                                             {"NO_COLOR", ""}};
   for (const auto& [name, value] : extra_env_) env[name] = value;

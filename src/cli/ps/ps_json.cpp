@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/common/json_value.hpp"
+#include "cli/ps/ps_drm.hpp"
 #include "text/human_format.hpp"
 
 namespace gpureap {
@@ -52,6 +53,8 @@ Json gpu_json(const GpuView& gpu) {
   const auto& r = gpu.reading;
   Json out;
   out["index"] = r.index;
+  out["vendor"] = "nvidia";
+  out["source"] = "nvml";
   out["uuid"] = r.uuid;
   out["name"] = r.name;
   out["pci_bus_id"] = r.pci_bus_id;
@@ -194,6 +197,7 @@ nlohmann::ordered_json ps_to_json(const Snapshot& snapshot, const PsFilter& filt
     if (filter.gpu_selected(gpu.reading.index)) gpus.push_back(gpu_json(gpu));
   }
   out["gpus"] = gpus;
+  out["drm_gpus"] = drm_gpus_json(snapshot);
   Json processes = Json::array();
   for (const auto& process : snapshot.processes) {
     if (filter.process_selected(process)) processes.push_back(process_json(process));

@@ -9,6 +9,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "cli/ps/ps_drm.hpp"
 #include "text/human_format.hpp"
 #include "text/sanitize.hpp"
 
@@ -256,7 +257,10 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
                                                     : "Holders of GPU device files:") +
            "\n" + style.dim(kHolderHeader) + others;
   }
-  if (snapshot.holders.empty()) {
+  out += render_drm_gpus(snapshot, style, width);
+  const bool drm_holders = std::any_of(snapshot.table.processes().begin(), snapshot.table.processes().end(),
+                                       [](const auto& entry) { return entry.second.holds_any_drm_file(); });
+  if (snapshot.holders.empty() && !drm_holders) {
     out += fmt::format("\nNo process holds a GPU device file under {}.\n",
                        sanitize_for_terminal(snapshot.table.options().dev_dir));
   }

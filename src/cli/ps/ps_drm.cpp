@@ -1,0 +1,198 @@
+#include "cli/ps/ps_drm.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "text/human_format.hpp"
+#include "text/sanitize.hpp"
+
+namespace gpureap {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+template <typename T>
+Json drm_optional_json(const std::optional<T>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+// The KFD GPU ids whose topology node is this PCI device.
+std::vector<std::uint32_t> kfd_ids_of(const drm::DrmReading& reading, const std::string& pci) {
+  std::vector<std::uint32_t> ids;
+  for (const auto& node : reading.kfd_nodes) {
+    if (node.pci_address == pci) ids.push_back(node.gpu_id);
+  }
+  return ids;
+}
+
+std::optional<std::uint64_t> kfd_vram_on(const drm::KfdProcess& process, const std::vector<std::uint32_t>& ids) {
+  std::optional<std::uint64_t> sum;
+  for (const auto& memory : process.vram) {
+    if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) sum = sum.value_or(0) + memory.vram_bytes;
+  }
+  return sum;
+}
+
+// The DRM descriptors of `device` that no client read explains: display-only holders, clients
+// whose fdinfo could not be read.
+struct DrmNodeHolder {
+  pid_t pid;
+  const DeviceFileHandle* file;
+};
+std::vector<DrmNodeHolder> holders_without_client(const Snapshot& snapshot, const drm::DrmDevice& device) {
+  std::vector<DrmNodeHolder> out;
+  for (const auto& [pid_key, process] : snapshot.table.processes()) {
+    const pid_t pid = pid_key;  // a lambda may not capture a structured binding (clang 14)
+    for (const auto& file : process.drm_files) {
+      if (file.kind == DeviceFileKind::Kfd || file.minor < 0 || !device.has_minor(static_cast<unsigned>(file.minor))) continue;
+      const bool in_a_client = std::any_of(snapshot.drm.clients.clients().begin(), snapshot.drm.clients.clients().end(),
+                                           [&](const drm::DrmClient& c) {
+                                             return std::find(c.holders.begin(), c.holders.end(),
+                                                              drm::ClientHolder{pid, file.fd}) != c.holders.end();
+                                           });
+      if (!in_a_client) out.push_back({pid, &file});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const DrmNodeHolder& a, const DrmNodeHolder& b) {
+    return a.pid != b.pid ? a.pid < b.pid : a.file->fd < b.file->fd;
+  });
+  return out;
+}
+
+std::string drm_holder_command(const Snapshot& snapshot, pid_t pid) {
+  const ProcessInfo* p = snapshot.table.find(pid);
+  return p != nullptr ? p->command() : std::string("(gone)");
+}
+
+std::string drm_holder_user(const Snapshot& snapshot, pid_t pid) {
+  const ProcessInfo* p = snapshot.table.find(pid);
+  return p != nullptr ? p->user : std::string("-");
+}
+
+}  // namespace
+
+std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style, const OutputWidth& width) {
+  const auto& reading = snapshot.drm;
+  std::string out;
+  for (const auto& device : reading.devices) {
+    std::string title = fmt::format("{} GPU {}  {}  (DRM fdinfo)", drm::gpu_vendor_name(device.vendor), device.pci_address,
+                                    sanitize_for_terminal(device.driver));
+    if (device.vram_used || device.vram_total) {
+      title += fmt::format("  VRAM {} used of {}", format_bytes(device.vram_used), format_bytes(device.vram_total));
+    }
+    out += "\n" + style.bold(title) + "\n";
+    const std::size_t rows_start = out.size();
+    const auto clients = reading.clients.clients_of(device.pci_address);
+    if (!clients.empty()) out += style.dim("      PID USER          VRAM     SHARED  CLIENT  COMMAND") + "\n";
+    for (const auto* client : clients) {
+      const auto pids = client->pids();
+      const std::string start =
+          fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", pids.front(), fixed_cell(drm_holder_user(snapshot, pids.front()), 9),
+                      format_bytes(drm::device_memory_bytes(client->stats)),
+                      format_bytes(drm::shared_device_bytes(client->stats)), client->client_id);
+      out += start + width.rest_of_line(drm_holder_command(snapshot, pids.front()), start) + "\n";
+      for (std::size_t i = 1; i < pids.size(); ++i) {
+        const std::string also = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", pids[i],
+                                             fixed_cell(drm_holder_user(snapshot, pids[i]), 9), "(same)", "", client->client_id);
+        out += also + width.rest_of_line(drm_holder_command(snapshot, pids[i]), also) + "\n";
+      }
+    }
+    for (const auto& holder : holders_without_client(snapshot, device)) {
+      const bool display = holder.file->kind == DeviceFileKind::DrmCard;
+      const std::string start = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", holder.pid,
+                                            fixed_cell(drm_holder_user(snapshot, holder.pid), 9), "?", "",
+                                            display ? "card" : "render");
+      out += start + width.rest_of_line(drm_holder_command(snapshot, holder.pid), start) + "\n";
+    }
+    const auto ids = kfd_ids_of(reading, device.pci_address);
+    for (const auto& process : reading.kfd_processes) {
+      const auto vram = kfd_vram_on(process, ids);
+      if (!vram) continue;
+      const std::string start = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", process.pid,
+                                            fixed_cell(drm_holder_user(snapshot, process.pid), 9), format_bytes(*vram), "", "kfd");
+      out += start + width.rest_of_line(drm_holder_command(snapshot, process.pid), start) + "\n";
+    }
+    if (out.size() == rows_start) out += style.dim("  no process holds this GPU") + "\n";
+  }
+  if (reading.fdinfo_unread > 0) {
+    out += style.dim(fmt::format("  {} DRM descriptor(s) without readable client stats: memory unknown (run as root; "
+                                 "amdgpu before Linux 5.19 prints none)",
+                                 reading.fdinfo_unread)) +
+           "\n";
+  }
+  return out;
+}
+
+Json drm_gpus_json(const Snapshot& snapshot) {
+  const auto& reading = snapshot.drm;
+  Json gpus = Json::array();
+  for (const auto& device : reading.devices) {
+    Json gpu;
+    gpu["vendor"] = drm::gpu_vendor_name(device.vendor);
+    gpu["source"] = "drm";
+    gpu["pci_bus_id"] = device.pci_address;
+    gpu["driver"] = device.driver;
+    Json nodes = Json::array();
+    for (const auto& node : device.nodes) {
+      nodes.push_back(Json{{"name", node.name}, {"kind", node.kind == drm::NodeKind::Card ? "card" : "render"},
+                           {"minor", node.minor}});
+    }
+    gpu["nodes"] = nodes;
+    gpu["memory"] = Json{{"total_bytes", drm_optional_json(device.vram_total)},
+                         {"used_bytes", drm_optional_json(device.vram_used)},
+                         {"clients_bytes", drm_optional_json(reading.clients.device_memory_of(device.pci_address))}};
+    Json clients = Json::array();
+    for (const auto* client : reading.clients.clients_of(device.pci_address)) {
+      Json c;
+      c["client_id"] = client->client_id;
+      c["pids"] = client->pids();
+      Json descriptors = Json::array();
+      for (const auto& h : client->holders) descriptors.push_back(Json{{"pid", h.pid}, {"fd", h.fd}});
+      c["descriptors"] = descriptors;
+      c["vram_bytes"] = drm_optional_json(drm::device_memory_bytes(client->stats));
+      c["shared_vram_bytes"] = drm_optional_json(drm::shared_device_bytes(client->stats));
+      Json regions = Json::array();
+      for (const auto& r : client->stats.regions) {
+        regions.push_back(Json{{"region", r.region},
+                               {"total_bytes", drm_optional_json(r.total)},
+                               {"shared_bytes", drm_optional_json(r.shared)},
+                               {"resident_bytes", drm_optional_json(r.resident)},
+                               {"purgeable_bytes", drm_optional_json(r.purgeable)},
+                               {"active_bytes", drm_optional_json(r.active)}});
+      }
+      c["regions"] = regions;
+      Json engines = Json::array();
+      for (const auto& e : client->stats.engines) {
+        engines.push_back(Json{{"engine", e.engine},
+                               {"busy_ns", drm_optional_json(e.busy_ns)},
+                               {"capacity", e.capacity},
+                               {"cycles", drm_optional_json(e.cycles)},
+                               {"total_cycles", drm_optional_json(e.total_cycles)}});
+      }
+      c["engines"] = engines;
+      clients.push_back(c);
+    }
+    gpu["clients"] = clients;
+    Json others = Json::array();
+    for (const auto& holder : holders_without_client(snapshot, device)) {
+      others.push_back(Json{{"pid", holder.pid},
+                            {"fd", holder.file->fd},
+                            {"node", holder.file->kind == DeviceFileKind::DrmCard ? "card" : "render"},
+                            {"minor", holder.file->minor}});
+    }
+    gpu["holders_without_stats"] = others;
+    Json kfd = Json::array();
+    const auto ids = kfd_ids_of(reading, device.pci_address);
+    for (const auto& process : reading.kfd_processes) {
+      if (const auto vram = kfd_vram_on(process, ids)) {
+        kfd.push_back(Json{{"pid", process.pid}, {"pasid", drm_optional_json(process.pasid)}, {"vram_bytes", *vram}});
+      }
+    }
+    gpu["kfd_processes"] = kfd;
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+}  // namespace gpureap

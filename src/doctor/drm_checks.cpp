@@ -1,0 +1,90 @@
+// VRAM of an AMD GPU that no client explains: amdgpu's mem_info_vram_used against the memory
+// its DRM clients report in fdinfo (each client once) and, for ROCm processes that hold no DRM
+// client of it, their KFD allocations. Read-only: nothing acts on DRM holders yet.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "doctor/doctor.hpp"
+#include "proc/proc_io.hpp"
+#include "text/human_format.hpp"
+
+namespace gpureap {
+namespace {
+
+// What the driver uses itself (firmware, page tables, its own buffers) is not reported per
+// client. Allowed for, as for NVIDIA's v1 figures: 512 MiB, or 2% of the GPU's VRAM when more.
+// A guess from the documents, not a measurement: no AMD hardware has run this.
+std::uint64_t driver_allowance_bytes(std::optional<std::uint64_t> total) {
+  return std::max<std::uint64_t>(512ull << 20, total.value_or(0) / 50);
+}
+
+}  // namespace
+
+void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
+  const auto& reading = snapshot.drm;
+  for (const auto& device : reading.devices) {
+    if (!device.vram_used) continue;  // i915 and xe have no device total: nothing to compare
+    std::uint64_t explained = reading.clients.device_memory_of(device.pci_address).value_or(0);
+    std::vector<pid_t> client_pids;
+    for (const auto* client : reading.clients.clients_of(device.pci_address)) {
+      for (const pid_t pid : client->pids()) client_pids.push_back(pid);
+    }
+    // KFD allocations go through the process's render-node client too, so a ROCm process with a
+    // client here is already counted; one without (its fdinfo unread) is added from KFD.
+    std::uint64_t kfd_only = 0;
+    std::vector<std::uint32_t> ids;
+    for (const auto& node : reading.kfd_nodes) {
+      if (node.pci_address == device.pci_address) ids.push_back(node.gpu_id);
+    }
+    for (const auto& process : reading.kfd_processes) {
+      if (std::find(client_pids.begin(), client_pids.end(), process.pid) != client_pids.end()) continue;
+      for (const auto& memory : process.vram) {
+        if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) kfd_only += memory.vram_bytes;
+      }
+    }
+    explained += kfd_only;
+    const std::uint64_t used = *device.vram_used;
+    if (used <= explained) continue;
+    const std::uint64_t unexplained = used - explained;
+    const std::uint64_t allowance = driver_allowance_bytes(device.vram_total);
+    if (unexplained <= allowance) continue;
+    std::size_t hidden = 0;  // processes whose descriptors we could not read, as memory_checks counts them
+    for (const auto& [pid, process] : snapshot.table.processes()) {
+      if (process.fd_access == FdAccess::Denied && !process.kernel_thread && !procfs::denial_hides_nothing(pid)) ++hidden;
+    }
+    const bool incomplete = reading.fdinfo_unread > 0 || hidden > 0;
+    Finding f;
+    f.id = FindingId::DrmMemoryUnexplained;
+    f.severity = incomplete ? Severity::Info : Severity::Warning;
+    f.summary = fmt::format("{} GPU {}: {} of VRAM in use that no client explains ({} used, {} reported by its clients)",
+                            drm::gpu_vendor_name(device.vendor), device.pci_address, format_bytes(unexplained),
+                            format_bytes(used), format_bytes(explained));
+    f.details.push_back(fmt::format(
+        "allowed for the driver's own use: {}; the clients' memory is what their fdinfo reports (each client once)",
+        format_bytes(allowance)));
+    if (incomplete) {
+      f.details.push_back(fmt::format(
+          "{} DRM descriptor(s) had no readable client stats and {} process(es) could not be inspected: "
+          "their memory may be the rest (run as root)",
+          reading.fdinfo_unread, hidden));
+    }
+    f.details.push_back("known from the kernel's documents only: no AMD hardware has run this check");
+    f.evidence = {{"pci_bus_id", device.pci_address},
+                  {"vendor", std::string(drm::gpu_vendor_name(device.vendor))},
+                  {"driver", device.driver},
+                  {"vram_used_bytes", used},
+                  {"vram_total_bytes", device.vram_total ? nlohmann::json(*device.vram_total) : nlohmann::json(nullptr)},
+                  {"clients_bytes", explained - kfd_only},
+                  {"kfd_only_bytes", kfd_only},
+                  {"unexplained_bytes", unexplained},
+                  {"driver_allowance_bytes", allowance},
+                  {"fdinfo_unread", reading.fdinfo_unread},
+                  {"processes_not_inspected", hidden}};
+    f.remedies.push_back(Remedy{"gpureap ps --json", Risk::None,
+                                "lists the GPU's clients, the holders without stats and the KFD processes", false});
+    diagnosis.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace gpureap

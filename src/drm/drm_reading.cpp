@@ -1,0 +1,72 @@
+#include "drm/drm_reading.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fcntl.h>
+
+#include "drm/fdinfo_record.hpp"
+#include "proc/proc_io.hpp"
+
+namespace gpureap::drm {
+
+const DrmDevice* DrmReading::device_with_minor(unsigned minor) const {
+  for (const auto& device : devices) {
+    if (device.has_minor(minor)) return &device;
+  }
+  return nullptr;
+}
+
+std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_root, pid_t pid,
+                               const std::vector<DeviceFileHandle>& files) {
+  std::size_t unread = 0;
+  char name[24];
+  *std::to_chars(name, name + sizeof name - 1, pid).ptr = '\0';
+  const procfs::unique_fd root = procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), /*no_follow=*/false);
+  const procfs::unique_fd process =
+      root ? procfs::open_dir_at(root.get(), name, /*no_follow=*/true) : procfs::unique_fd();
+  const procfs::unique_fd fdinfo =
+      process ? procfs::open_dir_at(process.get(), "fdinfo", /*no_follow=*/true) : procfs::unique_fd();
+  procfs::ReadBuffer buffer(4096);
+  for (const auto& file : files) {
+    if (file.kind != DeviceFileKind::DrmCard && file.kind != DeviceFileKind::DrmRender) continue;
+    if (!fdinfo) {
+      ++unread;
+      continue;
+    }
+    char fd_name[16];
+    *std::to_chars(fd_name, fd_name + sizeof fd_name - 1, file.fd).ptr = '\0';
+    const auto text = buffer.read_file_at(fdinfo.get(), fd_name, kMaxFdinfoBytes);
+    auto record = text ? parse_drm_fdinfo(*text) : std::nullopt;
+    if (!record) {
+      ++unread;
+      continue;
+    }
+    ledger.add(pid, file.fd, std::move(*record));
+  }
+  return unread;
+}
+
+DrmReading read_drm(const DrmReadOptions& options, const ProcessTable& table) {
+  DrmReading reading;
+  reading.devices = read_drm_devices(options.sysfs_root);
+  // NVIDIA's come from NVML; virtual and display-only adapters (bochs, virtio, ASPEED's BMC
+  // display) hold no compute memory worth a row.
+  std::erase_if(reading.devices,
+                [](const DrmDevice& d) { return d.vendor != GpuVendor::Amd && d.vendor != GpuVendor::Intel; });
+  reading.kfd_nodes = read_kfd_topology(options.sysfs_root);
+  if (reading.devices.empty() && reading.kfd_nodes.empty()) return reading;
+  std::vector<pid_t> holders;
+  for (const auto& [pid, process] : table.processes()) {
+    if (process.holds_any_drm_file()) holders.push_back(pid);
+  }
+  std::sort(holders.begin(), holders.end());  // clients list their holders in PID order
+  for (const pid_t pid : holders) {
+    reading.fdinfo_unread += add_fdinfo_clients(reading.clients, options.proc_root, pid, table.find(pid)->drm_files);
+  }
+  for (const pid_t pid : list_kfd_processes(options.sysfs_root)) {
+    if (auto process = read_kfd_process(options.sysfs_root, pid)) reading.kfd_processes.push_back(std::move(*process));
+  }
+  return reading;
+}
+
+}  // namespace gpureap::drm

@@ -1,0 +1,48 @@
+// The second GPU source beside NVML: the AMD, Intel and other DRM GPUs of the host, their
+// clients from the fdinfo of the descriptors the /proc scan found (counted once per client),
+// and ROCm's KFD processes. NVIDIA GPUs keep coming from NVML: a DRM device whose PCI vendor is
+// NVIDIA (nvidia-drm) is left out here.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "drm/client_ledger.hpp"
+#include "drm/device_sysfs.hpp"
+#include "drm/kfd_process.hpp"
+#include "proc/process_info.hpp"
+#include "proc/process_table.hpp"
+
+namespace gpureap::drm {
+
+struct DrmReadOptions {
+  std::string sysfs_root = "/sys";  // GPUREAP_SYS_DIR in tests
+  std::string proc_root = "/proc";  // where <pid>/fdinfo/<fd> is read (GPUREAP_FDINFO_DIR in tests)
+};
+
+struct DrmReading {
+  std::vector<DrmDevice> devices;  // AMD's and Intel's, by PCI address
+  ClientLedger clients;
+  std::vector<KfdProcess> kfd_processes;
+  std::vector<KfdNode> kfd_nodes;
+  // DRM descriptors whose fdinfo could not be read (another user's process when not root, or
+  // closed since the scan) or had no drm-driver line: their memory is unknown.
+  std::size_t fdinfo_unread = 0;
+
+  const DrmDevice* device_with_minor(unsigned minor) const;
+};
+
+// Reads <proc_root>/<pid>/fdinfo/<fd> of each card and render descriptor of `files` (bounded
+// to kMaxFdinfoBytes) into `ledger`; returns how many could not be read or parsed.
+std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_root, pid_t pid,
+                               const std::vector<DeviceFileHandle>& files);
+
+// Devices from sysfs; when there is any that is not NVIDIA's, the clients of every process in
+// `table` holding a DRM file, and the KFD processes. Nothing is read from /proc when the host has
+// no such device, so an NVIDIA-only host pays one directory listing.
+DrmReading read_drm(const DrmReadOptions& options, const ProcessTable& table);
+
+}  // namespace gpureap::drm
