@@ -8,7 +8,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 start=$SECONDS
-step() { echo "== $1 ($((SECONDS - start)) s)"; }
+cpu_log=$(mktemp)
+trap 'rm -f "$cpu_log"' EXIT
+# Each step's start says the wall time so far and the CPU the finished steps used (bash's
+# `times`: the programs this script has waited for), so that a CI log shows where time went.
+step() {
+  times >"$cpu_log"
+  echo "== $1 ($((SECONDS - start)) s; CPU of the steps before: $(tail -1 "$cpu_log" | awk '{print $1 " user, " $2 " system"}'))"
+}
 
 step "AddressSanitizer + UndefinedBehaviorSanitizer build (clang)"
 CC=clang CXX=clang++ "$root/scripts/build.sh" asan
@@ -29,7 +36,7 @@ CC=gcc CXX=g++ setsid nice -n 19 "${release[@]}" >"$release_log" 2>&1 </dev/null
 release_pid=$!
 # (|| true: under set -e a failing command in the trap, the build long gone, would end the
 # script with status 1 after a passing run.)
-trap 'kill -- "-$release_pid" 2>/dev/null || true; rm -f "$release_log"' EXIT
+trap 'kill -- "-$release_pid" 2>/dev/null || true; rm -f "$release_log" "$cpu_log"' EXIT
 
 step "tests"
 # The tests mostly wait on real processes, so run more of them than there are cores.
