@@ -139,7 +139,10 @@ std::set<pid_t> end_mps_clients(const EndingSettings& settings, const Members& l
       continue;
     }
     spared.insert(pid);
-    report.ended.push_back(TargetOutcome{.pid = pid, .outcome = KillOutcome::Survived, .detail = ending.refusal});
+    report.ended.push_back(TargetOutcome{
+        .pid = pid,
+        .outcome = KillOutcome::Survived,
+        .detail = fmt::format("{}, or signal it anyway with `gpureap kill {} --force`", ending.refusal, pid)});
   }
   return spared;
 }

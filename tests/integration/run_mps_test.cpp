@@ -72,5 +72,23 @@ TEST_P(RunJobMps, ALeftoverClientEndsThroughTerminateClientAndAnotherJobsClientA
 
 INSTANTIATE_TEST_SUITE_P(Generations, RunJobMps, ::testing::Values("r470", "r550"));
 
+TEST(RunJobMpsClient, ALeftoverWhoseServerCannotBeFoundIsLeftRunningAndReportedNotSignalled) {
+  SimHost host({"--gpus", "1"});
+  const std::string audit = host.state_dir() + "/audit.log";
+  // Listed by the MPS call, but connected to no server the driver lists.
+  BackgroundRun job(host, {"--poll-interval", "100ms", "--kill-timeout", "1", "--verify-timeout", "0", "--audit-log", audit},
+                    {"/bin/sh", "-c", "\"$SIM\" --alloc 0:1GiB:M & sleep 1.5"});
+  const auto client = job.sim_ready();
+  ASSERT_EQ(client.size(), 1u);
+  EXPECT_EQ(job.wait(), 123) << job.stderr_text();
+  const auto report = job.report();
+  const auto* e = ended_entry(report, client[0]);
+  ASSERT_NE(e, nullptr) << report.dump(2);
+  EXPECT_EQ((*e)["outcome"], "survived");
+  EXPECT_NE((*e)["detail"].get<std::string>().find("its MPS server was not found"), std::string::npos) << report.dump(2);
+  EXPECT_TRUE(running(client[0]));
+  EXPECT_EQ(audited_pids(audit).count(client[0]), 0u);
+}
+
 }  // namespace
 }  // namespace gpureap::test
