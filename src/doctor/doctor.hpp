@@ -87,6 +87,9 @@ void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& option
 // MPS: idle and faulted servers (asking their control daemon), and the pipe directory CUDA
 // programs here use ($CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps) left by a dead daemon.
 void check_mps(const Snapshot& snapshot, Diagnosis& diagnosis);
+// MPS clients of one user waiting for another user's server to lose its clients (read from
+// the kernel's socket table; only when a daemon holds a connection other than its server's).
+void check_mps_waiting_clients(const Snapshot& snapshot, Diagnosis& diagnosis);
 
 // The NVML index of the GPU at this PCI location (the function ignored), nullopt when the
 // driver lists none there: an Xid line names the GPU by PCI address only.

@@ -12,7 +12,7 @@ constexpr FindingId kAllFindingIds[] = {
     FindingId::Zombie,          FindingId::DState,                FindingId::Xid,
     FindingId::LeftoverSysvShm, FindingId::LeftoverSysvSem,       FindingId::LeftoverPosixShm,
     FindingId::RunSupervisorGone, FindingId::MpsServerIdle,         FindingId::MpsServerFault,
-    FindingId::MpsStalePipeDirectory, FindingId::DrmMemoryUnexplained,
+    FindingId::MpsStalePipeDirectory, FindingId::MpsClientWaiting,    FindingId::DrmMemoryUnexplained,
 };
 
 }  // namespace
@@ -44,6 +44,7 @@ std::string_view finding_id_name(FindingId id) {
     case FindingId::MpsServerIdle: return "mps-server-idle";
     case FindingId::MpsServerFault: return "mps-server-fault";
     case FindingId::MpsStalePipeDirectory: return "mps-stale-pipe-directory";
+    case FindingId::MpsClientWaiting: return "mps-client-waiting";
     case FindingId::DrmMemoryUnexplained: return "drm-memory-unexplained";
   }
   return "unknown";

@@ -54,6 +54,7 @@ enum class FindingId {
   MpsServerIdle,      // an MPS server holding memory with no client
   MpsServerFault,     // an MPS server a client's death left faulted
   MpsStalePipeDirectory,  // an MPS pipe directory whose control daemon is gone
+  MpsClientWaiting,   // MPS clients of one user queued behind another user's server
   DrmMemoryUnexplained,  // an AMD GPU's VRAM in use beyond what its DRM clients and KFD processes report
 };
 std::string_view finding_id_name(FindingId id);  // "orphaned-holders", "xid", ...

@@ -121,6 +121,7 @@ void check_mps(const Snapshot& snapshot, Diagnosis& diagnosis) {
   for (const auto& v : snapshot.processes) {
     if (v.mps_role == MpsRole::Server) check_server(snapshot, v, diagnosis);
   }
+  check_mps_waiting_clients(snapshot, diagnosis);
   check_pipe_directory(diagnosis);
 }
 

@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "kill/escalation.hpp"
 #include "kill/kill_execution.hpp"
 #include "kill/memory_verification.hpp"
+#include "kill/mps_client_ending.hpp"
 #include "kill/pid_ref.hpp"
 #include "kill/tree_sweep.hpp"
 #include "proc/pid_files.hpp"
@@ -109,9 +111,56 @@ bool out_of_descriptors(const PinResult& pin) {
 // the ladder descriptors of its own: pinned all at once, they would leave it none, and every
 // member would read as "already gone" while it runs on. A member that cannot be pinned even alone
 // goes into `ended` as a survivor: it was not signalled, and must not vanish from the report.
+// MPS clients are ended through terminate_client before any signal (kill/mps_client_ending),
+// so their server and its other clients, other jobs' and users' included, keep working. The
+// members that must not be signalled are returned: terminate_client failed for them, and each
+// is reported as a survivor with why and what to do.
+std::set<pid_t> end_mps_clients(const EndingSettings& settings, const Members& left, RunReport& report) {
+  std::set<pid_t> spared;
+  if (!settings.driver) return spared;
+  SnapshotSource& source = settings.driver();
+  // The full snapshot (the socket table ties a client to its server) only when the driver
+  // lists a member as an MPS client.
+  const auto reading = source.read_driver_only();
+  bool any = false;
+  for (const auto& gpu : reading ? reading->gpus : std::vector<GpuReading>{}) {
+    for (const auto& p : gpu.processes) any = any || (p.types.mps && left.count(static_cast<pid_t>(p.pid)) > 0);
+  }
+  if (!any) return spared;
+  const auto snapshot = source.take();
+  for (const auto& [pid, member] : left) {
+    const auto link = find_mps_client(*snapshot, pid);
+    const ProcessInfo* process = snapshot->table.find(pid);
+    // Another process on the member's PID by now: the ladder's pin leaves it alone.
+    if (!link || process == nullptr || process->start_time_ticks != member.stat.start_time_ticks) continue;
+    const MpsClientEnding ending = end_mps_client_work(*link, false, settings.kill_timeout, settings.proc_root);
+    if (ending.may_signal) {
+      report.notes.push_back(ending.note);
+      continue;
+    }
+    spared.insert(pid);
+    report.ended.push_back(TargetOutcome{
+        .pid = pid,
+        .outcome = KillOutcome::Survived,
+        .detail = fmt::format("{}, or signal it anyway with `gpureap kill {} --force`", ending.refusal, pid)});
+  }
+  return spared;
+}
+
+// The members whose tree holds a spared one: the ladder's sweep of their descendants would
+// signal it.
+std::set<pid_t> ancestors_of(const Members& members, const std::set<pid_t>& spared) {
+  std::set<pid_t> out;
+  for (pid_t pid : spared) {
+    auto it = members.find(pid);
+    while (it != members.end() && out.insert(it->second.stat.ppid).second) it = members.find(it->second.stat.ppid);
+  }
+  return out;
+}
+
 std::vector<TargetResult> signal_members(const EndingSettings& settings, const Members& members, int first_signal,
                                          std::chrono::milliseconds timeout, const std::string& reason,
-                                         std::vector<TargetOutcome>& ended) {
+                                         const std::set<pid_t>& spared, std::vector<TargetOutcome>& ended) {
   raise_open_file_limit();
   EscalationOptions options;
   options.first_signal = first_signal;
@@ -120,12 +169,14 @@ std::vector<TargetResult> signal_members(const EndingSettings& settings, const M
   options.kill_grace = kKillGrace;
   options.proc_root = settings.proc_root;
   std::vector<TargetResult> results;
+  const std::set<pid_t> no_sweep = ancestors_of(members, spared);
   auto next = members.begin();
   while (next != members.end()) {
     const std::size_t budget = std::max<std::size_t>(sweep::pidfd_budget(kLadderReserve), 1);
     std::vector<EscalationTarget> targets;
     for (; next != members.end() && targets.size() < budget; ++next) {
       const auto& [pid, member] = *next;
+      if (spared.count(pid)) continue;
       PinResult pin;
       if (member.proven) {
         pin = PidRef::pin(pid, member.stat.start_time_ticks, settings.proc_root);
@@ -144,7 +195,8 @@ std::vector<TargetResult> signal_members(const EndingSettings& settings, const M
       }
       EscalationTarget target;
       target.ref = std::move(pin.ref);
-      target.sweep_descendants = true;  // whatever it forks meanwhile belongs to the job too
+      // Whatever it forks meanwhile belongs to the job too, unless a spared member is below it.
+      target.sweep_descendants = no_sweep.count(pid) == 0;
       target.reason = reason;
       targets.push_back(std::move(target));
     }
@@ -246,14 +298,18 @@ void end_job(const EndingSettings& settings, RunReport& report) {
     const std::string reason = report.end == JobEnd::Hung      ? "the job hung (--hang-timeout)"
                                : report.end == JobEnd::FailFast ? "a process of the job failed (--fail-fast)"
                                                                 : "left running when the job's main command exited";
-    merge(report.ended, signal_members(settings, left, SIGTERM, settings.kill_timeout, reason, report.ended), false);
+    const std::set<pid_t> spared = end_mps_clients(settings, left, report);
+    merge(report.ended, signal_members(settings, left, SIGTERM, settings.kill_timeout, reason, spared, report.ended),
+          false);
     if (settings.reap) settings.reap();
     const Members stubborn = list_members(settings.membership);
-    if (!stubborn.empty()) {
-      if (!settings.collect_all_evidence) describe_all(stubborn);
+    Members to_kill = stubborn;
+    for (pid_t pid : spared) to_kill.erase(pid);
+    if (!to_kill.empty()) {
+      if (!settings.collect_all_evidence) describe_all(to_kill);
       merge(report.ended,
             signal_members(settings, stubborn, SIGKILL, kKillGrace,
-                           "did not exit within --kill-timeout after SIGTERM", report.ended),
+                           "did not exit within --kill-timeout after SIGTERM", spared, report.ended),
             true);
       if (settings.reap) settings.reap();
     }

@@ -1,4 +1,5 @@
-// The end of a job under `gpureap run`: whatever is left of it gets SIGTERM and
+// The end of a job under `gpureap run`: an MPS client left of it has its work ended through
+// terminate_client first, as kill does (kill/mps_client_ending); whatever is left gets SIGTERM and
 // --kill-timeout to exit (through the kill engine: pinned by pidfd, the job's cgroup frozen
 // while it is signalled, every signal audited); what did not exit is described (state,
 // wchan, kernel stack, and debugger dumps when asked) and then killed; finally the GPU memory

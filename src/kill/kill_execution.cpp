@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "kill/mps_terminate.hpp"
+#include "kill/mps_client_ending.hpp"
 
 namespace gpureap {
 namespace {
@@ -80,31 +80,14 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
 // that failed and the client must not be signalled (its outcome then says why).
 bool end_mps_work_first(const PlannedTarget& t, const PlanPolicy& policy, const ExecutionOptions& options,
                         KillReport& report, TargetOutcome& outcome) {
-  MpsTerminateResult ended;
-  if (!t.mps_server) {
-    ended.detail = "its MPS server was not found (no connection of it to a server the driver lists)";
-  } else if (t.mps_control_daemon) {
-    const auto timeout = std::max(options.engine.timeout, std::chrono::milliseconds(1000));
-    ended = terminate_mps_client(*t.mps_control_daemon, *t.mps_server, t.pid, options.engine.proc_root, timeout);
-  } else {
-    ended.detail = fmt::format("the control daemon of MPS server {} was not found", *t.mps_server);
-  }
-  if (ended.ok) {
-    report.notes.push_back(fmt::format("PID {}: {}", t.pid, ended.detail));
-    return true;
-  }
-  const std::string server = t.mps_server ? std::to_string(*t.mps_server) : std::string("<server>");
-  if (policy.force) {
-    report.notes.push_back(fmt::format("PID {}: {}; signalled anyway (--force): MPS server {} and its other clients "
-                                       "may be left faulted",
-                                       t.pid, ended.detail, server));
+  const MpsClientLink link{t.pid, t.mps_server, t.mps_control_daemon};
+  const MpsClientEnding ending = end_mps_client_work(link, policy.force, options.engine.timeout, options.engine.proc_root);
+  if (ending.may_signal) {
+    report.notes.push_back(ending.note);
     return true;
   }
   outcome.outcome = KillOutcome::Survived;
-  outcome.detail = fmt::format(
-      "not signalled: {}; signalling an MPS client with work outstanding faults its MPS server and every other "
-      "client of it. End it with `echo terminate_client {} {} | nvidia-cuda-mps-control`, or add --force",
-      ended.detail, server, t.pid);
+  outcome.detail = ending.refusal + ", or add --force";
   return false;
 }
 

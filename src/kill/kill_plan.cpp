@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "kill/mps_client_ending.hpp"
+
 namespace gpureap {
 namespace {
 
@@ -147,16 +149,12 @@ void apply_mps(KillPlan& plan, const Snapshot& snapshot) {
   for (auto& target : plan.targets) {
     for (const auto& view : snapshot.processes) {
       if (static_cast<pid_t>(view.driver.pid) != target.pid) continue;
-      if (view.mps_role == MpsRole::Client) target.mps_client = true;
-      if (view.mps_role == MpsRole::Client && view.mps_server) {
-        target.mps_server = view.mps_server;
-        for (const auto& s : snapshot.processes) {
-          if (static_cast<pid_t>(s.driver.pid) == *view.mps_server && s.mps_control_daemon) {
-            target.mps_control_daemon = s.mps_control_daemon;
-          }
-        }
-      }
       if (view.mps_role == MpsRole::Server) target.mps_server_role = true;
+    }
+    if (const auto link = find_mps_client(snapshot, target.pid)) {
+      target.mps_client = true;
+      target.mps_server = link->server;
+      target.mps_control_daemon = link->control_daemon;
     }
   }
   for (auto& target : plan.targets) {

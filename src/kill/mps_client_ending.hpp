@@ -1,0 +1,38 @@
+// Ending an MPS client before any signal reaches it, shared by every command that ends
+// processes (kill, reap, watch, run): the client's server and control daemon as one snapshot
+// proved them, then terminate_client through that daemon. A client signalled with its work
+// outstanding faults its server and every other client of it, so without terminate_client the
+// client is not signalled unless the person forced it.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <sys/types.h>
+
+#include "snapshot/snapshot.hpp"
+
+namespace gpureap {
+
+// An MPS client and what ending it needs, as the snapshot proved them (kernel socket table).
+struct MpsClientLink {
+  pid_t client = 0;
+  std::optional<pid_t> server;          // nullopt: no connection of it to a listed server
+  std::optional<pid_t> control_daemon;  // the server's parent nvidia-cuda-mps-control
+};
+
+// nullopt when the driver does not list pid as an MPS client in this snapshot.
+std::optional<MpsClientLink> find_mps_client(const Snapshot& snapshot, pid_t pid);
+
+struct MpsClientEnding {
+  bool may_signal = false;  // its work was ended, or --force: the ladder may go on
+  std::string note;         // for the report's notes when may_signal ("PID N: ...")
+  std::string refusal;      // why it was not signalled and what to do instead, when !may_signal
+};
+
+// terminate_client for `link`, waiting up to `timeout` (at least 1 s) for the server to let it go.
+MpsClientEnding end_mps_client_work(const MpsClientLink& link, bool force, std::chrono::milliseconds timeout,
+                                    const std::string& proc_root);
+
+}  // namespace gpureap
