@@ -1,6 +1,7 @@
 // The DRM fdinfo parser (src/drm): the kernel writes these files, but a test root or a driver
 // bug may not, and gpureap reads every process's. Any bytes: bounded results, names taken
-// from the input; a fuzzer-chosen region and value inside a well-formed file come back exactly.
+// from the input; a fuzzer-chosen region and value inside a well-formed file come back exactly,
+// in the document's format and in amdgpu's older one.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,7 +24,12 @@ void check_any_text(std::string_view text) {
   const auto record = parse_drm_fdinfo(text);
   if (!record) return;
   const std::string_view seen = text.substr(0, kMaxFdinfoBytes);
-  FUZZ_CHECK(!record->driver.empty() && seen.find(record->driver) != std::string_view::npos);
+  if (record->format == FdinfoFormat::AmdgpuBefore519) {
+    FUZZ_CHECK(record->driver == "amdgpu" && !record->pdev.empty() && record->engines.empty());
+    FUZZ_CHECK(!record->client_id && record->regions.size() <= 3);
+  } else {
+    FUZZ_CHECK(!record->driver.empty() && seen.find(record->driver) != std::string_view::npos);
+  }
   FUZZ_CHECK(record->regions.size() <= kMaxRegions && record->engines.size() <= kMaxEngines);
   if (!record->pdev.empty()) FUZZ_CHECK(canonical_pci_address(record->pdev) == record->pdev);
   for (const auto& region : record->regions) {
@@ -38,8 +44,9 @@ void check_any_text(std::string_view text) {
   ClientLedger ledger;
   ledger.add(1, 3, *record);
   ledger.add(2, 3, *record);
-  FUZZ_CHECK(ledger.clients().size() == (record->client_id ? 1u : 2u));
-  if (record->client_id) FUZZ_CHECK(ledger.device_memory_of(record->pdev) == device_memory_bytes(*record));
+  const bool identified = client_identity(*record).has_value();
+  FUZZ_CHECK(ledger.clients().size() == (identified ? 1u : 2u));
+  if (identified) FUZZ_CHECK(ledger.device_memory_of(record->pdev) == device_memory_bytes(*record));
 }
 
 void check_round_trip(FuzzedDataProvider& in) {
@@ -61,6 +68,16 @@ void check_round_trip(FuzzedDataProvider& in) {
   FUZZ_CHECK(record->lines_not_understood == 0);
 }
 
+// amdgpu's format before 5.19: "kB" is KiB, its pasid tells its clients apart.
+void check_amdgpu_before_519(FuzzedDataProvider& in) {
+  const std::uint64_t kib = in.ConsumeIntegral<std::uint32_t>();
+  const std::string old = "pdev:\t0000:03:00.0\npasid:\t9\nvram mem:\t" + std::to_string(kib) + " kB\n";
+  const auto legacy = parse_drm_fdinfo(old);
+  FUZZ_CHECK(legacy && legacy->format == FdinfoFormat::AmdgpuBefore519);
+  FUZZ_CHECK(legacy->region("vram") != nullptr && legacy->region("vram")->total == kib << 10);
+  FUZZ_CHECK(client_identity(*legacy) == 9u);
+}
+
 }  // namespace
 }  // namespace gpureap::drm
 
@@ -68,7 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   gpureap::drm::check_any_text(text);
   (void)gpureap::drm::parse_memory_value(text.substr(0, 64));
+  (void)gpureap::drm::parse_amdgpu_legacy_kb(text.substr(0, 64));
   FuzzedDataProvider in(data, size);
   gpureap::drm::check_round_trip(in);
+  gpureap::drm::check_amdgpu_before_519(in);
   return 0;
 }

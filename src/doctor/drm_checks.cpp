@@ -1,6 +1,7 @@
 // VRAM of an AMD GPU that no client explains: amdgpu's mem_info_vram_used against the memory
 // its DRM clients report in fdinfo (each client once) and, for ROCm processes that hold no DRM
-// client of it, their KFD allocations. Read-only: nothing acts on DRM holders yet.
+// client of it, their KFD allocations (drm::explained_vram). Read-only: nothing acts on DRM
+// holders yet.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,25 +26,9 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
   const auto& reading = snapshot.drm;
   for (const auto& device : reading.devices) {
     if (!device.vram_used) continue;  // i915 and xe have no device total: nothing to compare
-    std::uint64_t explained = reading.clients.device_memory_of(device.pci_address).value_or(0);
-    std::vector<pid_t> client_pids;
-    for (const auto* client : reading.clients.clients_of(device.pci_address)) {
-      for (const pid_t pid : client->pids()) client_pids.push_back(pid);
-    }
-    // KFD allocations go through the process's render-node client too, so a ROCm process with a
-    // client here is already counted; one without (its fdinfo unread) is added from KFD.
-    std::uint64_t kfd_only = 0;
-    std::vector<std::uint32_t> ids;
-    for (const auto& node : reading.kfd_nodes) {
-      if (node.pci_address == device.pci_address) ids.push_back(node.gpu_id);
-    }
-    for (const auto& process : reading.kfd_processes) {
-      if (std::find(client_pids.begin(), client_pids.end(), process.pid) != client_pids.end()) continue;
-      for (const auto& memory : process.vram) {
-        if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) kfd_only += memory.vram_bytes;
-      }
-    }
-    explained += kfd_only;
+    const auto explained_parts = drm::explained_vram(reading, device.pci_address);
+    const std::uint64_t explained = explained_parts.total();
+    const std::uint64_t kfd_only = explained_parts.kfd_only_bytes;
     const std::uint64_t used = *device.vram_used;
     if (used <= explained) continue;
     const std::uint64_t unexplained = used - explained;

@@ -4,6 +4,14 @@
 
 namespace gpureap::drm {
 
+std::optional<std::uint64_t> client_identity(const DrmFdinfo& record) {
+  if (record.format == FdinfoFormat::AmdgpuBefore519) {
+    if (record.pasid && *record.pasid != 0) return *record.pasid;
+    return std::nullopt;
+  }
+  return record.client_id;
+}
+
 std::vector<pid_t> DrmClient::pids() const {
   std::vector<pid_t> out;
   for (const auto& holder : holders) {
@@ -14,9 +22,12 @@ std::vector<pid_t> DrmClient::pids() const {
 
 void ClientLedger::add(pid_t pid, int fd, DrmFdinfo record) {
   const ClientHolder holder{pid, fd};
-  if (record.client_id) {
+  if (const auto identity = client_identity(record)) {
     for (auto& client : clients_) {
-      if (client.pdev != record.pdev || !client.stats.client_id || client.client_id != *record.client_id) continue;
+      if (client.pdev != record.pdev || client.stats.format != record.format ||
+          client_identity(client.stats) != identity) {
+        continue;
+      }
       if (std::find(client.holders.begin(), client.holders.end(), holder) == client.holders.end()) {
         client.holders.push_back(holder);
       }

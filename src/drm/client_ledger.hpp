@@ -2,7 +2,8 @@
 // descriptors, descriptors inherited across fork and descriptors passed over a socket all share
 // it, and each shows the same drm-client-id with the same memory. The document names
 // (drm-pdev, drm-client-id) as what tells clients apart, so memory is summed over those pairs,
-// never over descriptors or processes.
+// never over descriptors or processes. amdgpu's format before 5.19 has no drm-client-id; its
+// pasid tells its clients apart instead (client_identity).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,12 @@
 
 namespace gpureap::drm {
 
+// What tells a record's client from others on the same device: drm-client-id; for amdgpu's
+// format before 5.19 the pasid, which amdgpu allocates per open file (the file's VM, in
+// amdgpu_driver_open_kms) from one pool for all its devices, 0 meaning none could be had.
+// nullopt when the record has neither: such a client cannot be matched with any other.
+std::optional<std::uint64_t> client_identity(const DrmFdinfo& record);
+
 struct ClientHolder {
   pid_t pid = 0;
   int fd = -1;
@@ -25,7 +32,7 @@ struct ClientHolder {
 
 struct DrmClient {
   std::string pdev;
-  std::uint64_t client_id = 0;
+  std::uint64_t client_id = 0;  // drm-client-id; 0 when the record has none
   DrmFdinfo stats;                    // from the first descriptor read
   std::vector<ClientHolder> holders;  // every (pid, fd) showing this client, in the order added
   // The distinct PIDs among holders, in the order first seen.
@@ -34,8 +41,8 @@ struct DrmClient {
 
 class ClientLedger {
  public:
-  // Records that `pid`'s descriptor `fd` has `record`. A record without drm-client-id cannot be
-  // told apart from others and is kept as a client of its own (counted once per descriptor);
+  // Records that `pid`'s descriptor `fd` has `record`. A record without client_identity cannot
+  // be told apart from others and is kept as a client of its own (counted once per descriptor);
   // `unidentified()` says how many there were.
   void add(pid_t pid, int fd, DrmFdinfo record);
 

@@ -16,6 +16,26 @@ const DrmDevice* DrmReading::device_with_minor(unsigned minor) const {
   return nullptr;
 }
 
+ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_address) {
+  ExplainedVram out;
+  out.clients_bytes = reading.clients.device_memory_of(pci_address).value_or(0);
+  std::vector<pid_t> client_pids;
+  for (const auto* client : reading.clients.clients_of(pci_address)) {
+    for (const pid_t pid : client->pids()) client_pids.push_back(pid);
+  }
+  std::vector<std::uint32_t> ids;
+  for (const auto& node : reading.kfd_nodes) {
+    if (node.pci_address == pci_address) ids.push_back(node.gpu_id);
+  }
+  for (const auto& process : reading.kfd_processes) {
+    if (std::find(client_pids.begin(), client_pids.end(), process.pid) != client_pids.end()) continue;
+    for (const auto& memory : process.vram) {
+      if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) out.kfd_only_bytes += memory.vram_bytes;
+    }
+  }
+  return out;
+}
+
 std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_root, pid_t pid,
                                const std::vector<DeviceFileHandle>& files) {
   std::size_t unread = 0;

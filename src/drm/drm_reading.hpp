@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,17 @@ struct DrmReading {
 
   const DrmDevice* device_with_minor(unsigned minor) const;
 };
+
+// The VRAM of the device at `pci_address` that its processes account for: its DRM clients'
+// device memory (each client once) and, for ROCm processes holding no DRM client of it, their
+// KFD allocations on it. KFD allocations go through the process's render-node client too, so a
+// ROCm process with a client here is counted there already.
+struct ExplainedVram {
+  std::uint64_t clients_bytes = 0;
+  std::uint64_t kfd_only_bytes = 0;
+  std::uint64_t total() const { return clients_bytes + kfd_only_bytes; }
+};
+ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_address);
 
 // Reads <proc_root>/<pid>/fdinfo/<fd> of each card and render descriptor of `files` (bounded
 // to kMaxFdinfoBytes) into `ledger`; returns how many could not be read or parsed.

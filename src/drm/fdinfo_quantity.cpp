@@ -53,6 +53,15 @@ std::optional<std::uint64_t> parse_engine_ns(std::string_view value) {
   return number;
 }
 
+std::optional<std::uint64_t> parse_amdgpu_legacy_kb(std::string_view value) {
+  std::string_view rest = trimmed(value);
+  const auto number = take_number(rest);
+  if (!number || trimmed(rest) != "kB" || *number > (std::numeric_limits<std::uint64_t>::max() >> 10)) {
+    return std::nullopt;
+  }
+  return *number << 10;
+}
+
 std::optional<std::uint64_t> parse_plain_count(std::string_view value) {
   std::string_view rest = trimmed(value);
   const auto number = take_number(rest);

@@ -18,6 +18,10 @@ std::optional<std::uint64_t> parse_memory_value(std::string_view value);
 // are not times (drm-engine-capacity-* is a count and is parsed with parse_plain_count).
 std::optional<std::uint64_t> parse_engine_ns(std::string_view value);
 
+// A memory value of amdgpu's fdinfo before Linux 5.19 ("vram mem:\t%llu kB", the bytes divided
+// by 1024: its "kB" is KiB), in bytes; nullopt for anything else and for what does not fit.
+std::optional<std::uint64_t> parse_amdgpu_legacy_kb(std::string_view value);
+
 // A bare unsigned count ("<uint>", nothing after it): client ids, capacities, cycles.
 std::optional<std::uint64_t> parse_plain_count(std::string_view value);
 

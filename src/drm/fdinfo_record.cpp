@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "drm/fdinfo_amdgpu_legacy.hpp"
 #include "drm/fdinfo_quantity.hpp"
 #include "drm/text_scan.hpp"
 
@@ -171,6 +172,7 @@ std::optional<DrmFdinfo> parse_drm_fdinfo(std::string_view text) {
     record.cut = true;
   }
   Builder builder(record);
+  AmdgpuLegacyFdinfo legacy;
   while (!text.empty()) {
     const auto end = text.find('\n');
     std::string_view line = text.substr(0, end);
@@ -178,10 +180,15 @@ std::optional<DrmFdinfo> parse_drm_fdinfo(std::string_view text) {
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, colon);
+    legacy.line(key, line.substr(colon + 1));  // its keys may hold a blank ("vram mem")
     if (key.empty() || std::any_of(key.begin(), key.end(), [](char c) { return drm::is_blank(c); })) continue;
     builder.line(key, line.substr(colon + 1));
   }
-  if (record.driver.empty()) return std::nullopt;
+  if (record.driver.empty()) {
+    auto old = legacy.record();
+    if (old) old->cut = record.cut;
+    return old;
+  }
   return record;
 }
 

@@ -1,7 +1,8 @@
 // One DRM file descriptor's /proc/<pid>/fdinfo/<fd>, as the kernel's
 // Documentation/gpu/drm-usage-stats.rst defines it: the client's identity (drm-driver,
 // drm-pdev, drm-client-id), its engines' busy time and its memory per region. amdgpu, i915,
-// xe, msm, panfrost, panthor, v3d, ivpu and amdxdna print it; /dev/nvidia* has none.
+// xe, msm, panfrost, panthor, v3d, ivpu and amdxdna print it; /dev/nvidia* has none. amdgpu's
+// own format of 5.14 to 5.18 (fdinfo_amdgpu_legacy.hpp) gives the same record.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +30,8 @@ struct RegionMemory {
   std::optional<std::uint64_t> purgeable;  // drm-purgeable-<region>
   std::optional<std::uint64_t> active;     // drm-active-<region>
   // `total` came from drm-memory-<region> (amdgpu since 5.19, an alias of drm-total- per the
-  // document); a drm-total-<region> line in the same file replaces it.
+  // document), or from the "vram mem:" line of amdgpu before 5.19, the same number; a
+  // drm-total-<region> line in the same file replaces it.
   bool total_from_memory_key = false;
 };
 
@@ -42,7 +44,14 @@ struct EngineUsage {
   std::optional<std::uint64_t> total_cycles;  // drm-total-cycles-<engine> (xe)
 };
 
+// Which text the record was read from.
+enum class FdinfoFormat {
+  DrmUsageStats,    // drm-driver, drm-pdev, drm-client-id, drm-<key>-<region>
+  AmdgpuBefore519,  // pdev, pasid, "vram mem", "gtt mem", "cpu mem": no client id, no engine times
+};
+
 struct DrmFdinfo {
+  FdinfoFormat format = FdinfoFormat::DrmUsageStats;
   std::string driver;                    // drm-driver (mandatory: without it there is no record)
   std::string pdev;                      // drm-pdev, "dddd:bb:dd.f" in lower case; empty when absent
   std::optional<std::uint64_t> client_id;  // drm-client-id
@@ -59,9 +68,10 @@ struct DrmFdinfo {
   const EngineUsage* engine(std::string_view name) const;
 };
 
-// nullopt when the text has no valid drm-driver line (not a DRM client: a /dev/nvidia* or a
-// plain file's fdinfo, or amdgpu's format before 5.19, which has no drm- keys). Reads at most
-// kMaxFdinfoBytes; lines other than drm-*, pasid and the generic pos/flags/mnt_id/ino are
+// The record of a file with a valid drm-driver line; without one, the record of amdgpu's format
+// before 5.19 when the file is that (a valid pdev line and a memory line); otherwise nullopt
+// (not a DRM client: a /dev/nvidia* or a plain file's fdinfo). Reads at most kMaxFdinfoBytes;
+// lines other than drm-*, pasid, the old format's and the generic pos/flags/mnt_id/ino are
 // ignored.
 std::optional<DrmFdinfo> parse_drm_fdinfo(std::string_view text);
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "metrics/gpu_families.hpp"
 #include "metrics/snapshot_metrics.hpp"
 
 namespace gpureap {
@@ -12,8 +13,11 @@ namespace {
 constexpr std::array kHolderRoles = {HolderRole::GpuProcess, HolderRole::Worker, HolderRole::Orphan,
                                      HolderRole::Client, HolderRole::Unlisted};
 
+// NVML's GPUs are NVIDIA's.
+constexpr std::string_view kNvidia = "nvidia";
+
 std::vector<MetricLabel> gpu_labels(const GpuView& gpu) {
-  return {{"gpu", std::to_string(gpu.reading.index)}, {"uuid", outside_label(gpu.reading.uuid)}};
+  return gpu_series_labels(std::to_string(gpu.reading.index), outside_label(gpu.reading.uuid), kNvidia);
 }
 
 void add_if_known(MetricFamily& family, const GpuView& gpu, const std::optional<double>& value) {
@@ -40,29 +44,41 @@ double orphaned_memory(const Snapshot& snapshot, unsigned gpu, const std::set<pi
 
 }  // namespace
 
+std::vector<MetricLabel> gpu_series_labels(std::string gpu, std::string uuid, std::string_view vendor) {
+  return {{"gpu", std::move(gpu)}, {"uuid", std::move(uuid)}, {"vendor", std::string(vendor)}};
+}
+
+GpuFamilies gpu_families(MetricSet& metrics) {
+  return GpuFamilies{
+      .info = metrics.family("gpureap_gpu_info", MetricType::Gauge, "A GPU the driver lists (always 1)."),
+      .total = metrics.family("gpureap_gpu_memory_total_bytes", MetricType::Gauge, "GPU memory in all."),
+      .used = metrics.family("gpureap_gpu_memory_used_bytes", MetricType::Gauge,
+                             "GPU memory in use as the driver reports it (v2 drivers: without the reservation)."),
+      .reserved = metrics.family("gpureap_gpu_memory_reserved_bytes", MetricType::Gauge,
+                                 "GPU memory the driver reserves for itself (v2 drivers only)."),
+      .free = metrics.family("gpureap_gpu_memory_free_bytes", MetricType::Gauge, "GPU memory free."),
+      .unattributed = metrics.family("gpureap_gpu_memory_unattributed_bytes", MetricType::Gauge,
+                                     "Used GPU memory that the processes the driver lists do not account for."),
+      .utilization = metrics.family("gpureap_gpu_utilization_ratio", MetricType::Gauge,
+                                    "Share of time a kernel ran on the GPU (SM utilization), 0 to 1."),
+      .temperature = metrics.family("gpureap_gpu_temperature_celsius", MetricType::Gauge, "GPU temperature."),
+      .power = metrics.family("gpureap_gpu_power_watts", MetricType::Gauge, "GPU power draw."),
+      .processes = metrics.family("gpureap_gpu_processes", MetricType::Gauge, "Processes the driver lists on the GPU."),
+      .holders = metrics.family("gpureap_gpu_holders", MetricType::Gauge,
+                                "Processes holding the GPU's device file, by their role."),
+      .lost = metrics.family("gpureap_gpu_lost", MetricType::Gauge,
+                             "1 when the driver says the GPU is lost or it could not be read."),
+      .orphaned = metrics.family("gpureap_gpu_orphaned_holders", MetricType::Gauge,
+                                 "Holders of the GPU whose job is provably over (orphans)."),
+      .orphaned_bytes = metrics.family("gpureap_gpu_orphaned_memory_bytes", MetricType::Gauge,
+                                       "GPU memory listed under exited processes whose contexts orphans keep alive."),
+  };
+}
+
 void add_gpu_metrics(const Snapshot& snapshot, MetricSet& metrics) {
-  auto& info = metrics.family("gpureap_gpu_info", MetricType::Gauge, "A GPU the driver lists (always 1).");
-  auto& total = metrics.family("gpureap_gpu_memory_total_bytes", MetricType::Gauge, "GPU memory in all.");
-  auto& used = metrics.family("gpureap_gpu_memory_used_bytes", MetricType::Gauge,
-                              "GPU memory in use as the driver reports it (v2 drivers: without the reservation).");
-  auto& reserved = metrics.family("gpureap_gpu_memory_reserved_bytes", MetricType::Gauge,
-                                  "GPU memory the driver reserves for itself (v2 drivers only).");
-  auto& free = metrics.family("gpureap_gpu_memory_free_bytes", MetricType::Gauge, "GPU memory free.");
-  auto& unattributed = metrics.family("gpureap_gpu_memory_unattributed_bytes", MetricType::Gauge,
-                                      "Used GPU memory that the processes the driver lists do not account for.");
-  auto& utilization = metrics.family("gpureap_gpu_utilization_ratio", MetricType::Gauge,
-                                     "Share of time a kernel ran on the GPU (SM utilization), 0 to 1.");
-  auto& temperature = metrics.family("gpureap_gpu_temperature_celsius", MetricType::Gauge, "GPU temperature.");
-  auto& power = metrics.family("gpureap_gpu_power_watts", MetricType::Gauge, "GPU power draw.");
-  auto& processes = metrics.family("gpureap_gpu_processes", MetricType::Gauge, "Processes the driver lists on the GPU.");
-  auto& holders = metrics.family("gpureap_gpu_holders", MetricType::Gauge,
-                                 "Processes holding the GPU's device file, by their role.");
-  auto& lost = metrics.family("gpureap_gpu_lost", MetricType::Gauge,
-                              "1 when the driver says the GPU is lost or it could not be read.");
-  auto& orphaned = metrics.family("gpureap_gpu_orphaned_holders", MetricType::Gauge,
-                                  "Holders of the GPU whose job is provably over (orphans).");
-  auto& orphaned_bytes = metrics.family("gpureap_gpu_orphaned_memory_bytes", MetricType::Gauge,
-                                        "GPU memory listed under exited processes whose contexts orphans keep alive.");
+  GpuFamilies families = gpu_families(metrics);
+  auto& [info, total, used, reserved, free, unattributed, utilization, temperature, power, processes, holders, lost,
+         orphaned, orphaned_bytes] = families;
 
   std::set<pid_t> orphans;
   for (const auto& h : snapshot.holders) {
@@ -71,10 +87,11 @@ void add_gpu_metrics(const Snapshot& snapshot, MetricSet& metrics) {
   for (const GpuView& gpu : snapshot.gpus) {
     const GpuReading& r = gpu.reading;
     const std::string index = std::to_string(r.index);
-    info.add({{"gpu", index}, {"uuid", outside_label(r.uuid)}, {"name", outside_label(r.name)},
-              {"pci_bus_id", outside_label(r.pci_bus_id)}},
-             1);
-    lost.add({{"gpu", index}}, r.error ? 1 : 0);
+    auto info_labels = gpu_labels(gpu);
+    info_labels.push_back({"name", outside_label(r.name)});
+    info_labels.push_back({"pci_bus_id", outside_label(r.pci_bus_id)});
+    info.add(std::move(info_labels), 1);
+    lost.add({{"gpu", index}, {"vendor", std::string(kNvidia)}}, r.error ? 1 : 0);
     if (r.error) continue;  // nothing else it says can be believed
     add_if_known(total, gpu, as_double(gpu.memory.total));
     add_if_known(used, gpu, as_double(gpu.memory.used));
@@ -99,6 +116,7 @@ void add_gpu_metrics(const Snapshot& snapshot, MetricSet& metrics) {
     orphaned.add(gpu_labels(gpu), static_cast<double>(orphan_count));
     orphaned_bytes.add(gpu_labels(gpu), orphaned_memory(snapshot, r.index, orphans));
   }
+  add_drm_gpu_metrics(snapshot, families);
 }
 
 void add_driver_metrics(const Snapshot& snapshot, MetricSet& metrics) {

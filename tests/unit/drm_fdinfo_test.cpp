@@ -1,5 +1,6 @@
 // The DRM fdinfo parser on published samples and documented examples (tests/fixtures/drm,
 // README there cites each), and on what the document allows at its edges.
+#include "drm/client_ledger.hpp"
 #include "drm/fdinfo_quantity.hpp"
 #include "drm/fdinfo_record.hpp"
 
@@ -113,11 +114,117 @@ TEST(DrmFdinfo, I915SystemAndStolenRegionsEnginesWithCapacity) {
   EXPECT_EQ(record->lines_not_understood, 0u);
 }
 
+// amdgpu 5.14 to 5.18: its own keys, "kB" that is KiB, the same record as drm-memory-<region>.
+TEST(DrmFdinfo, AmdgpuBefore519GivesTheSameRecordInBytes) {
+  const auto record = parse_drm_fdinfo(fixture("amdgpu-before-5.19-constructed.fdinfo"));
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->format, FdinfoFormat::AmdgpuBefore519);
+  EXPECT_EQ(record->driver, "amdgpu");
+  EXPECT_EQ(record->pdev, "0000:03:00.0");
+  EXPECT_EQ(record->client_id, std::nullopt);  // the old format has none
+  EXPECT_EQ(record->pasid, 32771u);
+  ASSERT_EQ(record->regions.size(), 3u);
+  EXPECT_EQ(record->region("vram")->total, 1572864 * KiB);
+  EXPECT_TRUE(record->region("vram")->total_from_memory_key);
+  EXPECT_EQ(record->region("vram")->resident, std::nullopt);
+  EXPECT_EQ(record->region("gtt")->total, 20480 * KiB);
+  EXPECT_EQ(record->region("cpu")->total, 0u);
+  EXPECT_EQ(device_memory_bytes(*record), 1572864 * KiB);
+  EXPECT_EQ(shared_device_bytes(*record), std::nullopt);
+  // Percentages over varying time slices are no busy time: no engine, and nothing misread.
+  EXPECT_TRUE(record->engines.empty());
+  EXPECT_EQ(record->lines_not_understood, 0u);
+
+  // The modern fixture's record has the same shape: regions by the same names, in bytes.
+  const auto modern = parse_drm_fdinfo(fixture("amdgpu-drm-memory.fdinfo"));
+  ASSERT_TRUE(modern);
+  EXPECT_EQ(modern->format, FdinfoFormat::DrmUsageStats);
+  for (const char* region : {"vram", "gtt", "cpu"}) {
+    ASSERT_NE(modern->region(region), nullptr) << region;
+    EXPECT_EQ(modern->region(region)->total_from_memory_key, record->region(region)->total_from_memory_key);
+  }
+}
+
+TEST(DrmFdinfo, AmdgpuBefore519IsReadStrictly) {
+  // Without pdev, or without any memory line, it is not that format.
+  EXPECT_FALSE(parse_drm_fdinfo("pasid:\t32771\nvram mem:\t12 kB\n"));
+  EXPECT_FALSE(parse_drm_fdinfo("pdev:\t0000:03:00.0\npasid:\t32771\n"));
+  EXPECT_FALSE(parse_drm_fdinfo("pdev:\t0000:03:00.0\nvram mem:\t12 KiB\n"));  // its unit was kB
+  EXPECT_FALSE(parse_drm_fdinfo("pdev:\tjunk\nvram mem:\t12 kB\n"));
+  // A valid file with lines that are not: counted, never guessed.
+  const auto record = parse_drm_fdinfo(
+      "pdev:\t0000:0A:00.0\n"
+      "pasid:\t-4\n"
+      "vram mem:\t12 kB\n"
+      "gtt mem:\t18014398509481984 kB\n"  // 2^54 KiB does not fit in 64 bits of bytes
+      "cpu mem:\t1 MB\n"
+      "vram  mem:\t99 kB\n"               // not a key of the format
+      "gfx0:\t100.0%\n");
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->pdev, "0000:0a:00.0");
+  EXPECT_EQ(record->pasid, std::nullopt);
+  EXPECT_EQ(record->region("vram")->total, 12 * KiB);
+  EXPECT_EQ(record->region("gtt"), nullptr);
+  EXPECT_EQ(record->region("cpu"), nullptr);
+  EXPECT_EQ(record->lines_not_understood, 3u);
+  // A drm-driver line makes it the document's format: the old keys are not mixed in.
+  const auto modern = parse_drm_fdinfo("drm-driver:\tamdgpu\npdev:\t0000:03:00.0\nvram mem:\t12 kB\n");
+  ASSERT_TRUE(modern);
+  EXPECT_EQ(modern->format, FdinfoFormat::DrmUsageStats);
+  EXPECT_EQ(modern->pdev, "");
+  EXPECT_TRUE(modern->regions.empty());
+  // Past the bound nothing is read, in this format too.
+  const auto cut = parse_drm_fdinfo("pdev:\t0000:03:00.0\nvram mem:\t4 kB\n" + std::string(kMaxFdinfoBytes, '\n') +
+                                    "gtt mem:\t8 kB\n");
+  ASSERT_TRUE(cut);
+  EXPECT_TRUE(cut->cut);
+  EXPECT_EQ(cut->region("gtt"), nullptr);
+  EXPECT_EQ(parse_amdgpu_legacy_kb(" 7 kB"), 7 * KiB);
+  EXPECT_EQ(parse_amdgpu_legacy_kb("7"), std::nullopt);
+  EXPECT_EQ(parse_amdgpu_legacy_kb("7 kB 8"), std::nullopt);
+}
+
+// One host, both formats (one GPU's clients read from old text, another's from new): each
+// client once, the old ones told apart by pasid, the new ones by drm-client-id, never the one
+// by the other's number.
+TEST(DrmFdinfo, BothFormatsOnOneHostCountEachClientOnce) {
+  auto legacy = parse_drm_fdinfo(fixture("amdgpu-before-5.19-constructed.fdinfo"));  // 0000:03:00.0
+  auto modern = parse_drm_fdinfo(fixture("amdgpu-drm-memory.fdinfo"));               // 0000:08:00.0
+  ASSERT_TRUE(legacy && modern);
+  ClientLedger ledger;
+  ledger.add(100, 5, *legacy);
+  ledger.add(101, 5, *legacy);  // a forked worker: same open file, same pasid
+  ledger.add(200, 7, *modern);
+  ledger.add(201, 7, *modern);
+  auto other = *legacy;  // another open file of the same GPU
+  other.pasid = 32772;
+  other.regions[0].total = 4 * KiB;
+  ledger.add(102, 6, other);
+  auto same_number = *modern;  // drm-client-id 217 on the old format's GPU is not pasid 217
+  same_number.pdev = "0000:03:00.0";
+  auto old_217 = *legacy;
+  old_217.pasid = 217;
+  ledger.add(300, 3, same_number);
+  ledger.add(301, 3, old_217);
+  ASSERT_EQ(ledger.clients().size(), 5u);
+  EXPECT_EQ(ledger.unidentified(), 0u);
+  EXPECT_EQ(ledger.clients()[0].pids(), (std::vector<pid_t>{100, 101}));
+  EXPECT_EQ(ledger.clients()[1].pids(), (std::vector<pid_t>{200, 201}));
+  EXPECT_EQ(ledger.device_memory_of("0000:08:00.0"), 2068 * KiB);
+  EXPECT_EQ(ledger.device_memory_of("0000:03:00.0"), (1572864 + 4 + 2068 + 1572864) * KiB);
+  // pasid 0 is amdgpu's "none could be had": such a client cannot be matched.
+  auto no_pasid = *legacy;
+  no_pasid.pasid = 0;
+  ledger.add(400, 3, no_pasid);
+  ledger.add(401, 3, no_pasid);
+  EXPECT_EQ(ledger.unidentified(), 2u);
+  EXPECT_EQ(client_identity(*legacy), 32771u);
+  EXPECT_EQ(client_identity(*modern), 217u);
+}
+
 TEST(DrmFdinfo, NotADrmClientWithoutDrmDriver) {
   EXPECT_FALSE(parse_drm_fdinfo("pos:\t0\nflags:\t02\nmnt_id:\t25\nino:\t7\n"));
   EXPECT_FALSE(parse_drm_fdinfo(""));
-  // amdgpu before 5.19 printed its memory without drm- keys.
-  EXPECT_FALSE(parse_drm_fdinfo("pdev:\t0000:03:00.0\npasid:\t32771\nvram mem:\t12 kB\n"));
   EXPECT_FALSE(parse_drm_fdinfo("drm-driver:\n"));
   EXPECT_FALSE(parse_drm_fdinfo("drm-driver: two words\n"));
 }

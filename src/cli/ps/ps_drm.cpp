@@ -117,7 +117,7 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
   }
   if (reading.fdinfo_unread > 0) {
     out += style.dim(fmt::format("  {} DRM descriptor(s) without readable client stats: memory unknown (run as root; "
-                                 "amdgpu before Linux 5.19 prints none)",
+                                 "amdgpu before Linux 5.14 prints none)",
                                  reading.fdinfo_unread)) +
            "\n";
   }
