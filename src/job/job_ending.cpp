@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -111,23 +113,70 @@ bool out_of_descriptors(const PinResult& pin) {
 // the ladder descriptors of its own: pinned all at once, they would leave it none, and every
 // member would read as "already gone" while it runs on. A member that cannot be pinned even alone
 // goes into `ended` as a survivor: it was not signalled, and must not vanish from the report.
+// Both MPS programs' names cut to these 15 bytes. The name alone is enough to spare a process
+// (sparing is the safe direction, as kill does), never to end one.
+bool named_mps(const JobMember& member) { return member.stat.comm == "nvidia-cuda-mps"; }
+
+// A control daemon or server the job started ends with the job only when every client it serves
+// is the job's too: signalled, it ends the GPU work of all its clients (kill refuses the same).
+// A client whose server is unproven might be one of them: it keeps the daemon running too.
+void spare_shared_mps_daemons(const Snapshot& snapshot, const Members& left, std::set<pid_t>& spared,
+                              RunReport& report) {
+  std::map<pid_t, std::optional<pid_t>> control_of;  // server -> its control daemon
+  for (const auto& v : snapshot.processes) {
+    if (v.mps_role == MpsRole::Server) control_of[static_cast<pid_t>(v.driver.pid)] = v.mps_control_daemon;
+  }
+  for (const auto& [pid, member] : left) {
+    const bool server = control_of.count(pid) > 0;
+    if (!server && !named_mps(member)) continue;
+    const ProcessInfo* process = snapshot.table.find(pid);
+    if (process == nullptr || process->start_time_ticks != member.stat.start_time_ticks) continue;
+    std::set<pid_t> outside;
+    for (const auto& v : snapshot.processes) {
+      const auto client = static_cast<pid_t>(v.driver.pid);
+      if (v.mps_role != MpsRole::Client || left.count(client) > 0) continue;
+      const bool served = !v.mps_server || *v.mps_server == pid ||
+                          (control_of.count(*v.mps_server) > 0 && control_of[*v.mps_server] == pid);
+      if (served) outside.insert(client);
+    }
+    if (outside.empty()) continue;
+    std::string list;
+    for (pid_t client : outside) {
+      const ProcessInfo* c = snapshot.table.find(client);
+      list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", client, c != nullptr ? c->user : std::string("?"));
+    }
+    spared.insert(pid);
+    report.ended.push_back(TargetOutcome{
+        .pid = pid,
+        .outcome = KillOutcome::Survived,
+        .detail = fmt::format("an MPS {} the job started serves clients outside the job: {}; ending it would end their "
+                              "GPU work, so it was left running: quit it once they are done (echo quit | "
+                              "nvidia-cuda-mps-control, with its CUDA_MPS_PIPE_DIRECTORY)",
+                              server ? "server" : "control daemon", list)});
+  }
+}
+
 // MPS clients are ended through terminate_client before any signal (kill/mps_client_ending),
 // so their server and its other clients, other jobs' and users' included, keep working. The
 // members that must not be signalled are returned: terminate_client failed for them, and each
-// is reported as a survivor with why and what to do.
+// is reported as a survivor with why and what to do. So are an MPS control daemon or server the
+// job started that serves clients outside the job (spare_shared_mps_daemons).
 std::set<pid_t> end_mps_clients(const EndingSettings& settings, const Members& left, RunReport& report) {
   std::set<pid_t> spared;
   if (!settings.driver) return spared;
   SnapshotSource& source = settings.driver();
   // The full snapshot (the socket table ties a client to its server) only when the driver
-  // lists a member as an MPS client.
-  const auto reading = source.read_driver_only();
-  bool any = false;
-  for (const auto& gpu : reading ? reading->gpus : std::vector<GpuReading>{}) {
-    for (const auto& p : gpu.processes) any = any || (p.types.mps && left.count(static_cast<pid_t>(p.pid)) > 0);
+  // lists a member as an MPS client, or a member has the MPS programs' name.
+  bool any = std::any_of(left.begin(), left.end(), [](const auto& m) { return named_mps(m.second); });
+  if (!any) {
+    const auto reading = source.read_driver_only();
+    for (const auto& gpu : reading ? reading->gpus : std::vector<GpuReading>{}) {
+      for (const auto& p : gpu.processes) any = any || (p.types.mps && left.count(static_cast<pid_t>(p.pid)) > 0);
+    }
   }
   if (!any) return spared;
   const auto snapshot = source.take();
+  spare_shared_mps_daemons(*snapshot, left, spared, report);
   for (const auto& [pid, member] : left) {
     const auto link = find_mps_client(*snapshot, pid);
     const ProcessInfo* process = snapshot->table.find(pid);

@@ -2,7 +2,9 @@
 // another job's client. The leftover is ended through terminate_client before any signal, so
 // the server and the other job's client keep working (the bystander); the server is never
 // signalled, and the job's memory comes back.
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -71,6 +73,63 @@ TEST_P(RunJobMps, ALeftoverClientEndsThroughTerminateClientAndAnotherJobsClientA
 }
 
 INSTANTIATE_TEST_SUITE_P(Generations, RunJobMps, ::testing::Values("r470", "r550"));
+
+// A job that starts its own MPS control daemon, whose server another job's client then uses: the
+// daemon and the server are the job's leftovers, yet ending them would end the other job's GPU
+// work. Both are left running and reported, never signalled; the other job's client goes on.
+TEST(RunJobMpsDaemon, ADaemonTheJobStartedThatServesAnotherJobsClientIsLeftRunningAndReported) {
+  SimHost host({"--gpus", "1"});
+  const std::string dir = host.state_dir() + "/job-mps";
+  std::filesystem::create_directories(dir + "/pipe");
+  std::filesystem::create_directories(dir + "/log");
+  host.set_env("CUDA_MPS_PIPE_DIRECTORY", dir + "/pipe");
+  host.set_env("CUDA_MPS_LOG_DIRECTORY", dir + "/log");
+  int commands = 0;
+  auto control = [&](const std::string& line) {
+    const std::string input = dir + "/command-" + std::to_string(commands++);
+    std::ofstream(input) << line << "\n";
+    SpawnOptions o;
+    o.env = host.env();
+    o.stdin_path = input;
+    std::string out = run_command({std::string(GPUSIM_BIN_DIR) + "/nvidia-cuda-mps-control"}, o).out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  };
+  const std::string audit = host.state_dir() + "/audit.log";
+  BackgroundRun job(host, {"--poll-interval", "100ms", "--kill-timeout", "1", "--verify-timeout", "0", "--audit-log", audit},
+                    {"/bin/sh", "-c", "\"$0\" -d && sleep 2", std::string(GPUSIM_BIN_DIR) + "/nvidia-cuda-mps-control"});
+  const std::string pid_file = dir + "/pipe/nvidia-cuda-mps-control.pid";
+  ASSERT_TRUE(eventually([&] { return std::atoi(read_text_file(pid_file).c_str()) > 1; }, 5000)) << job.stderr_text();
+  const pid_t daemon = std::atoi(read_text_file(pid_file).c_str());
+  // Quit at the end whatever happened: the daemon outlives the job by design here.
+  struct Quit {
+    std::function<std::string(const std::string&)> send;
+    ~Quit() { send("quit"); }
+  } quit{control};
+
+  BackgroundRun other(host, {"--poll-interval", "100ms"}, {"/bin/sh", "-c", "exec \"$SIM\" --alloc 0:512MiB"});
+  const auto bystander = other.sim_ready();
+  ASSERT_EQ(bystander.size(), 1u);
+  const pid_t server = std::atoi(control("get_server_list").c_str());
+  ASSERT_GT(server, 1);
+
+  EXPECT_EQ(job.wait(), 123) << job.stderr_text();
+  const auto report = job.report();
+  for (pid_t pid : {daemon, server}) {
+    const auto* e = ended_entry(report, pid);
+    ASSERT_NE(e, nullptr) << pid << "\n" << report.dump(2);
+    EXPECT_EQ((*e)["outcome"], "survived") << report.dump(2);
+    EXPECT_NE((*e)["detail"].get<std::string>().find("serves clients outside the job: " + std::to_string(bystander[0])),
+              std::string::npos)
+        << report.dump(2);
+    EXPECT_TRUE(running(pid)) << pid;
+  }
+  const auto audited = audited_pids(audit);
+  for (pid_t pid : {daemon, server, bystander[0]}) EXPECT_EQ(audited.count(pid), 0u) << pid;
+  EXPECT_TRUE(running(bystander[0]));
+  EXPECT_EQ(control("get_server_status " + std::to_string(server)), "ACTIVE");
+  EXPECT_EQ(control("get_client_list " + std::to_string(server)), std::to_string(bystander[0]));
+}
 
 TEST(RunJobMpsClient, ALeftoverWhoseServerCannotBeFoundIsLeftRunningAndReportedNotSignalled) {
   SimHost host({"--gpus", "1"});
