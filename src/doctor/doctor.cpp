@@ -27,7 +27,7 @@ Diagnosis diagnose_with(SnapshotSource* source, Snapshot& snapshot, const Doctor
   if (options.check_ipc) check_ipc(snapshot, options, diagnosis);
   check_kernel_log(snapshot, options, diagnosis);
   if (options.check_run_supervisors) check_run_supervisors(snapshot, options, diagnosis);
-  check_mps(snapshot, diagnosis);
+  check_mps(snapshot, options, diagnosis);
   if (snapshot.processes_not_inspected > 0) {
     std::string names;
     std::size_t listed = 0;

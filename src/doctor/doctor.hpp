@@ -34,6 +34,9 @@ struct DoctorOptions {
   // Jobs of `gpureap run` whose supervisor is gone (walks the cgroup v2 tree): off for the
   // exporter, as check_ipc.
   bool check_run_supervisors = true;
+  // MPS clients waiting for another user's server: off for the exporter, as check_ipc (it reads
+  // every process's descriptors when the daemon holds a connection, and looks again 200 ms later).
+  bool check_mps_waiting = true;
   std::string proc_root = "/proc";
 };
 
@@ -86,7 +89,7 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
 void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 // MPS: idle and faulted servers (asking their control daemon), and the pipe directory CUDA
 // programs here use ($CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps) left by a dead daemon.
-void check_mps(const Snapshot& snapshot, Diagnosis& diagnosis);
+void check_mps(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 // MPS clients of one user waiting for another user's server to lose its clients (read from
 // the kernel's socket table; only when a daemon holds a connection other than its server's).
 void check_mps_waiting_clients(const Snapshot& snapshot, Diagnosis& diagnosis);

@@ -117,11 +117,11 @@ void check_pipe_directory(Diagnosis& diagnosis) {
 
 }  // namespace
 
-void check_mps(const Snapshot& snapshot, Diagnosis& diagnosis) {
+void check_mps(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
   for (const auto& v : snapshot.processes) {
     if (v.mps_role == MpsRole::Server) check_server(snapshot, v, diagnosis);
   }
-  check_mps_waiting_clients(snapshot, diagnosis);
+  if (options.check_mps_waiting) check_mps_waiting_clients(snapshot, diagnosis);
   check_pipe_directory(diagnosis);
 }
 

@@ -36,6 +36,7 @@ DoctorOptions quick_doctor_options() {
   options.no_kernel_log = true;
   options.check_ipc = false;
   options.check_run_supervisors = false;
+  options.check_mps_waiting = false;
   return options;
 }
 
