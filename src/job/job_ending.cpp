@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -122,29 +120,17 @@ bool named_mps(const JobMember& member) { return member.stat.comm == "nvidia-cud
 // A client whose server is unproven might be one of them: it keeps the daemon running too.
 void spare_shared_mps_daemons(const Snapshot& snapshot, const Members& left, std::set<pid_t>& spared,
                               RunReport& report) {
-  std::map<pid_t, std::optional<pid_t>> control_of;  // server -> its control daemon
-  for (const auto& v : snapshot.processes) {
-    if (v.mps_role == MpsRole::Server) control_of[static_cast<pid_t>(v.driver.pid)] = v.mps_control_daemon;
-  }
-  for (const auto& [pid, member] : left) {
-    const bool server = control_of.count(pid) > 0;
+  for (const auto& [member_pid, member] : left) {
+    const pid_t pid = member_pid;  // (a structured binding cannot be captured in C++20)
+    const bool server = std::any_of(snapshot.processes.begin(), snapshot.processes.end(), [&](const auto& v) {
+      return v.mps_role == MpsRole::Server && static_cast<pid_t>(v.driver.pid) == pid;
+    });
     if (!server && !named_mps(member)) continue;
     const ProcessInfo* process = snapshot.table.find(pid);
     if (process == nullptr || process->start_time_ticks != member.stat.start_time_ticks) continue;
-    std::set<pid_t> outside;
-    for (const auto& v : snapshot.processes) {
-      const auto client = static_cast<pid_t>(v.driver.pid);
-      if (v.mps_role != MpsRole::Client || left.count(client) > 0) continue;
-      const bool served = !v.mps_server || *v.mps_server == pid ||
-                          (control_of.count(*v.mps_server) > 0 && control_of[*v.mps_server] == pid);
-      if (served) outside.insert(client);
-    }
+    std::vector<pid_t> outside = mps_clients_served_by(snapshot, pid, true);
+    std::erase_if(outside, [&](pid_t client) { return left.count(client) > 0; });
     if (outside.empty()) continue;
-    std::string list;
-    for (pid_t client : outside) {
-      const ProcessInfo* c = snapshot.table.find(client);
-      list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", client, c != nullptr ? c->user : std::string("?"));
-    }
     spared.insert(pid);
     report.ended.push_back(TargetOutcome{
         .pid = pid,
@@ -152,7 +138,7 @@ void spare_shared_mps_daemons(const Snapshot& snapshot, const Members& left, std
         .detail = fmt::format("an MPS {} the job started serves clients outside the job: {}; ending it would end their "
                               "GPU work, so it was left running: quit it once they are done (echo quit | "
                               "nvidia-cuda-mps-control, with its CUDA_MPS_PIPE_DIRECTORY)",
-                              server ? "server" : "control daemon", list)});
+                              server ? "server" : "control daemon", pids_with_users(snapshot, outside))});
   }
 }
 

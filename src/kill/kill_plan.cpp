@@ -170,20 +170,14 @@ void apply_mps(KillPlan& plan, const Snapshot& snapshot) {
       continue;
     }
     if (!target.mps_server_role) continue;
-    std::vector<std::string> kept;
-    for (const auto& view : snapshot.processes) {
-      if (view.mps_server != target.pid || actionable_target(static_cast<pid_t>(view.driver.pid))) continue;
-      const ProcessInfo* c = view.linux_process;
-      kept.push_back(fmt::format("{} ({})", view.driver.pid, c != nullptr ? c->user : std::string("?")));
-    }
+    std::vector<pid_t> kept = mps_clients_served_by(snapshot, target.pid, false);
+    std::erase_if(kept, actionable_target);
     if (kept.empty()) continue;
-    std::string list;
-    for (const auto& k : kept) list += (list.empty() ? "" : ", ") + k;
     target.refusal = Refusal::MpsServer;
     target.refusal_text = fmt::format(
         "MPS server {} serves clients that are not being ended: {}; ending the server ends their GPU work "
         "too: end those clients first (gpureap kill ends a client through terminate_client)",
-        target.pid, list);
+        target.pid, pids_with_users(snapshot, kept));
   }
 }
 

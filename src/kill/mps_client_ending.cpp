@@ -24,6 +24,33 @@ std::optional<MpsClientLink> find_mps_client(const Snapshot& snapshot, pid_t pid
   return link;
 }
 
+std::vector<pid_t> mps_clients_served_by(const Snapshot& snapshot, pid_t pid, bool with_unproven) {
+  std::vector<pid_t> servers_of_daemon;
+  for (const auto& v : snapshot.processes) {
+    if (v.mps_role == MpsRole::Server && v.mps_control_daemon == pid) servers_of_daemon.push_back(static_cast<pid_t>(v.driver.pid));
+  }
+  std::vector<pid_t> clients;
+  for (const auto& v : snapshot.processes) {
+    if (v.mps_role != MpsRole::Client) continue;
+    const bool served = v.mps_server ? (*v.mps_server == pid || std::find(servers_of_daemon.begin(),
+                                                                           servers_of_daemon.end(),
+                                                                           *v.mps_server) != servers_of_daemon.end())
+                                     : with_unproven;
+    const auto client = static_cast<pid_t>(v.driver.pid);
+    if (served && std::find(clients.begin(), clients.end(), client) == clients.end()) clients.push_back(client);
+  }
+  return clients;
+}
+
+std::string pids_with_users(const Snapshot& snapshot, const std::vector<pid_t>& pids) {
+  std::string list;
+  for (pid_t pid : pids) {
+    const ProcessInfo* process = snapshot.table.find(pid);
+    list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, process != nullptr ? process->user : std::string("?"));
+  }
+  return list;
+}
+
 MpsClientEnding end_mps_client_work(const MpsClientLink& link, bool force, std::chrono::milliseconds timeout,
                                     const std::string& proc_root) {
   MpsTerminateResult ended;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -30,6 +31,15 @@ struct MpsClientEnding {
   std::string note;         // for the report's notes when may_signal ("PID N: ...")
   std::string refusal;      // why it was not signalled and what to do instead, when !may_signal
 };
+
+// The MPS clients that `pid` serves, as `snapshot` proved them (kernel socket table), once each
+// in the snapshot's order: those connected to it as their server, and those whose server it is
+// the control daemon of. With `with_unproven`, also every client whose server was not found: it
+// may be one of them.
+std::vector<pid_t> mps_clients_served_by(const Snapshot& snapshot, pid_t pid, bool with_unproven);
+
+// "PID (user), PID (user)" for a refusal that names the clients an ending would cut off.
+std::string pids_with_users(const Snapshot& snapshot, const std::vector<pid_t>& pids);
 
 // terminate_client for `link`, waiting up to `timeout` (at least 1 s) for the server to let it go.
 MpsClientEnding end_mps_client_work(const MpsClientLink& link, bool force, std::chrono::milliseconds timeout,
