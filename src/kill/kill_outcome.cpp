@@ -41,6 +41,9 @@ KillVerdict kill_verdict(const KillReport& report) {
     for (const auto& g : report.gpus) {
       if (!g.verified) not_freed = true;
     }
+    for (const auto& g : report.drm_gpus) {
+      if (!g.verified) not_freed = true;
+    }
   }
   if (report.interrupted_by != 0) return KillVerdict::Interrupted;
   if (not_freed) return KillVerdict::NotFreed;

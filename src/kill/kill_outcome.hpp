@@ -8,6 +8,7 @@
 
 #include "kill/escalation.hpp"
 #include "kill/kill_plan.hpp"
+#include "kill/drm_verification.hpp"
 #include "kill/memory_verification.hpp"
 
 namespace gpureap {
@@ -39,6 +40,7 @@ struct KillReport {
   KillSettings settings;
   std::vector<TargetOutcome> targets;   // planned targets first (plan order), then discovered
   std::vector<GpuVerification> gpus;    // empty with --dry-run or --no-verify: see settings
+  std::vector<DrmGpuVerification> drm_gpus;  // AMD and Intel GPUs, the same way
   std::vector<std::string> notes;       // e.g. reaped zombies, driver unreadable
   int interrupted_by = 0;  // the signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that stopped the ladder; 0: none
 };

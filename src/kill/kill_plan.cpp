@@ -355,6 +355,7 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
     }
     plan.gpus.push_back(gpu);
   }
+  plan_drm_gpus(plan, snapshot);
   return plan;
 }
 

@@ -51,6 +51,9 @@ struct PlannedTarget {
   std::map<unsigned, std::uint64_t> gpu_memory;  // what the driver lists for it, per GPU index
   bool gpu_memory_unknown = false;               // listed with memory the driver does not know
   std::vector<unsigned> holds_gpus;              // GPU device files it holds
+  // AMD and Intel GPUs (DRM): per PCI address, the device memory of the clients it holds a
+  // descriptor of (each client once) and of its KFD allocations made outside them.
+  std::map<std::string, std::uint64_t> drm_memory;
   Refusal refusal = Refusal::None;
   std::string refusal_text;        // reason + what to do instead
   bool permission_denied = false;  // we may not signal it (checked before acting)
@@ -77,9 +80,37 @@ struct PlannedGpu {
   std::vector<pid_t> target_pids;                 // targets listed on it or holding its file
 };
 
+// A DRM client (one open file description of the GPU's node) the targets hold.
+struct PlannedDrmClient {
+  std::uint64_t identity = 0;      // drm-client-id, or amdgpu's pasid before 5.19 (drm::client_identity)
+  bool by_pasid = false;           // identity is a pasid: the driver may give it to a new client later
+  std::uint64_t device_bytes = 0;  // its device memory (drm-total/drm-memory over VRAM regions)
+  std::uint64_t shared_bytes = 0;  // of which shared with other clients: may stay with them
+  std::vector<pid_t> holders;      // every process showing it in the snapshot
+  std::vector<pid_t> outside_holders;  // those of them that will not be signalled
+};
+
+// An AMD or Intel GPU (DRM, no NVML) that ending the targets should give memory back on. It is
+// released when none of `ending` is held any more, no process of `kfd_pids` has a KFD context,
+// and the driver's VRAM use (where it reports one) has dropped by `expected_free_bytes`,
+// allowing for other clients' growth.
+struct PlannedDrmGpu {
+  std::string pci_address;
+  std::string vendor;   // "amd", "intel"
+  std::string driver;   // "amdgpu", "i915", "xe"
+  std::vector<PlannedDrmClient> ending;  // held by signalled targets alone
+  std::vector<PlannedDrmClient> kept;    // also held by a process that is not signalled
+  std::vector<pid_t> kfd_pids;           // targets with a KFD context on this GPU
+  std::uint64_t expected_free_bytes = 0; // the ending clients' private memory, plus KFD-only allocations
+  std::optional<std::uint64_t> baseline_used;  // mem_info_vram_used in the snapshot (amdgpu only)
+  std::uint64_t others_bytes = 0;        // device memory of the GPU's other clients then
+  std::vector<pid_t> target_pids;        // signalled targets holding a client or KFD context of it
+};
+
 struct KillPlan {
   std::vector<PlannedTarget> targets;
   std::vector<PlannedGpu> gpus;
+  std::vector<PlannedDrmGpu> drm_gpus;
   std::vector<pid_t> missing;  // named PIDs that do not exist
 };
 
@@ -104,5 +135,9 @@ bool may_signal(const ProcessInfo& process, const PlanPolicy& policy);
 std::string permission_denied_text(pid_t pid, const std::string& user, uid_t uid);
 
 KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy);
+
+// The DRM side of a plan whose targets are decided (drm_plan.cpp): each target's drm_memory
+// and the plan's drm_gpus, from the snapshot's DRM reading.
+void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot);
 
 }  // namespace gpureap

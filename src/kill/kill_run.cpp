@@ -62,9 +62,30 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
   return pins;
 }
 
+namespace {
+
+bool any_survivor(const KillReport& report) {
+  return std::any_of(report.targets.begin(), report.targets.end(), [](const TargetOutcome& o) {
+    return o.outcome == KillOutcome::Survived || o.outcome == KillOutcome::StuckInD;
+  });
+}
+
+// AMD and Intel GPUs: their release is read from sysfs and fdinfo, not from NVML.
+void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, double verify_timeout_s,
+                           KillReport& report) {
+  if (plan.drm_gpus.empty()) return;
+  VerifyOptions verify;
+  verify.timeout = std::chrono::milliseconds(any_survivor(report) ? 0 : static_cast<long long>(verify_timeout_s * 1000));
+  report.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
+}
+
+}  // namespace
+
 void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
                        double verify_timeout_s, KillReport& report) {
-  if (!report.settings.verify || plan.gpus.empty()) return;
+  if (!report.settings.verify) return;
+  verify_drm_after_kill(plan, source, verify_timeout_s, report);
+  if (plan.gpus.empty()) return;
   if (!snapshot.driver.loaded) {
     report.notes.push_back("memory release not verified: " + snapshot.driver.message);
     for (const auto& g : plan.gpus) {
@@ -76,9 +97,7 @@ void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snaps
     }
     return;
   }
-  const bool survivor = std::any_of(report.targets.begin(), report.targets.end(), [](const TargetOutcome& o) {
-    return o.outcome == KillOutcome::Survived || o.outcome == KillOutcome::StuckInD;
-  });
+  const bool survivor = any_survivor(report);
   DriverPoll poll_driver = [&source]() { return source.read_driver_only(); };
   SnapshotPoll take = [&source]() { return source.take(); };
   VerifyOptions verify;

@@ -173,6 +173,10 @@ class Selector {
     for (const auto& f : process.device_files) {
       if (f.kind == DeviceFileKind::Gpu) paths.insert(f.path);
     }
+    // AMD and Intel GPUs: a render node or /dev/kfd (compute); a card node alone is display.
+    for (const auto& f : process.drm_files) {
+      if (f.kind == DeviceFileKind::DrmRender || f.kind == DeviceFileKind::Kfd) paths.insert(f.path);
+    }
     if (paths.empty()) return {};
     std::string text;
     for (const auto& p : paths) text += (text.empty() ? "" : ", ") + p;

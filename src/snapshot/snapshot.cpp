@@ -411,4 +411,17 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   return snapshot;
 }
 
+std::optional<drm::DrmReading> SnapshotSource::read_drm_only() const {
+  ProcScanOptions proc = options_.proc;
+  proc.scope = ProcScanScope::Holders;
+  proc.memory = nullptr;
+  try {
+    const ProcessTable table = ProcessTable::scan(proc);
+    return drm::read_drm({options_.sysfs_root, options_.fdinfo_root.empty() ? proc.proc_root : options_.fdinfo_root},
+                         table);
+  } catch (const std::system_error&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace gpureap

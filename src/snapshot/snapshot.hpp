@@ -180,6 +180,9 @@ class SnapshotSource {
   // that poll it (kill's verification); nullopt when no library is loaded.
   std::optional<DriverReading> read_driver_only(DriverReadScope scope = DriverReadScope::Everything,
                                                const DriverReading* previous = nullptr) const;
+  // The DRM side alone (sysfs, the fdinfo of every process holding a DRM node, KFD processes),
+  // for kill's verification on AMD and Intel GPUs; nullopt when /proc cannot be scanned.
+  std::optional<drm::DrmReading> read_drm_only() const;
 
  private:
   const NvmlLoadResult& loaded() const;

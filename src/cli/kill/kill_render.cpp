@@ -20,9 +20,20 @@ const PlannedTarget* planned_for(const KillPlan& plan, pid_t pid) {
   return nullptr;
 }
 
+// "03:00.0 2.0 GiB": a DRM GPU by its bus address without the PCI domain, which the column
+// has no room for (the plan's GPU lines give it whole).
+std::string drm_memory_text(const PlannedTarget& t) {
+  std::string text;
+  for (const auto& [pci, bytes] : t.drm_memory) {
+    const std::string bus = pci.size() > 5 && pci.compare(0, 5, "0000:") == 0 ? pci.substr(5) : pci;
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", bus, format_bytes(bytes));
+  }
+  return text;
+}
+
 std::string memory_text(const PlannedTarget& t) {
   if (t.gpu_memory.empty()) {
-    if (t.holds_gpus.empty()) return "-";
+    if (t.holds_gpus.empty()) return t.drm_memory.empty() ? "-" : drm_memory_text(t);
     std::string gpus;
     for (unsigned g : t.holds_gpus) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g);
     return "holds GPU " + gpus;
@@ -33,6 +44,21 @@ std::string memory_text(const PlannedTarget& t) {
                         t.gpu_memory_unknown && bytes == 0 ? std::string("?") : format_bytes(bytes));
   }
   return text;
+}
+
+std::string drm_gpu_plan_lines(const PlannedDrmGpu& g) {
+  std::string out = fmt::format("  {} GPU {}: expected to free {} ({} client{}{}){}\n", g.vendor, g.pci_address,
+                                format_bytes(g.expected_free_bytes), g.ending.size(), g.ending.size() == 1 ? "" : "s",
+                                g.kfd_pids.empty() ? std::string() : fmt::format(", {} KFD context{}", g.kfd_pids.size(), g.kfd_pids.size() == 1 ? "" : "s"),
+                                g.baseline_used ? fmt::format(" (now {} used)", format_bytes(*g.baseline_used))
+                                                : std::string(" (the driver reports no VRAM use: verified by its clients)"));
+  for (const auto& c : g.kept) {
+    std::string outside;
+    for (pid_t pid : c.outside_holders) outside += fmt::format("{}{}", outside.empty() ? "" : ", ", pid);
+    out += fmt::format("           client {} ({}) stays: PID {} also holds it and is not signalled\n", c.identity,
+                       format_bytes(c.device_bytes), outside);
+  }
+  return out;
 }
 
 std::string state_words(const PlannedTarget& t) {
@@ -74,6 +100,47 @@ std::string outcome_words(const TargetOutcome& o, const KillSettings& settings) 
 }
 
 Json optional_pid(const std::optional<pid_t>& pid) { return pid ? Json(*pid) : Json(nullptr); }
+
+Json drm_clients_json(const std::vector<PlannedDrmClient>& clients) {
+  Json out = Json::array();
+  for (const auto& c : clients) {
+    out.push_back(Json{{"client_id", c.by_pasid ? Json(nullptr) : Json(c.identity)},
+                       {"pasid", c.by_pasid ? Json(c.identity) : Json(nullptr)},
+                       {"device_bytes", c.device_bytes},
+                       {"shared_bytes", c.shared_bytes},
+                       {"pids", c.holders},
+                       {"outside_pids", c.outside_holders}});
+  }
+  return out;
+}
+
+Json drm_gpus_json(const KillPlan& plan, const KillReport& report) {
+  Json out = Json::array();
+  for (const auto& g : plan.drm_gpus) {
+    const DrmGpuVerification* v = nullptr;
+    for (const auto& r : report.drm_gpus) {
+      if (r.pci_address == g.pci_address) v = &r;
+    }
+    Json j;
+    j["pci_bus_id"] = g.pci_address;
+    j["vendor"] = g.vendor;
+    j["driver"] = g.driver;
+    j["expected_free_bytes"] = g.expected_free_bytes;
+    j["baseline_used_bytes"] = g.baseline_used ? Json(*g.baseline_used) : Json(nullptr);
+    j["ending_clients"] = drm_clients_json(g.ending);
+    j["kept_clients"] = drm_clients_json(g.kept);
+    j["kfd_pids"] = g.kfd_pids;
+    j["freed_bytes"] = v != nullptr && v->freed_bytes ? Json(*v->freed_bytes) : Json(nullptr);
+    j["verified"] = v != nullptr && v->verified;
+    j["verified_by_clients_only"] = v != nullptr && v->verified && v->by_clients_only;
+    j["verify_ms"] = v != nullptr && v->verify_ms ? Json(*v->verify_ms) : Json(nullptr);
+    j["still_held_by"] = v != nullptr ? Json(v->still_held_by) : Json::array();
+    j["kfd_left"] = v != nullptr ? Json(v->kfd_left) : Json::array();
+    j["message"] = v != nullptr && !v->message.empty() ? Json(v->message) : Json(nullptr);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -123,6 +190,7 @@ std::string render_plan(const KillPlan& plan, const KillSettings& settings, cons
                            : std::string(),
                        g.baseline_used ? fmt::format(" (now {} used)", format_bytes(*g.baseline_used)) : std::string());
   }
+  for (const auto& g : plan.drm_gpus) out += drm_gpu_plan_lines(g);
   return out;
 }
 
@@ -171,6 +239,20 @@ std::string render_results(const KillPlan& plan, const KillReport& report, const
       out += style.red("  " + sanitize_for_terminal(g.message)) + "\n";
     }
   }
+  for (const auto& g : report.drm_gpus) {
+    if (g.verified && g.freed_bytes) {
+      out += style.green(fmt::format("  {} GPU {}: {} freed, its clients gone, verified in {:.0f} ms", g.vendor,
+                                     g.pci_address, format_bytes(*g.freed_bytes), g.verify_ms.value_or(0))) +
+             "\n";
+    } else if (g.verified) {
+      out += style.green(fmt::format("  {} GPU {}: its clients ({} by their own count) gone, verified in {:.0f} ms",
+                                     g.vendor, g.pci_address, format_bytes(g.expected_free_bytes),
+                                     g.verify_ms.value_or(0))) +
+             "\n";
+    } else {
+      out += style.red("  " + sanitize_for_terminal(g.message)) + "\n";
+    }
+  }
   return out;
 }
 
@@ -209,6 +291,11 @@ Json kill_report_json(const KillPlan& plan, const KillReport& report) {
       for (const auto& [index, bytes] : t->gpu_memory) memory.push_back(Json{{"gpu", index}, {"bytes", bytes}});
     }
     j["gpu_memory"] = memory;
+    Json drm_memory = Json::array();
+    if (t != nullptr) {
+      for (const auto& [pci, bytes] : t->drm_memory) drm_memory.push_back(Json{{"pci_bus_id", pci}, {"bytes", bytes}});
+    }
+    j["drm_memory"] = drm_memory;
     if (t != nullptr && t->refusal != Refusal::None) {
       j["refusal"] = Json{{"kind", refusal_name(t->refusal)}, {"message", t->refusal_text}};
     } else {
@@ -241,6 +328,7 @@ Json kill_report_json(const KillPlan& plan, const KillReport& report) {
     gpus.push_back(std::move(j));
   }
   out["gpus"] = gpus;
+  out["drm_gpus"] = drm_gpus_json(plan, report);
   out["notes"] = report.notes;
   out["exit_code"] = kill_exit_status(report);
   return out;

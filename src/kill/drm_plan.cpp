@@ -1,0 +1,151 @@
+// What ending the targets should give back on AMD and Intel GPUs. A DRM client is one open file
+// description of the GPU's node: it goes away only when every process holding a descriptor of
+// it has ended, so a client that a process outside the plan also holds (passed over a socket,
+// inherited by a process that is spared) is expected to stay. Shared buffers (drm-shared-*)
+// stay alive in the clients that imported them, so only a client's private memory is expected
+// back. KFD allocations are counted once: through the render client when the process has one
+// on that GPU (drm_reading.hpp), on their own otherwise.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "drm/client_ledger.hpp"
+#include "drm/fdinfo_record.hpp"
+#include "kill/kill_plan.hpp"
+
+namespace gpureap {
+namespace {
+
+bool plan_has(const std::vector<pid_t>& pids, pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); }
+
+std::vector<std::uint32_t> kfd_ids_of(const drm::DrmReading& reading, const std::string& pci) {
+  std::vector<std::uint32_t> ids;
+  for (const auto& node : reading.kfd_nodes) {
+    if (node.pci_address == pci) ids.push_back(node.gpu_id);
+  }
+  return ids;
+}
+
+std::uint64_t kfd_vram_on(const drm::KfdProcess& process, const std::vector<std::uint32_t>& ids) {
+  std::uint64_t bytes = 0;
+  for (const auto& memory : process.vram) {
+    if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) bytes += memory.vram_bytes;
+  }
+  return bytes;
+}
+
+PlannedDrmGpu& gpu_entry(std::map<std::string, PlannedDrmGpu>& gpus, const drm::DrmDevice& device) {
+  auto& gpu = gpus[device.pci_address];
+  if (gpu.pci_address.empty()) {
+    gpu.pci_address = device.pci_address;
+    gpu.vendor = std::string(drm::gpu_vendor_name(device.vendor));
+    gpu.driver = device.driver;
+    gpu.baseline_used = device.vram_used;
+  }
+  return gpu;
+}
+
+void add_target_pid(PlannedDrmGpu& gpu, pid_t pid) {
+  if (!plan_has(gpu.target_pids, pid)) gpu.target_pids.push_back(pid);
+}
+
+const drm::DrmDevice* plan_device_at(const drm::DrmReading& reading, const std::string& pci) {
+  for (const auto& device : reading.devices) {
+    if (device.pci_address == pci) return &device;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
+  const drm::DrmReading& reading = snapshot.drm;
+  if (reading.devices.empty()) return;
+  std::vector<pid_t> signalled;
+  for (const auto& t : plan.targets) {
+    if (t.actionable()) signalled.push_back(t.pid);
+  }
+
+  // Each target's memory, for the plan's table: every client it holds (each once), and KFD
+  // allocations it made outside a client of that GPU.
+  for (auto& target : plan.targets) {
+    for (const drm::DrmClient* client : reading.clients.clients_held_by(target.pid)) {
+      if (plan_device_at(reading, client->pdev) == nullptr) continue;
+      target.drm_memory[client->pdev] += drm::device_memory_bytes(client->stats).value_or(0);
+    }
+    for (const auto& process : reading.kfd_processes) {
+      if (process.pid != target.pid) continue;
+      for (const auto& device : reading.devices) {
+        if (target.drm_memory.count(device.pci_address) != 0) continue;
+        if (const auto bytes = kfd_vram_on(process, kfd_ids_of(reading, device.pci_address)); bytes > 0) {
+          target.drm_memory[device.pci_address] += bytes;
+        }
+      }
+    }
+  }
+  if (signalled.empty()) return;
+
+  std::map<std::string, PlannedDrmGpu> gpus;
+  for (const auto& client : reading.clients.clients()) {
+    const drm::DrmDevice* device = plan_device_at(reading, client.pdev);
+    if (device == nullptr) continue;
+    const std::vector<pid_t> holders = client.pids();
+    if (std::none_of(holders.begin(), holders.end(), [&](pid_t pid) { return plan_has(signalled, pid); })) continue;
+    auto& gpu = gpu_entry(gpus, *device);
+    PlannedDrmClient planned;
+    const auto identity = drm::client_identity(client.stats);
+    planned.identity = identity.value_or(0);
+    planned.by_pasid = client.client_id == 0;
+    planned.device_bytes = drm::device_memory_bytes(client.stats).value_or(0);
+    planned.shared_bytes = std::min(planned.device_bytes, drm::shared_device_bytes(client.stats).value_or(0));
+    planned.holders = holders;
+    for (pid_t pid : holders) {
+      if (plan_has(signalled, pid)) {
+        add_target_pid(gpu, pid);
+      } else {
+        planned.outside_holders.push_back(pid);
+      }
+    }
+    // A record without identity cannot be found again after the kill: it is neither expected
+    // to go nor to stay, and its memory is not counted on.
+    if (!identity) continue;
+    if (planned.outside_holders.empty()) {
+      gpu.expected_free_bytes += planned.device_bytes - planned.shared_bytes;
+      gpu.ending.push_back(std::move(planned));
+    } else {
+      gpu.kept.push_back(std::move(planned));
+    }
+  }
+  for (const auto& process : reading.kfd_processes) {
+    if (!plan_has(signalled, process.pid)) continue;
+    for (const auto& device : reading.devices) {
+      const auto ids = kfd_ids_of(reading, device.pci_address);
+      const bool has_context_here = std::any_of(process.vram.begin(), process.vram.end(), [&](const drm::KfdGpuMemory& m) {
+        return std::find(ids.begin(), ids.end(), m.gpu_id) != ids.end();
+      });
+      if (!has_context_here) continue;
+      const auto bytes = kfd_vram_on(process, ids);
+      auto& gpu = gpu_entry(gpus, device);
+      gpu.kfd_pids.push_back(process.pid);
+      add_target_pid(gpu, process.pid);
+      const auto held = reading.clients.clients_held_by(process.pid);
+      const bool through_client = std::any_of(held.begin(), held.end(), [&](const drm::DrmClient* c) {
+        return c->pdev == device.pci_address;
+      });
+      if (!through_client) gpu.expected_free_bytes += bytes;
+    }
+  }
+  for (auto& [pci, gpu] : gpus) {
+    std::set<std::uint64_t> ending_ids;
+    for (const auto& c : gpu.ending) ending_ids.insert(c.identity);
+    for (const drm::DrmClient* client : reading.clients.clients_of(pci)) {
+      const auto identity = drm::client_identity(client->stats);
+      if (identity && ending_ids.count(*identity) != 0) continue;
+      gpu.others_bytes += drm::device_memory_bytes(client->stats).value_or(0);
+    }
+    std::sort(gpu.target_pids.begin(), gpu.target_pids.end());
+    plan.drm_gpus.push_back(std::move(gpu));
+  }
+}
+
+}  // namespace gpureap

@@ -1,0 +1,171 @@
+#include "kill/drm_verification.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "drm/client_ledger.hpp"
+#include "drm/fdinfo_record.hpp"
+#include "text/human_format.hpp"
+
+namespace gpureap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool release_has(const std::vector<pid_t>& pids, pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); }
+
+const drm::DrmDevice* release_device_at(const drm::DrmReading& reading, const std::string& pci) {
+  for (const auto& device : reading.devices) {
+    if (device.pci_address == pci) return &device;
+  }
+  return nullptr;
+}
+
+// Is `planned` still held in `now`? A drm-client-id is never given to another client, so any
+// holder of it means it is still open. A pasid (amdgpu before 5.19) is freed with its client and
+// may be handed to a new one: there it counts only while one of the original holders shows it.
+const drm::DrmClient* still_open(const PlannedDrmClient& planned, const std::string& pci, const drm::DrmReading& now) {
+  for (const drm::DrmClient* client : now.clients.clients_of(pci)) {
+    const auto identity = drm::client_identity(client->stats);
+    if (!identity || *identity != planned.identity) continue;
+    if (!planned.by_pasid) return client;
+    for (pid_t pid : client->pids()) {
+      if (release_has(planned.holders, pid)) return client;
+    }
+  }
+  return nullptr;
+}
+
+void add_unique(std::vector<pid_t>& pids, pid_t pid) {
+  if (!release_has(pids, pid)) pids.push_back(pid);
+}
+
+std::string pid_list(const std::vector<pid_t>& pids, const char* separator) {
+  std::string text;
+  for (pid_t pid : pids) text += fmt::format("{}{}", text.empty() ? "" : separator, pid);
+  return text;
+}
+
+}  // namespace
+
+DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmReading& now) {
+  DrmReleaseState state;
+  const drm::DrmDevice* device = release_device_at(now, planned.pci_address);
+  if (device == nullptr) {
+    state.device_missing = true;
+    return state;
+  }
+  for (const auto& client : planned.ending) {
+    if (const drm::DrmClient* open = still_open(client, planned.pci_address, now)) {
+      for (pid_t pid : open->pids()) add_unique(state.still_held_by, pid);
+    }
+  }
+  for (const auto& process : now.kfd_processes) {
+    if (release_has(planned.kfd_pids, process.pid)) add_unique(state.kfd_left, process.pid);
+  }
+  std::sort(state.still_held_by.begin(), state.still_held_by.end());
+  std::sort(state.kfd_left.begin(), state.kfd_left.end());
+  if (!state.still_held_by.empty() || !state.kfd_left.empty()) return state;
+  if (!planned.baseline_used || !device->vram_used) {
+    // i915 and xe give no device figure: the clients being gone is all the driver tells.
+    state.released = !planned.baseline_used && !device->vram_used;
+    return state;
+  }
+  // None of the ending clients is open any more: every client now is another's (a pasid given
+  // to a newcomer included).
+  std::uint64_t others_now = 0;
+  for (const drm::DrmClient* client : now.clients.clients_of(planned.pci_address)) {
+    others_now += drm::device_memory_bytes(client->stats).value_or(0);
+  }
+  const std::uint64_t baseline = *planned.baseline_used;
+  const std::uint64_t used = *device->vram_used;
+  const std::uint64_t growth = others_now > planned.others_bytes ? others_now - planned.others_bytes : 0;
+  const std::uint64_t expected = std::min(planned.expected_free_bytes, baseline);
+  if (used > baseline - expected + growth) return state;
+  state.released = true;
+  state.freed_bytes = (baseline > used ? baseline - used : 0) + growth;
+  return state;
+}
+
+std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const DrmPoll& poll_drm,
+                                                   const VerifyOptions& options) {
+  std::vector<DrmGpuVerification> results;
+  for (const auto& gpu : plan.drm_gpus) {
+    DrmGpuVerification v;
+    v.pci_address = gpu.pci_address;
+    v.vendor = gpu.vendor;
+    v.expected_free_bytes = gpu.expected_free_bytes;
+    v.by_clients_only = !gpu.baseline_used;
+    results.push_back(std::move(v));
+  }
+  if (results.empty()) return results;
+  const auto start = Clock::now();
+  const auto deadline = start + options.timeout;
+  std::optional<drm::DrmReading> last;
+  std::vector<DrmReleaseState> states(results.size());
+  std::size_t pending = results.size();
+  while (true) {
+    last = poll_drm();
+    if (!last) break;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (results[i].verified) continue;
+      states[i] = drm_release_state(plan.drm_gpus[i], *last);
+      if (!states[i].released) continue;
+      results[i].verified = true;
+      results[i].freed_bytes = states[i].freed_bytes;
+      results[i].verify_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      --pending;
+    }
+    if (pending == 0 || Clock::now() >= deadline) break;
+    poll(nullptr, 0, static_cast<int>(options.interval.count()));
+  }
+  const double waited = std::chrono::duration<double>(options.timeout).count();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto& v = results[i];
+    if (v.verified) continue;
+    const PlannedDrmGpu& planned = plan.drm_gpus[i];
+    const std::string name = fmt::format("{} GPU {}", v.vendor, v.pci_address);
+    if (!last) {
+      v.message = name + ": the DRM devices could not be read: the release cannot be verified";
+      continue;
+    }
+    const DrmReleaseState& state = states[i];
+    if (state.device_missing) {
+      v.message = name + ": no longer in sysfs (unbound, or lost): the release cannot be verified";
+      continue;
+    }
+    v.still_held_by = state.still_held_by;
+    v.kfd_left = state.kfd_left;
+    const drm::DrmDevice* device = release_device_at(*last, planned.pci_address);
+    if (planned.baseline_used && device != nullptr && device->vram_used) {
+      const auto baseline = *planned.baseline_used;
+      const auto used = *device->vram_used;
+      v.freed_bytes = baseline > used ? baseline - used : 0;
+      v.held_bytes = planned.expected_free_bytes > *v.freed_bytes ? planned.expected_free_bytes - *v.freed_bytes : 0;
+    }
+    const std::string bytes = v.held_bytes ? format_bytes(*v.held_bytes) : std::string("memory");
+    if (!v.still_held_by.empty()) {
+      v.message = fmt::format(
+          "{}: {} not freed after {:.1f} s: its clients are still held by PID {} (a descriptor inherited or "
+          "passed to them: `gpureap kill {}` ends {})",
+          name, bytes, waited, pid_list(v.still_held_by, ", "), pid_list(v.still_held_by, " "),
+          v.still_held_by.size() == 1 ? "it" : "them");
+    } else if (!v.kfd_left.empty()) {
+      v.message = fmt::format(
+          "{}: {} not freed after {:.1f} s: the KFD context of PID {} is still listed (the process has not "
+          "finished exiting): run `gpureap doctor`",
+          name, bytes, waited, pid_list(v.kfd_left, ", "));
+    } else {
+      v.message = fmt::format(
+          "{}: its clients are gone, but the driver still reports {} more in use than expected after {:.1f} s "
+          "(freed later, or leaked): run `gpureap doctor`",
+          name, bytes, waited);
+    }
+  }
+  return results;
+}
+
+}  // namespace gpureap
