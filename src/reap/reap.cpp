@@ -41,12 +41,27 @@ std::string gpu_words(const std::set<unsigned>& gpus) {
   return out;
 }
 
+// ROCm compute on an AMD GPU: /dev/kfd held, or a KFD context listed. A render or card node
+// alone proves nothing: a desktop, a browser and a compositor hold those too.
+bool amd_compute(const Snapshot& snapshot, const ProcessInfo& p) {
+  const bool holds_kfd = std::any_of(p.drm_files.begin(), p.drm_files.end(),
+                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
+  return holds_kfd || std::any_of(snapshot.drm.kfd_processes.begin(), snapshot.drm.kfd_processes.end(),
+                                  [&](const drm::KfdProcess& k) { return k.pid == p.pid; });
+}
+
 // Why a process of the user counts as a GPU user, or "" when it does not.
 std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, const std::set<unsigned>& used) {
   if (listed_by_driver(snapshot, p.pid)) return fmt::format("the driver lists it on GPU {}", gpu_words(used));
   if (!used.empty()) return fmt::format("holds the device file of GPU {}", gpu_words(used));
   if (p.holds_any_device_file()) return "holds an NVIDIA device file";
+  if (amd_compute(snapshot, p)) return "ROCm compute: holds /dev/kfd or has a KFD context";
   return {};
+}
+
+// A process of the user holding only AMD or Intel display and render nodes.
+bool drm_graphics_only(const Snapshot& snapshot, const ProcessInfo& p) {
+  return p.holds_any_drm_file() && !p.holds_any_device_file() && !amd_compute(snapshot, p);
 }
 
 }  // namespace
@@ -101,8 +116,9 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
       if (v.linux_process != nullptr && v.identity == Identity::Ok) candidates.push_back(v.linux_process->pid);
     }
     for (const auto& [pid, info] : snapshot.table.processes()) {
-      if (info.holds_any_device_file()) candidates.push_back(pid);
+      if (info.holds_any_device_file() || info.holds_any_drm_file()) candidates.push_back(pid);
     }
+    for (const auto& k : snapshot.drm.kfd_processes) candidates.push_back(k.pid);
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
@@ -121,6 +137,12 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
       if (!used.empty()) why += "; uses GPU " + gpu_words(used);
     } else {
       why = gpu_user_reason(snapshot, *p, used);
+      if (why.empty() && drm_graphics_only(snapshot, *p)) {
+        out.spared.push_back({pid, p->command(),
+                              "holds only AMD or Intel display or render nodes: a desktop or graphics client, not "
+                              "provably a job's (its cgroup would prove it: --cgroup)"});
+        continue;
+      }
       if (why.empty()) continue;
       why = fmt::format("GPU process of uid {}: {}", p->real_uid, why);
     }
@@ -211,8 +233,10 @@ ReapVerdict reap_verdict(const ReapReport& report) {
       return o.pid == s.pid && (o.outcome == KillOutcome::PermissionDenied || o.outcome == KillOutcome::Refused);
     });
   });
-  const bool unverified = !report.driver_unreadable && std::any_of(report.gpus.begin(), report.gpus.end(),
-                                                                   [](const ReapGpuResult& g) { return !g.verified; });
+  const bool unverified = (!report.driver_unreadable && std::any_of(report.gpus.begin(), report.gpus.end(),
+                                                                    [](const ReapGpuResult& g) { return !g.verified; })) ||
+                          std::any_of(report.kill.drm_gpus.begin(), report.kill.drm_gpus.end(),
+                                      [](const DrmGpuVerification& g) { return !g.verified; });
   if (remains || unverified) return ReapVerdict::Remains;
   const auto any = [&](KillOutcome outcome) {
     return std::any_of(report.kill.targets.begin(), report.kill.targets.end(),

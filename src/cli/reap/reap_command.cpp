@@ -312,6 +312,14 @@ int run_reap(ReapOptions options) {
     }
   }
 
+  // AMD and Intel GPUs the job held clients of: their release as kill verifies it.
+  if (!plan.drm_gpus.empty() && report.kill.interrupted_by == 0) {
+    VerifyOptions verify;
+    verify.timeout = std::chrono::milliseconds(
+        report.survivors.empty() ? static_cast<long long>(options.verify_timeout_s * 1000) : 0);
+    report.kill.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
+  }
+
   const int status = reap_exit_status(report, driver_failure_code(*snapshot));
   if (options.json) {
     write_json(reap_report_json(plan, report, status));

@@ -84,6 +84,7 @@ Json reap_report_json(const KillPlan& plan, const ReapReport& report, int exit_s
     gpus.push_back(std::move(j));
   }
   out["gpus"] = gpus;
+  out["drm_gpus"] = kill["drm_gpus"];
   Json survivors = Json::array();
   for (const auto& s : report.survivors) {
     survivors.push_back(Json{{"pid", s.pid},
