@@ -58,9 +58,13 @@ DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmRe
     state.device_missing = true;
     return state;
   }
-  for (const auto& client : planned.ending) {
-    if (const drm::DrmClient* open = still_open(client, planned.pci_address, now)) {
-      for (pid_t pid : open->pids()) add_unique(state.still_held_by, pid);
+  // A client a process outside the plan also holds was never expected to go; while it stays,
+  // what the targets held is not back either, and its holders are named.
+  for (const auto* clients : {&planned.ending, &planned.kept}) {
+    for (const auto& client : *clients) {
+      if (const drm::DrmClient* open = still_open(client, planned.pci_address, now)) {
+        for (pid_t pid : open->pids()) add_unique(state.still_held_by, pid);
+      }
     }
   }
   for (const auto& process : now.kfd_processes) {

@@ -1,6 +1,7 @@
 // After the targets end: poll the DRM side (sysfs and the fdinfo of every process still holding
 // a node) until each AMD or Intel GPU of the plan shows its release: none of the clients the
-// targets alone held is held by anyone, none of their KFD contexts is left, and the driver's own
+// targets held is held by anyone (one a process outside the plan shares keeps it unreleased,
+// and that process is named), none of their KFD contexts is left, and the driver's own
 // VRAM use (amdgpu's mem_info_vram_used; i915 and xe report none) has dropped by what those
 // clients held privately, allowing for other clients' growth. Then say, per GPU, what came back
 // and how long it took, or what still holds it.

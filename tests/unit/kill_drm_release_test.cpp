@@ -87,6 +87,12 @@ TEST(KillDrmPlan, AClientASparedProcessAlsoHoldsIsExpectedToStay) {
   ASSERT_EQ(plan.drm_gpus[0].kept.size(), 1u);
   EXPECT_EQ(plan.drm_gpus[0].kept[0].outside_holders, (std::vector<pid_t>{101}));
   EXPECT_EQ(plan.drm_gpus[0].expected_free_bytes, 0u);
+  // While the spared worker holds it, what the trainer held is not back: the worker is named.
+  drm::DrmReading now = amd_reading(3 * kGiB);
+  now.clients.add(101, 5, client_record(7, "2 GiB", "256 MiB"));
+  const auto state = drm_release_state(plan.drm_gpus[0], now);
+  EXPECT_FALSE(state.released);
+  EXPECT_EQ(state.still_held_by, (std::vector<pid_t>{101}));
 }
 
 TEST(KillDrmPlan, NoTargetHoldingAClientPlansNoDrmGpu) {
