@@ -74,7 +74,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       target.drm_memory[client->pdev] += drm::device_memory_bytes(client->stats).value_or(0);
     }
     for (const auto& process : reading.kfd_processes) {
-      if (process.pid != target.pid) continue;
+      if (process.pid != target.pid || snapshot.in_child_pid_namespace) continue;
       for (const auto& device : reading.devices) {
         if (target.drm_memory.count(device.pci_address) != 0) continue;
         if (const auto bytes = kfd_vram_on(process, kfd_ids_of(reading, device.pci_address)); bytes > 0) {
@@ -116,7 +116,9 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       gpu.kept.push_back(std::move(planned));
     }
   }
-  for (const auto& process : reading.kfd_processes) {
+  // KFD lists processes by their PID in the initial PID namespace: in a child one (gpureap in a
+  // container) those numbers are not ours, and no KFD context is taken for a target's.
+  for (const auto& process : snapshot.in_child_pid_namespace ? std::vector<drm::KfdProcess>() : reading.kfd_processes) {
     if (!plan_has(signalled, process.pid)) continue;
     for (const auto& device : reading.devices) {
       const auto ids = kfd_ids_of(reading, device.pci_address);

@@ -43,11 +43,16 @@ std::string gpu_words(const std::set<unsigned>& gpus) {
 
 // ROCm compute on an AMD GPU: /dev/kfd held, or a KFD context listed. A render or card node
 // alone proves nothing: a desktop, a browser and a compositor hold those too.
+// KFD names a process by its PID in the initial PID namespace (kfd_process.c names the directory
+// "%d" of lead_thread->pid, the global PID): in a child namespace (gpureap in
+// a container) the same number is another process here, so only the descriptor counts there.
 bool amd_compute(const Snapshot& snapshot, const ProcessInfo& p) {
   const bool holds_kfd = std::any_of(p.drm_files.begin(), p.drm_files.end(),
                                      [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
-  return holds_kfd || std::any_of(snapshot.drm.kfd_processes.begin(), snapshot.drm.kfd_processes.end(),
-                                  [&](const drm::KfdProcess& k) { return k.pid == p.pid; });
+  if (holds_kfd) return true;
+  return !snapshot.in_child_pid_namespace &&
+         std::any_of(snapshot.drm.kfd_processes.begin(), snapshot.drm.kfd_processes.end(),
+                     [&](const drm::KfdProcess& k) { return k.pid == p.pid; });
 }
 
 // Why a process of the user counts as a GPU user, or "" when it does not.
@@ -118,7 +123,9 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
     for (const auto& [pid, info] : snapshot.table.processes()) {
       if (info.holds_any_device_file() || info.holds_any_drm_file()) candidates.push_back(pid);
     }
-    for (const auto& k : snapshot.drm.kfd_processes) candidates.push_back(k.pid);
+    if (!snapshot.in_child_pid_namespace) {
+      for (const auto& k : snapshot.drm.kfd_processes) candidates.push_back(k.pid);
+    }
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());

@@ -70,6 +70,16 @@ std::string drm_holder_user(const Snapshot& snapshot, pid_t pid) {
   return p != nullptr ? p->user : std::string("-");
 }
 
+// KFD names processes by their PID in the initial PID namespace: in a child one those numbers
+// are not this namespace's processes, and are shown as the host's.
+std::string kfd_user(const Snapshot& snapshot, pid_t pid) {
+  return snapshot.in_child_pid_namespace ? std::string("-") : drm_holder_user(snapshot, pid);
+}
+
+std::string kfd_command(const Snapshot& snapshot, pid_t pid) {
+  return snapshot.in_child_pid_namespace ? std::string("(a PID of the host's namespace)") : drm_holder_command(snapshot, pid);
+}
+
 }  // namespace
 
 std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style, const OutputWidth& width) {
@@ -110,8 +120,8 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
       const auto vram = kfd_vram_on(process, ids);
       if (!vram) continue;
       const std::string start = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", process.pid,
-                                            fixed_cell(drm_holder_user(snapshot, process.pid), 9), format_bytes(*vram), "", "kfd");
-      out += start + width.rest_of_line(drm_holder_command(snapshot, process.pid), start) + "\n";
+                                            fixed_cell(kfd_user(snapshot, process.pid), 9), format_bytes(*vram), "", "kfd");
+      out += start + width.rest_of_line(kfd_command(snapshot, process.pid), start) + "\n";
     }
     if (out.size() == rows_start) out += style.dim("  no process holds this GPU") + "\n";
   }
