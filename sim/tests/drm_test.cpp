@@ -192,7 +192,7 @@ TEST_F(DrmDriver, EngineTimeGrowsByTheBusyShare) {
   const auto grown = engine() - first;
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GT(grown, 100'000'000ull);  // at least half of 200 ms
-  EXPECT_LT(grown, static_cast<unsigned long long>(elapsed) / 2 + 100'000'000ull);
+  EXPECT_LT(grown, static_cast<unsigned long long>(elapsed) / 2 + 200'000'000ull);  // + a stalled cycle
 }
 
 TEST_F(DrmDriver, IntelDevicesHaveTheirKeysAndNoVramFiles) {
