@@ -52,4 +52,21 @@ struct ResetOptions {
 };
 int run_reset(const Layout& layout, const ResetOptions& opts);
 
+struct DrmAddOptions {
+  std::string pci;
+  std::string driver = "amdgpu";
+  std::string vram = "16GiB";
+  std::string driver_vram = "128MiB";
+  unsigned card = 1;
+  unsigned render = 128;
+  std::string fdinfo = "current";
+  bool kfd = false;
+  std::string xgmi_hive;
+  unsigned release_delay_ms = 0;
+};
+int run_drm_add(const Layout& layout, const DrmAddOptions& opts);
+
+// The simulated DRM driver's daemon (sim/drm/driver_loop.hpp); runs until SIGTERM.
+int run_drm_driver(const Layout& layout, unsigned period_ms);
+
 }  // namespace gpusim::ctl

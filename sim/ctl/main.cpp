@@ -56,6 +56,24 @@ int main(int argc, char** argv) {
   auto* reset_gpu = reset_cmd->add_option("--gpu", reset.gpu, "GPU index (default: all)");
   reset_cmd->add_flag("--force", reset.force, "reset even while processes hold the device");
 
+  DrmAddOptions drm_add;
+  auto* drm_add_cmd = app.add_subcommand("drm-add", "add a simulated AMD or Intel GPU (DRM): sysfs, nodes, KFD");
+  drm_add_cmd->add_option("--pci", drm_add.pci, "PCI address, 0000:03:00.0")->required();
+  drm_add_cmd->add_option("--driver", drm_add.driver, "amdgpu (default), i915 or xe");
+  drm_add_cmd->add_option("--vram", drm_add.vram, "VRAM total (default 16GiB)");
+  drm_add_cmd->add_option("--driver-vram", drm_add.driver_vram, "VRAM the driver itself uses (default 128MiB)");
+  drm_add_cmd->add_option("--card", drm_add.card, "cardN minor (default 1)");
+  drm_add_cmd->add_option("--render", drm_add.render, "renderDM minor (default 128)");
+  drm_add_cmd->add_option("--fdinfo", drm_add.fdinfo, "amdgpu's fdinfo: current (5.19+, default) or legacy (5.14-5.18)");
+  drm_add_cmd->add_flag("--kfd", drm_add.kfd, "a ROCm (KFD) topology node and dev/kfd");
+  drm_add_cmd->add_option("--xgmi-hive", drm_add.xgmi_hive, "XGMI hive id (hex)");
+  drm_add_cmd->add_option("--release-delay-ms", drm_add.release_delay_ms,
+                          "how long a closed client's VRAM stays in mem_info_vram_used");
+
+  unsigned drm_period_ms = 20;
+  auto* drm_driver_cmd = app.add_subcommand("drm-driver", "run the simulated DRM driver (until SIGTERM or the parent dies)");
+  drm_driver_cmd->add_option("--period-ms", drm_period_ms, "cycle period (default 20)")->check(CLI::Range(1u, 10000u));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -83,5 +101,7 @@ int main(int argc, char** argv) {
     reset.has_gpu = reset_gpu->count() > 0;
     return run_reset(*layout, reset);
   }
+  if (drm_add_cmd->parsed()) return run_drm_add(*layout, drm_add);
+  if (drm_driver_cmd->parsed()) return run_drm_driver(*layout, drm_period_ms);
   return fail("no subcommand");
 }

@@ -193,6 +193,18 @@ std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const st
   }
   argv.insert(argv.end(), {"--state", state});
   argv.insert(argv.end(), args.begin(), args.end());
+  return launch(std::move(p), argv, error, exit_status);
+}
+
+std::unique_ptr<SimProcess> SimProcess::start_drm_client(const std::string& state, const std::vector<std::string>& args,
+                                                         std::string* error) {
+  std::vector<std::string> argv = {GPUSIM_DRM_CLIENT_BINARY, "--state", state};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return launch(std::unique_ptr<SimProcess>(new SimProcess()), argv, error, nullptr);
+}
+
+std::unique_ptr<SimProcess> SimProcess::launch(std::unique_ptr<SimProcess> p, const std::vector<std::string>& argv,
+                                               std::string* error, int* exit_status) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return nullptr;
   p->launcher_ = ::fork();
@@ -228,7 +240,7 @@ std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const st
     }
     ::close(err[0]);
     if (error) {
-      *error = "gpusim-cuda did not become ready (exit " +
+      *error = argv[0] + " did not become ready (exit " +
                (p->launcher_status_ ? std::to_string(*p->launcher_status_) : std::string("?")) + "): " + err_text;
     }
     return nullptr;
@@ -241,6 +253,8 @@ std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const st
     std::string key = field.substr(0, eq), value = field.substr(eq + 1);
     if (key == "pid") p->host_pid_ = static_cast<unsigned>(std::stoul(value));
     if (key == "nspid") p->ns_pid_ = static_cast<unsigned>(std::stoul(value));
+    if (key == "client") p->client_id_ = std::stoull(value);
+    if (key == "fd") p->fd_ = std::stoi(value);
     if (key == "workers") {
       std::stringstream ws(value);
       std::string w;

@@ -58,8 +58,14 @@ class SimProcess {
   static std::unique_ptr<SimProcess> start(const std::string& state, const std::vector<std::string>& args,
                                            std::string* error = nullptr, int* exit_status = nullptr,
                                            const std::vector<std::string>& wrapper = {});
+  // gpusim-drm-client --state <state> args... (sim/drm/client_main.cpp), the same way; its READY
+  // line's client= and fd= are client_id() and fd().
+  static std::unique_ptr<SimProcess> start_drm_client(const std::string& state, const std::vector<std::string>& args,
+                                                      std::string* error = nullptr);
   ~SimProcess();
 
+  unsigned long long client_id() const { return client_id_; }
+  int fd() const { return fd_; }
   unsigned pid() const { return host_pid_; }           // the owner, as the host sees it
   unsigned nspid() const { return ns_pid_; }
   const std::vector<unsigned>& workers() const { return workers_; }
@@ -74,6 +80,10 @@ class SimProcess {
 
  private:
   SimProcess() = default;
+  static std::unique_ptr<SimProcess> launch(std::unique_ptr<SimProcess> p, const std::vector<std::string>& argv,
+                                            std::string* error, int* exit_status);
+  unsigned long long client_id_ = 0;
+  int fd_ = -1;
   pid_t launcher_ = -1;
   int out_fd_ = -1;
   unsigned host_pid_ = 0;

@@ -1,5 +1,9 @@
-// What the DRM integration tests share: an AMD GPU laid out as the kernel shows one (a sysfs tree
-// under GPUREAP_SYS_DIR, nodes in the simulator's dev dir) and real processes holding its nodes.
+// What the DRM integration tests share besides the simulated DRM driver (SimHost::add_drm_gpu,
+// start_drm_client): an AMD GPU laid out by hand as a static sysfs tree (GPUREAP_SYS_DIR, nodes in
+// the simulator's dev dir), for tests that write fdinfo themselves (a value the driver cannot
+// produce); and NodeHolder, a real process holding a node with a bare open(), which the driver
+// gives no fdinfo (a holder whose stats cannot be read). Do not mix lay_out_amd_gpu with
+// add_drm_gpu on one host: the running driver owns $STATE/fdinfo and removes files it did not write.
 #pragma once
 
 #include <fcntl.h>

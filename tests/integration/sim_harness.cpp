@@ -67,7 +67,7 @@ std::string gpureap_binary() { return GPUREAP_BINARY; }
 std::string reachable_by_other_users(const std::string& path) {
   static const ReachableCopies build = [] {
     ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR,
-                           {GPUREAP_BINARY, GPUREAP_HTTP_MODULE, GPUSIM_CTL_BINARY, GPUSIM_CUDA_BINARY,
+                           {GPUREAP_BINARY, GPUREAP_HTTP_MODULE, GPUSIM_CTL_BINARY, GPUSIM_CUDA_BINARY, GPUSIM_DRM_CLIENT_BINARY,
                             GPUSIM_LIBCUDA_LIBRARY, std::string(GPUSIM_BIN_DIR) + "/nvidia-smi", IPC_LEAVER_BINARY,
                             SIGNAL_RECORDER_BINARY, SLOW_FDATASYNC_LIBRARY}};
     std::error_code error;
@@ -218,7 +218,56 @@ SimHost::SimHost(const std::vector<std::string>& init_args, std::string generati
 }
 
 SimHost::~SimHost() {
+  if (drm_driver_pid_ > 0) {
+    kill(drm_driver_pid_, SIGTERM);
+    waitpid(drm_driver_pid_, nullptr, 0);
+  }
   run_command({"/bin/rm", "-rf", state_dir_});
+}
+
+void SimHost::add_drm_gpu(const DrmGpuSpec& spec) {
+  std::vector<std::string> args = {"drm-add",        "--pci",           spec.pci,
+                                   "--driver",       spec.driver,       "--vram",
+                                   std::to_string(spec.vram_total),     "--driver-vram",
+                                   std::to_string(spec.driver_vram),    "--card",
+                                   std::to_string(spec.card),           "--render",
+                                   std::to_string(spec.render),         "--fdinfo",
+                                   spec.fdinfo,      "--release-delay-ms", std::to_string(spec.release_delay_ms)};
+  if (spec.kfd) args.push_back("--kfd");
+  if (!spec.xgmi_hive.empty()) args.insert(args.end(), {"--xgmi-hive", spec.xgmi_hive});
+  ctl(args);
+  if (drm_driver_pid_ > 0) return;
+  const PreparedExec exec({GPUSIM_CTL_BINARY, "drm-driver", "--state", state_dir_}, SpawnOptions{});
+  drm_driver_pid_ = fork();
+  if (drm_driver_pid_ == 0) exec.exec_in_child(false);
+  ASSERT_GT(drm_driver_pid_, 0) << "fork: " << std::strerror(errno);
+  drm_settle();
+}
+
+void SimHost::drm_settle() const {
+  const std::string path = state_dir_ + "/drm/cycle";
+  const auto cycle = [&path] {
+    const std::string text = read_text_file(path);
+    return text.empty() ? 0ull : std::stoull(text);
+  };
+  const unsigned long long wanted = cycle() + 2;
+  if (!eventually([&] { return cycle() >= wanted; }, 10000)) {
+    ADD_FAILURE() << "the simulated DRM driver did not complete two cycles in 10 s (" << path << ")";
+  }
+}
+
+SimProcess SimHost::start_drm_client(const std::vector<std::string>& args, std::optional<uid_t> uid) const {
+  SimProcess process = start_program(GPUSIM_DRM_CLIENT_BINARY, args, uid);
+  drm_settle();
+  return process;
+}
+
+std::string ready_field(const SimProcess& process, const std::string& key) {
+  const std::string& line = process.ready_line;
+  const auto at = line.find(" " + key + "=");
+  if (at == std::string::npos) return {};
+  const auto start = at + key.size() + 2;
+  return line.substr(start, line.find(' ', start) - start);
 }
 
 std::string SimHost::library_path() const { return library_for(generation_); }
@@ -226,8 +275,12 @@ std::string SimHost::library_path() const { return library_for(generation_); }
 std::map<std::string, std::string> SimHost::env() const {
   std::map<std::string, std::string> env = {{"GPUSIM_STATE_DIR", state_dir_},
                                             {"GPUREAP_DEV_DIR", dev_dir()},
-                                            // no DRM GPU unless a test lays one out
+                                            // no DRM GPU unless a test adds or lays one out
                                             {"GPUREAP_SYS_DIR", state_dir_ + "/sys"},
+                                            // what the simulated DRM driver writes (its
+                                            // processes hold plain files, whose real fdinfo
+                                            // has no DRM keys)
+                                            {"GPUREAP_FDINFO_DIR", state_dir_ + "/fdinfo"},
                                             {"GPUREAP_NVML_LIBRARY", library_path()},
                                             {"NO_COLOR", ""}};
   for (const auto& [name, value] : extra_env_) env[name] = value;

@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -77,6 +78,21 @@ class SimProcess {
   bool reaped_ = true;
 };
 
+// A simulated AMD or Intel GPU: what `gpusim drm-add` is given (docs/simulator.md, "AMD and
+// Intel GPUs").
+struct DrmGpuSpec {
+  std::string pci;
+  std::string driver = "amdgpu";                 // amdgpu, i915, xe
+  std::uint64_t vram_total = 16ull << 30;
+  std::uint64_t driver_vram = 128ull << 20;      // VRAM the driver itself keeps
+  int card = 1;
+  int render = 128;
+  std::string fdinfo = "current";                // amdgpu: current (5.19+) or legacy (5.14-5.18)
+  bool kfd = false;
+  std::string xgmi_hive;                         // hex hive id, "" for none
+  unsigned release_delay_ms = 0;
+};
+
 class SimHost {
  public:
   // `gpusim init` with these arguments in a fresh state dir.
@@ -117,6 +133,17 @@ class SimHost {
   // (what protection by executable path sees), runnable by any user.
   std::string sim_binary_named(const std::string& name) const;
 
+  // A simulated DRM GPU (gpusim drm-add), and on the first call the simulated DRM driver
+  // (gpusim drm-driver), which runs until the host is destroyed. Fails the test on error.
+  void add_drm_gpu(const DrmGpuSpec& spec);
+  // gpusim-drm-client <args...> (--node renderD128 --vram 2GiB --workers 1 ...), as `uid` when
+  // given; returns once the driver has settled (drm_settle), so its fdinfo and KFD files exist.
+  // Its READY line also has client=<id> and fd=<descriptor> (ready_field).
+  SimProcess start_drm_client(const std::vector<std::string>& args, std::optional<uid_t> uid = std::nullopt) const;
+  // Waits until the DRM driver has completed two full cycles that started after the call: what
+  // it shows then reflects every process change made before the call. Fails the test after 10 s.
+  void drm_settle() const;
+
   // Runs the real gpureap binary with this host's environment (plus extra).
   CommandResult gpureap(const std::vector<std::string>& args,
                         const std::map<std::string, std::string>& extra_env = {}) const;
@@ -131,9 +158,13 @@ class SimHost {
  private:
   SimProcess launch(const std::vector<std::string>& argv, const SpawnOptions& options) const;
   std::string state_dir_;
+  pid_t drm_driver_pid_ = -1;
   std::string generation_;
   std::map<std::string, std::string> extra_env_;
 };
+
+// The value of `key` in a READY line ("READY pid=1 workers=2,3 client=4 fd=3"); "" when absent.
+std::string ready_field(const SimProcess& process, const std::string& key);
 
 // Helpers over ps JSON.
 const nlohmann::json* find_process(const nlohmann::json& ps, pid_t pid, int gpu = -1);
