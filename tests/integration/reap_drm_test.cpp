@@ -1,7 +1,9 @@
-// `gpureap reap --user` on a host where the job's user also holds an AMD GPU's display node
-// (/dev/dri/card1: a compositor, a remote desktop) and its render node: reap ends the NVIDIA job
-// and leaves both alone. Nothing in reap acts on DRM holders, and this test keeps it so until
-// an AMD holder can be proven to be the job's.
+// `gpureap reap --user` on a host with an NVIDIA GPU and an AMD GPU of the simulated DRM driver
+// (sim/drm), where the job's user runs a ROCm job (/dev/kfd and a render client, with a forked
+// worker), a display client on the card node (a compositor's scanout buffers) and a graphics
+// client on the render node (a browser), and root runs a ROCm job of its own. reap ends the
+// user's NVIDIA and ROCm jobs and verifies the AMD GPU's release; the display and graphics
+// clients are spared and say why (a render or card node proves no job), root's job runs on.
 #include <filesystem>
 #include <string>
 
@@ -15,29 +17,55 @@
 namespace gpureap::test {
 namespace {
 
-TEST(ReapDrm, TheUsersDisplayAndRenderHoldersOfAnAmdGpuAreLeftAlone) {
+const nlohmann::json* spared_entry(const nlohmann::json& report, pid_t pid) {
+  for (const auto& s : report["spared"]) {
+    if (s["pid"] == pid) return &s;
+  }
+  return nullptr;
+}
+
+TEST(ReapDrm, TheUsersRocmJobEndsAndItsDisplayAndGraphicsClientsAreLeftAlone) {
   if (!running_as_root()) GTEST_SKIP() << "needs root: another user's processes";
   const passwd* pw = test_user();
   ASSERT_NE(pw, nullptr);
   SimHost host({"--gpus", "1"});
-  lay_out_amd_gpu(host, "0000:03:00.0", {{"card1", 1}, {"renderD128", 128}});
-  const std::string dev = std::filesystem::canonical(host.dev_dir()).string();
-  auto job = host.start({"--alloc", "0:2GiB", "--workers", "1"}, pw->pw_uid);
-  const NodeHolder display(dev + "/dri/card1", /*with_worker=*/false, pw->pw_uid);
-  const NodeHolder renderer(dev + "/dri/renderD128", /*with_worker=*/true, pw->pw_uid);
-  ASSERT_GT(display.fd, 0);
-  ASSERT_GT(renderer.fd, 0);
+  DrmGpuSpec amd;
+  amd.pci = "0000:03:00.0";
+  amd.kfd = true;
+  host.add_drm_gpu(amd);
+  auto cuda_job = host.start({"--alloc", "0:2GiB", "--workers", "1"}, pw->pw_uid);
+  auto rocm_job = host.start_drm_client({"--node", "renderD128", "--vram", "2GiB", "--kfd", "--workers", "1"}, pw->pw_uid);
+  auto display = host.start_drm_client({"--node", "card1", "--vram", "64MiB"}, pw->pw_uid);
+  auto graphics = host.start_drm_client({"--node", "renderD128", "--vram", "256MiB"}, pw->pw_uid);
+  auto roots_job = host.start_drm_client({"--node", "renderD128", "--vram", "1GiB", "--kfd"});
+  ASSERT_EQ(rocm_job.workers.size(), 1u);
+  host.drm_settle();
 
   int rc = -1;
   const auto report = host.gpureap_json({"reap", "--user", kTestUserName, "--json"}, &rc);
   EXPECT_EQ(rc, 0) << report.dump(2);
-  for (pid_t pid : {job.pid, job.workers.at(0)}) {
+  for (pid_t pid : {cuda_job.pid, cuda_job.workers.at(0), rocm_job.pid, rocm_job.workers.at(0)}) {
     EXPECT_TRUE(eventually([&] { return !running(pid); })) << "PID " << pid << " survived";
   }
-  for (pid_t pid : {display.pid, renderer.pid, renderer.worker}) {
-    EXPECT_TRUE(running(pid)) << "the user's DRM holder " << pid << " was ended";
+  EXPECT_NE(kill_target(report, rocm_job.pid), nullptr) << report.dump(2);
+  for (pid_t pid : {display.pid, graphics.pid}) {
+    EXPECT_TRUE(running(pid)) << "the user's DRM client " << pid << " was ended";
     EXPECT_EQ(kill_target(report, pid), nullptr) << pid << report.dump(2);
+    const auto* spared = spared_entry(report, pid);
+    ASSERT_NE(spared, nullptr) << pid << report["spared"].dump(2);
+    EXPECT_NE((*spared)["reason"].get<std::string>().find("display or render nodes"), std::string::npos) << spared->dump();
   }
+  EXPECT_TRUE(running(roots_job.pid));
+  EXPECT_EQ(kill_target(report, roots_job.pid), nullptr);
+  ASSERT_EQ(report["drm_gpus"].size(), 1u) << report.dump(2);
+  const auto& gpu = report["drm_gpus"][0];
+  EXPECT_TRUE(gpu["verified"].get<bool>()) << gpu.dump(2);
+  EXPECT_GE(gpu["freed_bytes"].get<std::uint64_t>(), 2 * GiB) << gpu.dump(2);
+  // The job's KFD context; its worker inherited /dev/kfd (and so was taken) but has no context
+  // of its own: the kernel keeps one per process that opened it, by its mm.
+  EXPECT_EQ(gpu["kfd_pids"], nlohmann::json::array({rocm_job.pid})) << gpu.dump(2);
+  EXPECT_FALSE(std::filesystem::exists(host.state_dir() + "/sys/class/kfd/kfd/proc/" + std::to_string(rocm_job.pid)));
+  EXPECT_TRUE(std::filesystem::exists(host.state_dir() + "/sys/class/kfd/kfd/proc/" + std::to_string(roots_job.pid)));
 }
 
 }  // namespace
