@@ -11,17 +11,6 @@
 #include "text/human_format.hpp"
 
 namespace gpureap {
-namespace {
-
-// What the driver uses itself (firmware, page tables, its own buffers) is not reported per
-// client. Allowed for, as for NVIDIA's v1 figures: 512 MiB, or 2% of the GPU's VRAM when more.
-// A guess from the documents, not a measurement: no AMD hardware has run this.
-std::uint64_t driver_allowance_bytes(std::optional<std::uint64_t> total) {
-  return std::max<std::uint64_t>(512ull << 20, total.value_or(0) / 50);
-}
-
-}  // namespace
-
 void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
   const auto& reading = snapshot.drm;
   for (const auto& device : reading.devices) {
@@ -32,7 +21,7 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
     const std::uint64_t used = *device.vram_used;
     if (used <= explained) continue;
     const std::uint64_t unexplained = used - explained;
-    const std::uint64_t allowance = driver_allowance_bytes(device.vram_total);
+    const std::uint64_t allowance = drm::driver_vram_allowance(device.vram_total);
     if (unexplained <= allowance) continue;
     std::size_t hidden = 0;  // processes whose descriptors we could not read, as memory_checks counts them
     for (const auto& [pid, process] : snapshot.table.processes()) {

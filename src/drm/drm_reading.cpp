@@ -36,6 +36,10 @@ ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_a
   return out;
 }
 
+std::uint64_t driver_vram_allowance(std::optional<std::uint64_t> vram_total) {
+  return std::max<std::uint64_t>(512ull << 20, vram_total.value_or(0) / 50);
+}
+
 std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_root, pid_t pid,
                                const std::vector<DeviceFileHandle>& files) {
   std::size_t unread = 0;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ struct ExplainedVram {
   std::uint64_t total() const { return clients_bytes + kfd_only_bytes; }
 };
 ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_address);
+
+// What the driver uses itself (firmware, page tables, its own buffers) is not reported per
+// client: 512 MiB, or 2% of the GPU's VRAM when more. A guess from the documents, not a
+// measurement: no AMD hardware has run this. doctor allows it before calling VRAM unexplained;
+// kill before it attributes a drop of the device's figure to its targets.
+std::uint64_t driver_vram_allowance(std::optional<std::uint64_t> vram_total);
 
 // Reads <proc_root>/<pid>/fdinfo/<fd> of each card and render descriptor of `files` (bounded
 // to kMaxFdinfoBytes) into `ledger`; returns how many could not be read or parsed.

@@ -34,6 +34,18 @@ std::uint64_t kfd_vram_on(const drm::KfdProcess& process, const std::vector<std:
   return bytes;
 }
 
+// Whether the process at `pid` holds /dev/kfd: only then is a KFD context listed under that PID
+// its own. The kernel names the directory by the leader's PID in the initial PID namespace and
+// keeps it while any descriptor of its /dev/kfd file is left (a forked worker's), after the
+// leader is gone and its PID free for reuse; in a child PID namespace the number is not ours.
+bool owns_kfd_context(const Snapshot& snapshot, pid_t pid) {
+  if (snapshot.in_child_pid_namespace) return false;
+  const ProcessInfo* process = snapshot.table.find(pid);
+  return process != nullptr && std::any_of(process->drm_files.begin(), process->drm_files.end(), [](const DeviceFileHandle& f) {
+           return f.kind == DeviceFileKind::Kfd;
+         });
+}
+
 PlannedDrmGpu& gpu_entry(std::map<std::string, PlannedDrmGpu>& gpus, const drm::DrmDevice& device) {
   auto& gpu = gpus[device.pci_address];
   if (gpu.pci_address.empty()) {
@@ -74,7 +86,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       target.drm_memory[client->pdev] += drm::device_memory_bytes(client->stats).value_or(0);
     }
     for (const auto& process : reading.kfd_processes) {
-      if (process.pid != target.pid || snapshot.in_child_pid_namespace) continue;
+      if (process.pid != target.pid || !owns_kfd_context(snapshot, target.pid)) continue;
       for (const auto& device : reading.devices) {
         if (target.drm_memory.count(device.pci_address) != 0) continue;
         if (const auto bytes = kfd_vram_on(process, kfd_ids_of(reading, device.pci_address)); bytes > 0) {
@@ -116,10 +128,8 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       gpu.kept.push_back(std::move(planned));
     }
   }
-  // KFD lists processes by their PID in the initial PID namespace: in a child one (gpureap in a
-  // container) those numbers are not ours, and no KFD context is taken for a target's.
-  for (const auto& process : snapshot.in_child_pid_namespace ? std::vector<drm::KfdProcess>() : reading.kfd_processes) {
-    if (!plan_has(signalled, process.pid)) continue;
+  for (const auto& process : reading.kfd_processes) {
+    if (!plan_has(signalled, process.pid) || !owns_kfd_context(snapshot, process.pid)) continue;
     for (const auto& device : reading.devices) {
       const auto ids = kfd_ids_of(reading, device.pci_address);
       const bool has_context_here = std::any_of(process.vram.begin(), process.vram.end(), [&](const drm::KfdGpuMemory& m) {
@@ -139,7 +149,16 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
   }
   for (auto& [pci, gpu] : gpus) {
     std::set<std::uint64_t> ending_ids;
-    for (const auto& c : gpu.ending) ending_ids.insert(c.identity);
+    for (const auto& c : gpu.ending) {
+      ending_ids.insert(c.identity);
+      gpu.shared_ending += c.shared_bytes;
+    }
+    const drm::DrmDevice* device = plan_device_at(reading, pci);
+    gpu.driver_allowance = drm::driver_vram_allowance(device != nullptr ? device->vram_total : std::nullopt);
+    if (gpu.baseline_used) {
+      const std::uint64_t explained = drm::explained_vram(reading, pci).total();
+      gpu.unexplained_base = *gpu.baseline_used > explained ? *gpu.baseline_used - explained : 0;
+    }
     for (const drm::DrmClient* client : reading.clients.clients_of(pci)) {
       const auto identity = drm::client_identity(client->stats);
       if (identity && ending_ids.count(*identity) != 0) continue;

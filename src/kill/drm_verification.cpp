@@ -74,23 +74,40 @@ DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmRe
   std::sort(state.kfd_left.begin(), state.kfd_left.end());
   if (!state.still_held_by.empty() || !state.kfd_left.empty()) return state;
   if (!planned.baseline_used || !device->vram_used) {
-    // i915 and xe give no device figure: the clients being gone is all the driver tells.
-    state.released = !planned.baseline_used && !device->vram_used;
+    // i915 and xe give no device figure: the clients being gone from every descriptor table is
+    // all the driver tells, and a client can outlive them unseen (a descriptor in flight in a
+    // unix socket, a mapping of the file). That is not a release proven.
+    state.no_figure = true;
     return state;
   }
-  // None of the ending clients is open any more: every client now is another's (a pasid given
-  // to a newcomer included).
+  // What the figure holds beyond the clients now: the driver's own use, frees in flight and
+  // leaks, and any of the targets' memory not yet freed. Released when that is no more than it
+  // was before (plus the ending clients' shared memory, which stays with its importers and was
+  // counted twice then). Others' memory counts both ways, so another client's end is never
+  // taken for the targets'. When the baseline itself held more than the driver's own allowance
+  // unexplained, a drop of that cannot be told from the targets': then the figure must come
+  // back to the allowance.
+  const std::uint64_t used = *device->vram_used;
+  const std::uint64_t explained = drm::explained_vram(now, planned.pci_address).total();
+  const std::uint64_t unexplained = used > explained ? used - explained : 0;
+  const bool unsettled_base = planned.unexplained_base > planned.driver_allowance;
+  const std::uint64_t limit =
+      (unsettled_base ? planned.driver_allowance : planned.unexplained_base) + planned.shared_ending;
+  state.unexplained_now = unexplained;
+  if (unexplained > limit) {
+    state.unattributable = unsettled_base;
+    return state;
+  }
+  state.released = true;
   std::uint64_t others_now = 0;
   for (const drm::DrmClient* client : now.clients.clients_of(planned.pci_address)) {
     others_now += drm::device_memory_bytes(client->stats).value_or(0);
   }
   const std::uint64_t baseline = *planned.baseline_used;
-  const std::uint64_t used = *device->vram_used;
-  const std::uint64_t growth = others_now > planned.others_bytes ? others_now - planned.others_bytes : 0;
-  const std::uint64_t expected = std::min(planned.expected_free_bytes, baseline);
-  if (used > baseline - expected + growth) return state;
-  state.released = true;
-  state.freed_bytes = (baseline > used ? baseline - used : 0) + growth;
+  // The targets' share of the drop: the figure's fall corrected by others' change either way.
+  const long double freed = static_cast<long double>(baseline) - static_cast<long double>(used) +
+                            static_cast<long double>(others_now) - static_cast<long double>(planned.others_bytes);
+  state.freed_bytes = freed > 0 ? static_cast<std::uint64_t>(freed) : 0;
   return state;
 }
 
@@ -102,7 +119,7 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
     v.pci_address = gpu.pci_address;
     v.vendor = gpu.vendor;
     v.expected_free_bytes = gpu.expected_free_bytes;
-    v.by_clients_only = !gpu.baseline_used;
+    v.driver = gpu.driver;
     results.push_back(std::move(v));
   }
   if (results.empty()) return results;
@@ -110,14 +127,22 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
   const auto deadline = start + options.timeout;
   std::optional<drm::DrmReading> last;
   std::vector<DrmReleaseState> states(results.size());
+  std::vector<bool> settled(results.size(), false);  // released, or nothing more to wait for
   std::size_t pending = results.size();
   while (true) {
     last = poll_drm();
     if (!last) break;
     for (std::size_t i = 0; i < results.size(); ++i) {
-      if (results[i].verified) continue;
+      if (settled[i]) continue;
       states[i] = drm_release_state(plan.drm_gpus[i], *last);
+      // Without a figure, once the clients are gone there is nothing left to wait for.
+      if (states[i].no_figure) {
+        settled[i] = true;
+        --pending;
+        continue;
+      }
       if (!states[i].released) continue;
+      settled[i] = true;
       results[i].verified = true;
       results[i].freed_bytes = states[i].freed_bytes;
       results[i].verify_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -154,19 +179,35 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
     if (!v.still_held_by.empty()) {
       v.message = fmt::format(
           "{}: {} not freed after {:.1f} s: its clients are still held by PID {} (a descriptor inherited or "
-          "passed to them: `gpureap kill {}` ends {})",
+          "passed to them; if they are the job's, `gpureap kill {}` ends {})",
           name, bytes, waited, pid_list(v.still_held_by, ", "), pid_list(v.still_held_by, " "),
           v.still_held_by.size() == 1 ? "it" : "them");
     } else if (!v.kfd_left.empty()) {
       v.message = fmt::format(
-          "{}: {} not freed after {:.1f} s: the KFD context of PID {} is still listed (the process has not "
-          "finished exiting): run `gpureap doctor`",
+          "{}: {} not freed after {:.1f} s: the KFD context of PID {} is still listed (the kernel keeps it while "
+          "any descriptor of its /dev/kfd open file is left, e.g. in a worker it forked, and while the process "
+          "exits): `gpureap ps` shows who holds /dev/kfd",
           name, bytes, waited, pid_list(v.kfd_left, ", "));
+    } else if (state.no_figure) {
+      v.unverifiable = true;
+      v.message = fmt::format(
+          "{}: its clients are gone from every process's descriptors, but {} reports no VRAM figure: the release "
+          "itself cannot be verified (a descriptor in flight in a socket, or a mapping, keeps a client open unseen)",
+          name, v.driver.empty() ? std::string("the driver") : v.driver);
+    } else if (state.unattributable) {
+      v.message = fmt::format(
+          "{}: its clients are gone, but before the kill {} of its VRAM was in use that no client explained "
+          "(frees in flight, or a leak), and {} still is after {:.1f} s: a drop cannot be told from the targets' "
+          "until the figure is back to what the clients explain; run `gpureap doctor`",
+          name, format_bytes(planned.unexplained_base), format_bytes(state.unexplained_now), waited);
     } else {
       v.message = fmt::format(
-          "{}: its clients are gone, but the driver still reports {} more in use than expected after {:.1f} s "
-          "(freed later, or leaked): run `gpureap doctor`",
-          name, bytes, waited);
+          "{}: its clients are gone, but the driver still reports {} more in use than its clients explain after "
+          "{:.1f} s (freed later, or leaked): run `gpureap doctor`",
+          name, format_bytes(state.unexplained_now > planned.unexplained_base
+                                 ? state.unexplained_now - planned.unexplained_base
+                                 : 0),
+          waited);
     }
   }
   return results;

@@ -3,8 +3,9 @@
 // targets held is held by anyone (one a process outside the plan shares keeps it unreleased,
 // and that process is named), none of their KFD contexts is left, and the driver's own
 // VRAM use (amdgpu's mem_info_vram_used; i915 and xe report none) has dropped by what those
-// clients held privately, allowing for other clients' growth. Then say, per GPU, what came back
-// and how long it took, or what still holds it.
+// clients held privately, with other clients' change counted both ways. Then say, per GPU, what
+// came back and how long it took, or what still holds it. i915 and xe report no device figure:
+// their release is never called verified.
 #pragma once
 
 #include <chrono>
@@ -25,8 +26,10 @@ struct DrmGpuVerification {
   std::string vendor;
   std::uint64_t expected_free_bytes = 0;
   std::optional<std::uint64_t> freed_bytes;  // by the driver's VRAM figure; unknown without one
+  std::string driver;                        // "amdgpu", "i915", "xe"
   bool verified = false;
-  bool by_clients_only = false;              // no device figure: verified by the clients being gone
+  // The driver reports no VRAM figure (i915, xe): the clients are gone, the release unprovable.
+  bool unverifiable = false;
   std::optional<double> verify_ms;
   std::vector<pid_t> still_held_by;          // processes holding a client that should have gone
   std::vector<pid_t> kfd_left;               // targets whose KFD context is still listed
@@ -34,14 +37,16 @@ struct DrmGpuVerification {
   std::string message;                       // for a person, when not verified
 };
 
-// The GPU's state against the plan: the bytes freed (nullopt without a device figure) once
-// released, or why not yet.
+// The GPU's state against the plan: the bytes freed once released, or why not yet.
 struct DrmReleaseState {
   bool released = false;
   std::optional<std::uint64_t> freed_bytes;
   std::vector<pid_t> still_held_by;
   std::vector<pid_t> kfd_left;
   bool device_missing = false;
+  bool no_figure = false;        // the driver has no VRAM figure: never released
+  bool unattributable = false;   // the baseline held unexplained VRAM beyond the allowance, still held
+  std::uint64_t unexplained_now = 0;
 };
 DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmReading& now);
 

@@ -91,9 +91,10 @@ struct PlannedDrmClient {
 };
 
 // An AMD or Intel GPU (DRM, no NVML) that ending the targets should give memory back on. It is
-// released when none of `ending` is held any more, no process of `kfd_pids` has a KFD context,
-// and the driver's VRAM use (where it reports one) has dropped by `expected_free_bytes`,
-// allowing for other clients' growth.
+// released when none of `ending` or `kept` is held any more, no process of `kfd_pids` has a KFD
+// context, and the driver's VRAM figure is back to what the remaining clients explain plus what
+// was unexplained before (drm_verification.hpp). A driver without a figure (i915, xe) cannot
+// show a release: its clients being gone from every descriptor table is all it tells.
 struct PlannedDrmGpu {
   std::string pci_address;
   std::string vendor;   // "amd", "intel"
@@ -104,6 +105,11 @@ struct PlannedDrmGpu {
   std::uint64_t expected_free_bytes = 0; // the ending clients' private memory, plus KFD-only allocations
   std::optional<std::uint64_t> baseline_used;  // mem_info_vram_used in the snapshot (amdgpu only)
   std::uint64_t others_bytes = 0;        // device memory of the GPU's other clients then
+  // baseline_used less what every client (and KFD-only allocation) explained then: the driver's
+  // own use, and frees still in flight or leaks, which may drop on their own meanwhile.
+  std::uint64_t unexplained_base = 0;
+  std::uint64_t shared_ending = 0;       // shared memory of the ending clients: stays with importers
+  std::uint64_t driver_allowance = 0;    // drm::driver_vram_allowance of the GPU
   std::vector<pid_t> target_pids;        // signalled targets holding a client or KFD context of it
 };
 

@@ -168,14 +168,19 @@ class Selector {
     }
   }
 
-  std::string holds_text(const ProcessInfo& process) const {
+  std::string holds_text(const ProcessInfo& process, const ProcessInfo& root) const {
     std::set<std::string> paths;
     for (const auto& f : process.device_files) {
       if (f.kind == DeviceFileKind::Gpu) paths.insert(f.path);
     }
-    // AMD and Intel GPUs: a render node or /dev/kfd (compute); a card node alone is display.
+    // AMD and Intel GPUs: /dev/kfd (ROCm compute), or a render node the root holds too (a
+    // worker that inherited its GPU); a card node, or another GPU's render node, proves nothing.
     for (const auto& f : process.drm_files) {
-      if (f.kind == DeviceFileKind::DrmRender || f.kind == DeviceFileKind::Kfd) paths.insert(f.path);
+      const bool root_holds_node = f.kind == DeviceFileKind::DrmRender &&
+                                   std::any_of(root.drm_files.begin(), root.drm_files.end(), [&](const DeviceFileHandle& r) {
+                                     return r.kind == DeviceFileKind::DrmRender && r.minor == f.minor;
+                                   });
+      if (f.kind == DeviceFileKind::Kfd || root_holds_node) paths.insert(f.path);
     }
     if (paths.empty()) return {};
     std::string text;
@@ -189,7 +194,7 @@ class Selector {
     for (const pid_t pid : snapshot_.table.descendants_of(root)) {
       const ProcessInfo* child = snapshot_.table.find(pid);
       if (child == nullptr) continue;
-      const std::string holds = holds_text(*child);
+      const std::string holds = holds_text(*child, *root_process);
       const bool same_group = child->pgid == root_process->pgid;
       if (holds.empty() && !same_group) continue;
       SelectedProcess selected;

@@ -41,18 +41,14 @@ std::string gpu_words(const std::set<unsigned>& gpus) {
   return out;
 }
 
-// ROCm compute on an AMD GPU: /dev/kfd held, or a KFD context listed. A render or card node
-// alone proves nothing: a desktop, a browser and a compositor hold those too.
-// KFD names a process by its PID in the initial PID namespace (kfd_process.c names the directory
-// "%d" of lead_thread->pid, the global PID): in a child namespace (gpureap in
-// a container) the same number is another process here, so only the descriptor counts there.
-bool amd_compute(const Snapshot& snapshot, const ProcessInfo& p) {
-  const bool holds_kfd = std::any_of(p.drm_files.begin(), p.drm_files.end(),
-                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
-  if (holds_kfd) return true;
-  return !snapshot.in_child_pid_namespace &&
-         std::any_of(snapshot.drm.kfd_processes.begin(), snapshot.drm.kfd_processes.end(),
-                     [&](const drm::KfdProcess& k) { return k.pid == p.pid; });
+// ROCm compute on an AMD GPU: /dev/kfd held. A render or card node alone proves nothing: a
+// desktop, a browser and a compositor hold those too. A KFD context listed under a PID proves
+// nothing of the process at that PID now: the kernel keeps the directory (named by the leader's
+// PID in the initial PID namespace) while any descriptor of its /dev/kfd file is left, after the
+// leader is gone and its PID free for reuse.
+bool amd_compute(const ProcessInfo& p) {
+  return std::any_of(p.drm_files.begin(), p.drm_files.end(),
+                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
 }
 
 // Why a process of the user counts as a GPU user, or "" when it does not.
@@ -60,14 +56,12 @@ std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, cons
   if (listed_by_driver(snapshot, p.pid)) return fmt::format("the driver lists it on GPU {}", gpu_words(used));
   if (!used.empty()) return fmt::format("holds the device file of GPU {}", gpu_words(used));
   if (p.holds_any_device_file()) return "holds an NVIDIA device file";
-  if (amd_compute(snapshot, p)) return "ROCm compute: holds /dev/kfd or has a KFD context";
+  if (amd_compute(p)) return "ROCm compute: holds /dev/kfd";
   return {};
 }
 
 // A process of the user holding only AMD or Intel display and render nodes.
-bool drm_graphics_only(const Snapshot& snapshot, const ProcessInfo& p) {
-  return p.holds_any_drm_file() && !p.holds_any_device_file() && !amd_compute(snapshot, p);
-}
+bool drm_graphics_only(const ProcessInfo& p) { return p.holds_any_drm_file() && !p.holds_any_device_file() && !amd_compute(p); }
 
 }  // namespace
 
@@ -123,9 +117,6 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
     for (const auto& [pid, info] : snapshot.table.processes()) {
       if (info.holds_any_device_file() || info.holds_any_drm_file()) candidates.push_back(pid);
     }
-    if (!snapshot.in_child_pid_namespace) {
-      for (const auto& k : snapshot.drm.kfd_processes) candidates.push_back(k.pid);
-    }
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
@@ -144,7 +135,7 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
       if (!used.empty()) why += "; uses GPU " + gpu_words(used);
     } else {
       why = gpu_user_reason(snapshot, *p, used);
-      if (why.empty() && drm_graphics_only(snapshot, *p)) {
+      if (why.empty() && drm_graphics_only(*p)) {
         out.spared.push_back({pid, p->command(),
                               "holds only AMD or Intel display or render nodes: a desktop or graphics client, not "
                               "provably a job's (its cgroup would prove it: --cgroup)"});

@@ -1,6 +1,6 @@
 // `gpureap reap --user` on a host with an NVIDIA GPU and an AMD GPU of the simulated DRM driver
 // (sim/drm), where the job's user runs a ROCm job (/dev/kfd and a render client, with a forked
-// worker), a display client on the card node (a compositor's scanout buffers) and a graphics
+// worker), a display client on /dev/dri/card0 (a compositor's scanout buffers) and a graphics
 // client on the render node (a browser), and root runs a ROCm job of its own. reap ends the
 // user's NVIDIA and ROCm jobs and verifies the AMD GPU's release; the display and graphics
 // clients are spared and say why (a render or card node proves no job), root's job runs on.
@@ -31,11 +31,12 @@ TEST(ReapDrm, TheUsersRocmJobEndsAndItsDisplayAndGraphicsClientsAreLeftAlone) {
   SimHost host({"--gpus", "1"});
   DrmGpuSpec amd;
   amd.pci = "0000:03:00.0";
+  amd.card = 0;  // /dev/dri/card0: the node a desktop session's compositor holds
   amd.kfd = true;
   host.add_drm_gpu(amd);
   auto cuda_job = host.start({"--alloc", "0:2GiB", "--workers", "1"}, pw->pw_uid);
   auto rocm_job = host.start_drm_client({"--node", "renderD128", "--vram", "2GiB", "--kfd", "--workers", "1"}, pw->pw_uid);
-  auto display = host.start_drm_client({"--node", "card1", "--vram", "64MiB"}, pw->pw_uid);
+  auto display = host.start_drm_client({"--node", "card0", "--vram", "64MiB"}, pw->pw_uid);
   auto graphics = host.start_drm_client({"--node", "renderD128", "--vram", "256MiB"}, pw->pw_uid);
   auto roots_job = host.start_drm_client({"--node", "renderD128", "--vram", "1GiB", "--kfd"});
   ASSERT_EQ(rocm_job.workers.size(), 1u);

@@ -1,6 +1,11 @@
 // What kill expects back on an AMD or Intel GPU, and when it counts it as released: a client
 // held by targets alone is expected to go, one a spared process also holds is expected to stay;
 // only private memory is expected back; a pasid (amdgpu before 5.19) may be reused.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "drm/fdinfo_record.hpp"
@@ -142,14 +147,33 @@ TEST(KillDrmRelease, ABystanderGrowingMeanwhileIsAllowedFor) {
   EXPECT_EQ(state.freed_bytes, 2 * kGiB - 256 * kMiB);
 }
 
+// A /proc tree in which PID 100 holds /dev/kfd (descriptor 7) when `holds_kfd`, and PID 101
+// holds nothing: what tells a KFD context's owner from a process that got its PID later.
+ProcessTable proc_table(const std::string& root, bool holds_kfd) {
+  namespace fs = std::filesystem;
+  fs::remove_all(root);
+  for (const int pid : {100, 101}) {
+    const std::string dir = root + "/" + std::to_string(pid);
+    fs::create_directories(dir + "/fd");
+    std::ofstream(dir + "/stat") << pid << " (python3) S 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 30000 0 0\n";
+    if (pid == 100 && holds_kfd) fs::create_symlink("/dev/kfd", dir + "/fd/7");
+  }
+  ProcScanOptions options;
+  options.proc_root = root;
+  return ProcessTable::scan(options);
+}
+
 TEST(KillDrmRelease, AKfdContextStillListedHoldsTheRelease) {
   Snapshot snapshot = trainer_and_bystander(3 * kGiB);
+  const std::string root = ::testing::TempDir() + "kill-drm-proc-" + std::to_string(::getpid());
+  snapshot.table = proc_table(root, /*holds_kfd=*/true);
   snapshot.drm.kfd_nodes.push_back(drm::KfdNode{46412, kPci});
   snapshot.drm.kfd_processes.push_back(drm::KfdProcess{100, 32784, {{46412, 1 * kGiB}}});
   const KillPlan plan = planned_trainer(snapshot);
   ASSERT_EQ(plan.drm_gpus[0].kfd_pids, (std::vector<pid_t>{100}));
   EXPECT_EQ(plan.drm_gpus[0].expected_free_bytes, 2 * kGiB - 256 * kMiB);  // counted through its client already
-  drm::DrmReading now = amd_reading(1 * kGiB);
+  drm::DrmReading now = amd_reading(1 * kGiB + 256 * kMiB);  // the bystander, and the shared part
+  now.clients.add(200, 4, client_record(9, "1 GiB"));
   now.kfd_nodes = snapshot.drm.kfd_nodes;
   now.kfd_processes = snapshot.drm.kfd_processes;
   const auto state = drm_release_state(plan.drm_gpus[0], now);
@@ -157,23 +181,49 @@ TEST(KillDrmRelease, AKfdContextStillListedHoldsTheRelease) {
   EXPECT_EQ(state.kfd_left, (std::vector<pid_t>{100}));
   now.kfd_processes.clear();
   EXPECT_TRUE(drm_release_state(plan.drm_gpus[0], now).released);
+
+  // The same context listed under PID 100 while the process there holds no /dev/kfd (its PID
+  // reused, the context kept by another descriptor): not that process's, and not waited for.
+  snapshot.table = proc_table(root, /*holds_kfd=*/false);
+  EXPECT_TRUE(planned_trainer(snapshot).drm_gpus[0].kfd_pids.empty());
+  std::filesystem::remove_all(root);
+}
+
+TEST(KillDrmRelease, AnotherClientEndingMeanwhileIsNotTakenForTheTargets) {
+  const KillPlan plan = planned_trainer(trainer_and_bystander(3 * kGiB + 128 * kMiB));
+  drm::DrmReading now = amd_reading(2 * kGiB + 128 * kMiB);  // dropped by 1 GiB: the bystander's
+  const auto state = drm_release_state(plan.drm_gpus[0], now);  // the trainer's client is gone, held unseen
+  EXPECT_FALSE(state.released);
+}
+
+TEST(KillDrmRelease, FreesInFlightBeforeTheKillAreNotTakenForTheTargets) {
+  // 1 GiB of an earlier client was still being freed when the snapshot was taken.
+  const KillPlan plan = planned_trainer(trainer_and_bystander(4 * kGiB + 128 * kMiB));
+  EXPECT_EQ(plan.drm_gpus[0].unexplained_base, 1 * kGiB + 128 * kMiB);
+  drm::DrmReading now = amd_reading(3 * kGiB + 128 * kMiB);  // that 1 GiB went; the trainer's not yet
+  now.clients.add(200, 4, client_record(9, "1 GiB"));
+  const auto state = drm_release_state(plan.drm_gpus[0], now);
+  EXPECT_FALSE(state.released);
+  EXPECT_TRUE(state.unattributable);
+  now.devices[0].vram_used = 1 * kGiB + 128 * kMiB + 256 * kMiB;  // both gone; the shared part stays
+  EXPECT_TRUE(drm_release_state(plan.drm_gpus[0], now).released);
 }
 
 TEST(KillDrmRelease, AReusedPasidOfANewProcessIsNotTheEndedClient) {
   Snapshot snapshot;
-  snapshot.drm = amd_reading(2 * kGiB);
+  snapshot.drm = amd_reading(1 * kGiB + 128 * kMiB);
   snapshot.drm.clients.add(100, 5, legacy_record(32784, 1048576));  // 1 GiB, amdgpu 5.14-5.18
   const KillPlan plan = planned_trainer(snapshot);
   ASSERT_EQ(plan.drm_gpus[0].ending.size(), 1u);
   EXPECT_TRUE(plan.drm_gpus[0].ending[0].by_pasid);
-  drm::DrmReading now = amd_reading(2 * kGiB);  // a new process got the pasid and 1 GiB
+  drm::DrmReading now = amd_reading(1 * kGiB + 128 * kMiB);  // a new process got the pasid and 1 GiB
   now.clients.add(300, 3, legacy_record(32784, 1048576));
   const auto state = drm_release_state(plan.drm_gpus[0], now);
   EXPECT_TRUE(state.still_held_by.empty());
   EXPECT_TRUE(state.released);  // the newcomer's 1 GiB is growth of others
 }
 
-TEST(KillDrmRelease, WithoutADeviceFigureTheClientsBeingGoneIsTheRelease) {
+TEST(KillDrmRelease, WithoutADeviceFigureTheReleaseIsNeverCalledVerified) {
   Snapshot snapshot = trainer_and_bystander(0);
   snapshot.drm.devices[0].vram_used.reset();  // i915, xe
   snapshot.drm.devices[0].driver = "xe";
@@ -182,8 +232,15 @@ TEST(KillDrmRelease, WithoutADeviceFigureTheClientsBeingGoneIsTheRelease) {
   now.clients = drm::ClientLedger();
   now.clients.add(200, 4, client_record(9, "1 GiB"));
   const auto state = drm_release_state(plan.drm_gpus[0], now);
-  EXPECT_TRUE(state.released);
-  EXPECT_FALSE(state.freed_bytes.has_value());
+  EXPECT_FALSE(state.released);
+  EXPECT_TRUE(state.no_figure);
+  VerifyOptions options;
+  options.timeout = std::chrono::milliseconds(60000);  // not waited for: nothing more can show
+  const auto results = verify_drm_release(plan, [&]() { return std::optional<drm::DrmReading>(now); }, options);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].verified);
+  EXPECT_TRUE(results[0].unverifiable);
+  EXPECT_NE(results[0].message.find("cannot be verified"), std::string::npos) << results[0].message;
 }
 
 TEST(KillDrmRelease, TimeoutNamesWhoStillHoldsTheClient) {

@@ -132,7 +132,7 @@ Json drm_gpus_json(const KillPlan& plan, const KillReport& report) {
     j["kfd_pids"] = g.kfd_pids;
     j["freed_bytes"] = v != nullptr && v->freed_bytes ? Json(*v->freed_bytes) : Json(nullptr);
     j["verified"] = v != nullptr && v->verified;
-    j["verified_by_clients_only"] = v != nullptr && v->verified && v->by_clients_only;
+    j["unverifiable"] = v != nullptr && v->unverifiable;
     j["verify_ms"] = v != nullptr && v->verify_ms ? Json(*v->verify_ms) : Json(nullptr);
     j["still_held_by"] = v != nullptr ? Json(v->still_held_by) : Json::array();
     j["kfd_left"] = v != nullptr ? Json(v->kfd_left) : Json::array();
@@ -244,11 +244,8 @@ std::string render_results(const KillPlan& plan, const KillReport& report, const
       out += style.green(fmt::format("  {} GPU {}: {} freed, its clients gone, verified in {:.0f} ms", g.vendor,
                                      g.pci_address, format_bytes(*g.freed_bytes), g.verify_ms.value_or(0))) +
              "\n";
-    } else if (g.verified) {
-      out += style.green(fmt::format("  {} GPU {}: its clients ({} by their own count) gone, verified in {:.0f} ms",
-                                     g.vendor, g.pci_address, format_bytes(g.expected_free_bytes),
-                                     g.verify_ms.value_or(0))) +
-             "\n";
+    } else if (g.unverifiable) {
+      out += style.yellow("  " + sanitize_for_terminal(g.message)) + "\n";
     } else {
       out += style.red("  " + sanitize_for_terminal(g.message)) + "\n";
     }

@@ -70,14 +70,28 @@ std::string drm_holder_user(const Snapshot& snapshot, pid_t pid) {
   return p != nullptr ? p->user : std::string("-");
 }
 
-// KFD names processes by their PID in the initial PID namespace: in a child one those numbers
-// are not this namespace's processes, and are shown as the host's.
+// KFD names a context by its leader's PID in the initial PID namespace, and keeps it while any
+// descriptor of its /dev/kfd file is left (a forked worker's), after the leader is gone and its
+// PID free for reuse. The process at that PID is shown only when it holds /dev/kfd itself; in a
+// child PID namespace the number is not this namespace's.
+const ProcessInfo* kfd_owner(const Snapshot& snapshot, pid_t pid) {
+  if (snapshot.in_child_pid_namespace) return nullptr;
+  const ProcessInfo* p = snapshot.table.find(pid);
+  if (p == nullptr) return nullptr;
+  const bool holds_kfd = std::any_of(p->drm_files.begin(), p->drm_files.end(),
+                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
+  return holds_kfd ? p : nullptr;
+}
+
 std::string kfd_user(const Snapshot& snapshot, pid_t pid) {
-  return snapshot.in_child_pid_namespace ? std::string("-") : drm_holder_user(snapshot, pid);
+  const ProcessInfo* p = kfd_owner(snapshot, pid);
+  return p != nullptr ? p->user : std::string("-");
 }
 
 std::string kfd_command(const Snapshot& snapshot, pid_t pid) {
-  return snapshot.in_child_pid_namespace ? std::string("(a PID of the host's namespace)") : drm_holder_command(snapshot, pid);
+  if (const ProcessInfo* p = kfd_owner(snapshot, pid)) return p->command();
+  return snapshot.in_child_pid_namespace ? std::string("(a PID of the host's namespace)")
+                                         : std::string("(the PID holds no /dev/kfd: its context is kept by another descriptor)");
 }
 
 }  // namespace
