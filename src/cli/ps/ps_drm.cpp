@@ -17,23 +17,6 @@ Json drm_optional_json(const std::optional<T>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
-// The KFD GPU ids whose topology node is this PCI device.
-std::vector<std::uint32_t> kfd_ids_of(const drm::DrmReading& reading, const std::string& pci) {
-  std::vector<std::uint32_t> ids;
-  for (const auto& node : reading.kfd_nodes) {
-    if (node.pci_address == pci) ids.push_back(node.gpu_id);
-  }
-  return ids;
-}
-
-std::optional<std::uint64_t> kfd_vram_on(const drm::KfdProcess& process, const std::vector<std::uint32_t>& ids) {
-  std::optional<std::uint64_t> sum;
-  for (const auto& memory : process.vram) {
-    if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) sum = sum.value_or(0) + memory.vram_bytes;
-  }
-  return sum;
-}
-
 // The DRM descriptors of `device` that no client read explains: display-only holders, clients
 // whose fdinfo could not be read.
 struct DrmNodeHolder {
@@ -105,9 +88,8 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
                                             display ? "card" : "render");
       out += start + width.rest_of_line(drm_holder_command(snapshot, holder.pid), start) + "\n";
     }
-    const auto ids = kfd_ids_of(reading, device.pci_address);
     for (const auto& process : reading.kfd_processes) {
-      const auto vram = kfd_vram_on(process, ids);
+      const auto vram = drm::kfd_vram_on(reading, process, device.pci_address);
       if (!vram) continue;
       const std::string start = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", process.pid,
                                             fixed_cell(drm_holder_user(snapshot, process.pid), 9), format_bytes(*vram), "", "kfd");
@@ -183,9 +165,8 @@ Json drm_gpus_json(const Snapshot& snapshot) {
     }
     gpu["holders_without_stats"] = others;
     Json kfd = Json::array();
-    const auto ids = kfd_ids_of(reading, device.pci_address);
     for (const auto& process : reading.kfd_processes) {
-      if (const auto vram = kfd_vram_on(process, ids)) {
+      if (const auto vram = drm::kfd_vram_on(reading, process, device.pci_address)) {
         kfd.push_back(Json{{"pid", process.pid}, {"pasid", drm_optional_json(process.pasid)}, {"vram_bytes", *vram}});
       }
     }
