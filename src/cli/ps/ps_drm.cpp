@@ -64,6 +64,7 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
     if (device.vram_used || device.vram_total) {
       title += fmt::format("  VRAM {} used of {}", format_bytes(device.vram_used), format_bytes(device.vram_total));
     }
+    if (device.xgmi_hive_id) title += fmt::format("  XGMI hive {}", *device.xgmi_hive_id);
     out += "\n" + style.bold(title) + "\n";
     const std::size_t rows_start = out.size();
     const auto clients = reading.clients.clients_of(device.pci_address);
@@ -115,6 +116,10 @@ Json drm_gpus_json(const Snapshot& snapshot) {
     gpu["source"] = "drm";
     gpu["pci_bus_id"] = device.pci_address;
     gpu["driver"] = device.driver;
+    // 64-bit identifiers as decimal strings: JSON readers that hold numbers as doubles (jq,
+    // JavaScript) would round them, and two GPUs of different hives could compare equal.
+    gpu["xgmi_hive_id"] = device.xgmi_hive_id ? Json(std::to_string(*device.xgmi_hive_id)) : Json(nullptr);
+    gpu["xgmi_device_id"] = device.xgmi_device_id ? Json(std::to_string(*device.xgmi_device_id)) : Json(nullptr);
     Json nodes = Json::array();
     for (const auto& node : device.nodes) {
       nodes.push_back(Json{{"name", node.name}, {"kind", node.kind == drm::NodeKind::Card ? "card" : "render"},
