@@ -18,6 +18,7 @@
 
 #include "doctor/blocked_io.hpp"
 #include "doctor/doctor.hpp"
+#include "doctor/ipc_removal.hpp"
 #include "text/human_format.hpp"
 
 namespace gpureap {
@@ -104,6 +105,9 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
     for (const auto& memory : kfd.vram) total += memory.vram_bytes;
     if (total == 0) continue;  // holds no VRAM: nothing to give back before the GPU is reused
     const ProcessInfo* process = snapshot.table.find(kfd.pid);
+    // A scan of GPU holders only (export's, watch's) leaves out a process that no longer holds
+    // /dev/kfd: absent from the table is no proof it is gone, /proc is.
+    if (process == nullptr && process_exists(kfd.pid, proc_root)) continue;
     bool stayed = false;
     for (const auto& [pid, first] : blocked) {
       if (pid != kfd.pid || !first) continue;

@@ -4,12 +4,15 @@
 // that has exited, and a running job in a session of its own. The first three are found, each
 // with its VRAM per GPU; the running job is not. A hostile process name reaches the terminal
 // escaped.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -25,14 +28,15 @@ namespace {
 
 constexpr std::uint64_t kKfdMiB = 1024 * 1024;
 
-// `sleep 1000` run with `name` as its argv[0] (what ps and doctor show), started as `how` says.
+// `sleep 1000` run with `name` as its argv[0] (what ps and doctor show), holding `kfd` open as a
+// ROCm process holds /dev/kfd, started as `how` says.
 // Group: its own process group, whose leader (an intermediate process) has exited.
 // Session: a session of its own (a running job's leader).
 enum class KfdStart { Group, Session };
 struct KfdSleeper {
   pid_t pid = -1;
   bool ours = false;  // our child (Session), or a grandchild init reaps (Group)
-  KfdSleeper(KfdStart how, const std::string& name) : ours(how == KfdStart::Session) {
+  KfdSleeper(KfdStart how, const std::string& name, const std::string& kfd) : ours(how == KfdStart::Session) {
     int fds[2];
     if (::pipe(fds) != 0) return;
     const pid_t first = ::fork();
@@ -44,6 +48,7 @@ struct KfdSleeper {
         ::setpgid(0, 0);
         if (::fork() != 0) ::_exit(0);  // the group's leader leaves; its child stays in the group
       }
+      (void)::open(kfd.c_str(), O_RDWR);  // kept across exec
       const pid_t self = ::getpid();
       (void)!::write(fds[1], &self, sizeof self);
       ::close(fds[1]);
@@ -87,8 +92,10 @@ TEST(DoctorKfd, ProcessesWhoseJobIsOverAreFoundWithTheirVramAndARunningJobIsNot)
   write_file(topology + "/1/gpu_id", "46412\n");
   write_file(topology + "/1/properties", "location_id 768\ndomain 0\n");
 
-  const KfdSleeper orphan(KfdStart::Group, "kfd\x1b]0;pwned\x07");
-  const KfdSleeper running(KfdStart::Session, "kfd-running");
+  const std::string kfd = std::filesystem::canonical(host.dev_dir()).string() + "/kfd";
+  write_file(kfd, "");
+  const KfdSleeper orphan(KfdStart::Group, "kfd\x1b]0;pwned\x07", kfd);
+  const KfdSleeper running(KfdStart::Session, "kfd-running", kfd);
   const pid_t zombie = ::fork();
   if (zombie == 0) ::_exit(0);
   pid_t gone = ::fork();
@@ -141,6 +148,18 @@ TEST(DoctorKfd, ProcessesWhoseJobIsOverAreFoundWithTheirVramAndARunningJobIsNot)
   EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("(kfd\\x1b]0;pwned\\x07 1000)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("KFD process " + std::to_string(orphan.pid)), std::string::npos) << text.out;
+
+  // export's quick checks read only the GPU holders' side of /proc: the same three, no more.
+  const CommandResult metrics = host.gpureap({"export", "--once"});
+  std::istringstream lines(metrics.out);
+  std::string series;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("gpureap_doctor_finding{", 0) == 0 && line.find("id=\"kfd-process-left-behind\"") != std::string::npos) {
+      series = line;
+    }
+  }
+  EXPECT_NE(series.find("severity=\"warning\""), std::string::npos) << metrics.out;
+  EXPECT_EQ(series.substr(series.rfind(' ') + 1), "3") << metrics.out;
   ::waitpid(zombie, nullptr, 0);
 }
 
