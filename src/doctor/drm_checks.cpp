@@ -58,11 +58,7 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
     f.details.push_back("known from the kernel's documents only: no AMD hardware has run this check");
     // What a reset would take with it, as report_leak says it for an NVIDIA GPU.
     const AmdResetScope reset = amd_reset_scope(snapshot, device);
-    f.details.push_back(reset.hive_id ? fmt::format("A reset of this GPU resets the {} GPU(s) of its XGMI hive {} "
-                                                    "with it, ending the work of:",
-                                                    reset.gpus.size(), *reset.hive_id)
-                                      : std::string("A reset of this GPU (in no XGMI hive) would end the work of:"));
-    for (const auto& line : reset.lines(snapshot)) f.details.push_back("  " + line);
+    for (auto& line : reset.details(snapshot, device)) f.details.push_back(std::move(line));
     f.evidence = {{"pci_bus_id", device.pci_address},
                   {"vendor", std::string(drm::gpu_vendor_name(device.vendor))},
                   {"driver", device.driver},
@@ -77,15 +73,7 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
     f.remedies.push_back(Remedy{"gpureap ps --json", Risk::None,
                                 "lists the GPU's clients, the holders without stats and the KFD processes", false});
     f.evidence["reset"] = reset.to_json();
-    if (const drm::DrmNode* card = device.node(drm::NodeKind::Card)) {
-      f.remedies.push_back(Remedy{
-          fmt::format("sudo cat /sys/kernel/debug/dri/{}/amdgpu_gpu_recover", card->minor), Risk::High,
-          reset.gpus.size() > 1 ? fmt::format("reset the GPU and the {} other GPU(s) of its XGMI hive (listed above): "
-                                              "every process on them loses its work",
-                                              reset.gpus.size() - 1)
-                                : std::string("reset the GPU: every process on it (listed above) loses its work"),
-          false});
-    }
+    if (auto remedy = reset.remedy(device)) f.remedies.push_back(std::move(*remedy));
     diagnosis.findings.push_back(std::move(f));
   }
 }

@@ -19,6 +19,7 @@
 #include "doctor/blocked_io.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/ipc_removal.hpp"
+#include "doctor/reset_readiness.hpp"
 #include "text/human_format.hpp"
 
 namespace gpureap {
@@ -62,7 +63,8 @@ std::optional<KfdLeftBehind> kfd_left_behind(const Snapshot& snapshot, const Pro
   }
 }
 
-void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* process, Finding& f) {
+void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* process, std::vector<Remedy> resets,
+                      Finding& f) {
   f.remedies.push_back({"gpureap ps", Risk::None, "see the AMD GPU's clients and KFD processes beside it"});
   const bool alive_here = process != nullptr && !process->kernel_thread && process->state != 'Z' &&
                           why.reason != "not-in-this-pid-namespace";
@@ -79,6 +81,10 @@ void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* pr
   }
   if (why.reason == "not-in-this-pid-namespace") {
     f.remedies.push_back({"gpureap doctor", Risk::None, "run it on the host, whose PIDs the KFD directories name"});
+  }
+  // Ending a live process frees its context; a reset is for one that cannot be ended.
+  if (!alive_here || why.reason == "uninterruptible") {
+    for (auto& reset : resets) f.remedies.push_back(std::move(reset));
   }
   f.remedies.push_back({"systemctl reboot", Risk::High, "when the context never goes: nothing else frees its VRAM"});
 }
@@ -135,6 +141,16 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
     f.details.push_back("The kernel keeps /sys/class/kfd/kfd/proc/" + std::to_string(kfd.pid) +
                         " until the context's last reference goes: the process's address space, and every "
                         "/dev/kfd descriptor of it.");
+    // Short of a reboot, a reset frees what a context that never goes holds: say what it ends.
+    nlohmann::json resets = nlohmann::json::array();
+    std::vector<Remedy> reset_remedies;
+    for (const auto& device : reading.devices) {
+      if (!drm::kfd_vram_on(reading, kfd, device.pci_address).value_or(0)) continue;
+      const AmdResetScope scope = amd_reset_scope(snapshot, device);
+      for (auto& line : scope.details(snapshot, device)) f.details.push_back(std::move(line));
+      resets.push_back(scope.to_json());
+      if (auto remedy = scope.remedy(device)) reset_remedies.push_back(std::move(*remedy));
+    }
     f.evidence["pid"] = kfd.pid;
     f.evidence["command"] = process != nullptr ? nlohmann::json(command) : nlohmann::json(nullptr);
     f.evidence["state"] = process != nullptr ? nlohmann::json(std::string(1, process->state)) : nlohmann::json(nullptr);
@@ -144,7 +160,8 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
     f.evidence["vram_bytes"] = total;
     f.evidence["vram"] = vram;
     f.evidence["in_child_pid_namespace"] = snapshot.in_child_pid_namespace;
-    add_kfd_remedies(*why, kfd.pid, process, f);
+    f.evidence["resets"] = resets;
+    add_kfd_remedies(*why, kfd.pid, process, std::move(reset_remedies), f);
     diagnosis.findings.push_back(std::move(f));
   }
   if (snapshot.in_child_pid_namespace && !reading.kfd_processes.empty()) {

@@ -108,6 +108,28 @@ std::vector<std::string> AmdResetScope::lines(const Snapshot& snapshot) const {
   return out;
 }
 
+std::vector<std::string> AmdResetScope::details(const Snapshot& snapshot, const drm::DrmDevice& device) const {
+  std::vector<std::string> out;
+  out.push_back(hive_id ? fmt::format("A reset of GPU {} resets the {} GPU(s) of its XGMI hive {} with it, ending the "
+                                      "work of:",
+                                      device.pci_address, gpus.size(), *hive_id)
+                        : fmt::format("A reset of GPU {} (in no XGMI hive) would end the work of:", device.pci_address));
+  for (const auto& line : lines(snapshot)) out.push_back("  " + line);
+  return out;
+}
+
+std::optional<Remedy> AmdResetScope::remedy(const drm::DrmDevice& device) const {
+  const drm::DrmNode* card = device.node(drm::NodeKind::Card);
+  if (card == nullptr) return std::nullopt;
+  return Remedy{fmt::format("sudo cat /sys/kernel/debug/dri/{}/amdgpu_gpu_recover", card->minor), Risk::High,
+                gpus.size() > 1 ? fmt::format("reset GPU {} and the {} other GPU(s) of its XGMI hive (listed above): "
+                                              "every process on them loses its work",
+                                              device.pci_address, gpus.size() - 1)
+                                : fmt::format("reset GPU {}: every process on it (listed above) loses its work",
+                                              device.pci_address),
+                false};
+}
+
 nlohmann::json AmdResetScope::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& gpu : gpus) {

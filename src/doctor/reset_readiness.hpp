@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "doctor/finding.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap {
@@ -45,6 +46,11 @@ struct AmdResetScope {
   // One line a GPU for a person ("0000:03:00.0: PIDs 412 (python3), ..."), commands raw (the
   // renderer escapes them).
   std::vector<std::string> lines(const Snapshot& snapshot) const;
+  // A finding's details: what a reset of `device` takes with it, then lines() indented.
+  std::vector<std::string> details(const Snapshot& snapshot, const drm::DrmDevice& device) const;
+  // The reset itself (debugfs amdgpu_gpu_recover of its card node), a high-risk remedy printed,
+  // never run; nullopt when the GPU has no card node.
+  std::optional<Remedy> remedy(const drm::DrmDevice& device) const;
   nlohmann::json to_json() const;
 };
 AmdResetScope amd_reset_scope(const Snapshot& snapshot, const drm::DrmDevice& device);

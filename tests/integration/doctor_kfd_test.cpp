@@ -139,6 +139,10 @@ TEST(DoctorKfd, ProcessesWhoseJobIsOverAreFoundWithTheirVramAndARunningJobIsNot)
   EXPECT_TRUE(exited["evidence"]["command"].is_null());
   EXPECT_EQ(exited["evidence"]["vram_bytes"], 256 * kKfdMiB);
   EXPECT_FALSE(has_remedy(exited, "gpureap kill")) << exited.dump(2);
+  // What a reset of its GPU, the one way short of a reboot to free it, would end.
+  ASSERT_EQ(exited["evidence"]["resets"].size(), 1u) << exited.dump(2);
+  EXPECT_EQ(exited["evidence"]["resets"][0]["gpus"][0]["pci_bus_id"], pci);
+  EXPECT_EQ(exited["evidence"]["resets"][0]["gpus"][0]["kfd_pids"].size(), 4u) << exited.dump(2);
   for (const auto& f : found) {
     for (const auto& remedy : f["remedies"]) EXPECT_FALSE(remedy["applied_by_fix"].get<bool>()) << remedy.dump();
   }

@@ -2,6 +2,7 @@
 // into a PCI device's directory), and the KFD per-process directories and topology: what ps
 // will show of an AMD or Intel GPU that no test machine has; and amdgpu's XGMI hives, with what a
 // reset of one GPU of a hive would affect (doctor).
+#include "cli/ps/ps_drm.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "drm/client_ledger.hpp"
 #include "drm/device_sysfs.hpp"
@@ -159,6 +160,11 @@ TEST_F(SysfsTree, AnXgmiHiveIsReadAndAResetNamesEveryGpuOfItWithItsProcesses) {
   EXPECT_EQ(reset_domain_of(snapshot.drm.devices, first).size(), 2u);
   ASSERT_EQ(reset_domain_of(snapshot.drm.devices, alone).size(), 1u);
   EXPECT_EQ(reset_domain_of(snapshot.drm.devices, alone)[0], &alone);
+  // ps --json: exact, as decimal strings.
+  const auto ps = drm_gpus_json(snapshot);
+  EXPECT_EQ(ps[0]["xgmi_hive_id"], hive);
+  EXPECT_EQ(ps[0]["xgmi_device_id"], "1000");
+  EXPECT_TRUE(ps[2]["xgmi_hive_id"].is_null());
 
   const auto amd_client = [](const char* pdev, std::uint64_t id) {
     DrmFdinfo record;
