@@ -16,12 +16,14 @@ Diagnosis diagnose_with(SnapshotSource* source, Snapshot& snapshot, const Doctor
     details.push_back(pid);
     details.push_back(process.ppid);
   }
+  for (const auto& kfd : snapshot.drm.kfd_processes) details.push_back(kfd.pid);  // named with their command lines
   snapshot.table.load_details(details);
 
   Diagnosis diagnosis;
   check_driver(snapshot, diagnosis);
   if (snapshot.driver.loaded) check_memory(source, snapshot, options, diagnosis);
   check_drm_memory(snapshot, diagnosis);
+  check_kfd_processes(snapshot, options.settle_seconds, diagnosis);
   check_zombies(snapshot, diagnosis);
   check_blocked_processes(snapshot, options.settle_seconds, diagnosis);
   if (options.check_ipc) check_ipc(snapshot, options, diagnosis);

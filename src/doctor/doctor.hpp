@@ -82,6 +82,9 @@ void check_memory(SnapshotSource* source, const Snapshot& snapshot, const Doctor
                   Diagnosis& diagnosis);
 // AMD GPUs (DRM): VRAM used beyond what their clients and KFD processes report.
 void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis);
+// ROCm: KFD processes holding VRAM whose job is over (gone, zombie, stuck in D, or a gone
+// group or session leader).
+void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis);
 void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis);
 void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis);
 void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "doctor/doctor.hpp"
+#include "doctor/reset_readiness.hpp"
 #include "proc/proc_io.hpp"
 #include "text/human_format.hpp"
 
@@ -44,6 +45,9 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
           reading.fdinfo_unread, hidden));
     }
     f.details.push_back("known from the kernel's documents only: no AMD hardware has run this check");
+    // What a reset would take with it, as report_leak says it for an NVIDIA GPU.
+    const AmdResetScope reset = amd_reset_scope(snapshot, device);
+    for (auto& line : reset.details(snapshot, device)) f.details.push_back(std::move(line));
     f.evidence = {{"pci_bus_id", device.pci_address},
                   {"vendor", std::string(drm::gpu_vendor_name(device.vendor))},
                   {"driver", device.driver},
@@ -57,6 +61,8 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
                   {"processes_not_inspected", hidden}};
     f.remedies.push_back(Remedy{"gpureap ps --json", Risk::None,
                                 "lists the GPU's clients, the holders without stats and the KFD processes", false});
+    f.evidence["reset"] = reset.to_json();
+    if (auto remedy = reset.remedy(device)) f.remedies.push_back(std::move(*remedy));
     diagnosis.findings.push_back(std::move(f));
   }
 }

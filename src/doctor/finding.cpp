@@ -13,6 +13,7 @@ constexpr FindingId kAllFindingIds[] = {
     FindingId::LeftoverSysvShm, FindingId::LeftoverSysvSem,       FindingId::LeftoverPosixShm,
     FindingId::RunSupervisorGone, FindingId::MpsServerIdle,         FindingId::MpsServerFault,
     FindingId::MpsStalePipeDirectory, FindingId::MpsClientWaiting,    FindingId::DrmMemoryUnexplained,
+    FindingId::KfdProcessLeftBehind,
 };
 
 }  // namespace
@@ -46,6 +47,7 @@ std::string_view finding_id_name(FindingId id) {
     case FindingId::MpsStalePipeDirectory: return "mps-stale-pipe-directory";
     case FindingId::MpsClientWaiting: return "mps-client-waiting";
     case FindingId::DrmMemoryUnexplained: return "drm-memory-unexplained";
+    case FindingId::KfdProcessLeftBehind: return "kfd-process-left-behind";
   }
   return "unknown";
 }

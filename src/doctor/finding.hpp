@@ -56,6 +56,7 @@ enum class FindingId {
   MpsStalePipeDirectory,  // an MPS pipe directory whose control daemon is gone
   MpsClientWaiting,   // MPS clients of one user queued behind another user's server
   DrmMemoryUnexplained,  // an AMD GPU's VRAM in use beyond what its DRM clients and KFD processes report
+  KfdProcessLeftBehind,  // a ROCm (KFD) process whose job is over while its context holds VRAM
 };
 std::string_view finding_id_name(FindingId id);  // "orphaned-holders", "xid", ...
 std::optional<FindingId> parse_finding_id(std::string_view name);

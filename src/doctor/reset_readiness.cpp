@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -56,6 +57,86 @@ ResetReadiness check_reset_readiness(const Snapshot& snapshot, unsigned gpu_inde
                                       gpu_device_id(gpu->reading))});
   }
   return r;
+}
+
+AmdResetScope amd_reset_scope(const Snapshot& snapshot, const drm::DrmDevice& device) {
+  const auto& reading = snapshot.drm;
+  AmdResetScope scope;
+  if (device.xgmi_hive_id && *device.xgmi_hive_id != 0) scope.hive_id = device.xgmi_hive_id;
+  std::vector<const drm::DrmDevice*> domain = drm::reset_domain_of(reading.devices, device);
+  std::stable_partition(domain.begin(), domain.end(),
+                        [&](const drm::DrmDevice* d) { return d->pci_address == device.pci_address; });
+  if (domain.empty() || domain.front()->pci_address != device.pci_address) domain.insert(domain.begin(), &device);
+  for (const drm::DrmDevice* member : domain) {
+    AmdResetGpu gpu;
+    gpu.pci_address = member->pci_address;
+    std::set<pid_t> clients;
+    for (const auto* client : reading.clients.clients_of(member->pci_address)) {
+      for (const pid_t pid : client->pids()) clients.insert(pid);
+    }
+    std::set<pid_t> kfd;
+    for (const auto& process : reading.kfd_processes) {
+      if (drm::kfd_vram_on(reading, process, member->pci_address)) kfd.insert(process.pid);
+    }
+    gpu.client_pids.assign(clients.begin(), clients.end());
+    gpu.kfd_pids.assign(kfd.begin(), kfd.end());
+    scope.gpus.push_back(std::move(gpu));
+  }
+  return scope;
+}
+
+std::vector<std::string> AmdResetScope::lines(const Snapshot& snapshot) const {
+  std::vector<std::string> out;
+  const auto named = [&](const std::vector<pid_t>& pids) {
+    std::string list;
+    for (const pid_t pid : pids) {
+      const ProcessInfo* p = snapshot.table.find(pid);
+      list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, p != nullptr ? p->command() : "not visible here");
+    }
+    return list;
+  };
+  for (const auto& gpu : gpus) {
+    if (gpu.client_pids.empty() && gpu.kfd_pids.empty()) {
+      out.push_back(fmt::format("{}: no process uses it", gpu.pci_address));
+      continue;
+    }
+    std::string line = gpu.pci_address + ":";
+    if (!gpu.client_pids.empty()) line += " DRM clients " + named(gpu.client_pids);
+    if (!gpu.kfd_pids.empty()) line += std::string(gpu.client_pids.empty() ? "" : ";") + " KFD processes " + named(gpu.kfd_pids);
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::vector<std::string> AmdResetScope::details(const Snapshot& snapshot, const drm::DrmDevice& device) const {
+  std::vector<std::string> out;
+  out.push_back(hive_id ? fmt::format("A reset of GPU {} resets the {} GPU(s) of its XGMI hive {} with it, ending the "
+                                      "work of:",
+                                      device.pci_address, gpus.size(), *hive_id)
+                        : fmt::format("A reset of GPU {} (in no XGMI hive) would end the work of:", device.pci_address));
+  for (const auto& line : lines(snapshot)) out.push_back("  " + line);
+  return out;
+}
+
+std::optional<Remedy> AmdResetScope::remedy(const drm::DrmDevice& device) const {
+  const drm::DrmNode* card = device.node(drm::NodeKind::Card);
+  if (card == nullptr) return std::nullopt;
+  return Remedy{fmt::format("sudo cat /sys/kernel/debug/dri/{}/amdgpu_gpu_recover", card->minor), Risk::High,
+                gpus.size() > 1 ? fmt::format("reset GPU {} and the {} other GPU(s) of its XGMI hive (listed above): "
+                                              "every process on them loses its work",
+                                              device.pci_address, gpus.size() - 1)
+                                : fmt::format("reset GPU {}: every process on it (listed above) loses its work",
+                                              device.pci_address),
+                false};
+}
+
+nlohmann::json AmdResetScope::to_json() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& gpu : gpus) {
+    list.push_back({{"pci_bus_id", gpu.pci_address}, {"client_pids", gpu.client_pids}, {"kfd_pids", gpu.kfd_pids}});
+  }
+  // As ps --json: a 64-bit identifier as a decimal string.
+  return {{"xgmi_hive_id", hive_id ? nlohmann::json(std::to_string(*hive_id)) : nlohmann::json(nullptr)}, {"gpus", list}};
 }
 
 std::string gpu_device_id(const GpuReading& gpu) {

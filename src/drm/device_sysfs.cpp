@@ -109,6 +109,15 @@ std::optional<NodeKind> drm_node_kind(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<const DrmDevice*> reset_domain_of(const std::vector<DrmDevice>& devices, const DrmDevice& device) {
+  std::vector<const DrmDevice*> domain;
+  for (const auto& other : devices) {
+    const bool same_hive = device.xgmi_hive_id && *device.xgmi_hive_id != 0 && other.xgmi_hive_id == device.xgmi_hive_id;
+    if (&other == &device || other.pci_address == device.pci_address || same_hive) domain.push_back(&other);
+  }
+  return domain;
+}
+
 std::vector<DrmDevice> read_drm_devices(const std::string& sysfs_root) {
   std::vector<DrmDevice> devices;
   const std::string class_path = sysfs_root + "/class/drm";
@@ -148,6 +157,12 @@ std::vector<DrmDevice> read_drm_devices(const std::string& sysfs_root) {
       }
       if (const auto used = buffer.read_file_at(dir.get(), (name + "/device/mem_info_vram_used").c_str(), kSysfsFileMax)) {
         device.vram_used = parse_sysfs_number(*used);
+      }
+      if (const auto hive = buffer.read_file_at(dir.get(), (name + "/device/xgmi_hive_info/xgmi_hive_id").c_str(), kSysfsFileMax)) {
+        device.xgmi_hive_id = parse_sysfs_number(*hive);
+      }
+      if (const auto id = buffer.read_file_at(dir.get(), (name + "/device/xgmi_device_id").c_str(), kSysfsFileMax)) {
+        device.xgmi_device_id = parse_sysfs_number(*id);
       }
       devices.push_back(std::move(device));
       found = devices.end() - 1;

@@ -35,6 +35,11 @@ struct DrmDevice {
   std::vector<DrmNode> nodes;  // by name
   std::optional<std::uint64_t> vram_total;  // bytes, mem_info_vram_total (amdgpu)
   std::optional<std::uint64_t> vram_used;   // bytes, mem_info_vram_used (amdgpu)
+  // amdgpu's XGMI hive (drivers/gpu/drm/amd/amdgpu/amdgpu_xgmi.c): <device>/xgmi_hive_info/
+  // xgmi_hive_id and <device>/xgmi_device_id, both "%llu\n"; absent for a GPU in no hive. A reset
+  // of one GPU of a hive resets them all (amdgpu recovers a hive together).
+  std::optional<std::uint64_t> xgmi_hive_id;
+  std::optional<std::uint64_t> xgmi_device_id;
 
   const DrmNode* node(NodeKind kind) const;
   bool has_minor(unsigned minor) const;
@@ -54,6 +59,10 @@ std::optional<std::pair<unsigned, unsigned>> parse_dev_numbers(std::string_view 
 std::optional<std::uint64_t> parse_sysfs_number(std::string_view text);
 // "card0" -> Card, "renderD128" -> Render; connectors ("card0-DP-1") and others -> nullopt.
 std::optional<NodeKind> drm_node_kind(std::string_view name);
+
+// The devices of `devices` that a reset of `device` resets with it: the GPUs of its XGMI hive
+// (itself included), or itself alone when it is in none. By PCI address.
+std::vector<const DrmDevice*> reset_domain_of(const std::vector<DrmDevice>& devices, const DrmDevice& device);
 
 // The DRM devices under <sysfs_root>/class/drm, ordered by PCI address. Nodes whose device is
 // not a PCI device (no PCI_SLOT_NAME: virtual and platform GPUs) are left out. Empty when the

@@ -16,6 +16,22 @@ const DrmDevice* DrmReading::device_with_minor(unsigned minor) const {
   return nullptr;
 }
 
+std::optional<std::uint64_t> kfd_vram_on(const DrmReading& reading, const KfdProcess& process,
+                                         const std::string& pci_address) {
+  std::optional<std::uint64_t> sum;
+  for (const auto& memory : process.vram) {
+    if (kfd_gpu_pci_address(reading, memory.gpu_id) == pci_address) sum = sum.value_or(0) + memory.vram_bytes;
+  }
+  return sum;
+}
+
+std::string kfd_gpu_pci_address(const DrmReading& reading, std::uint32_t gpu_id) {
+  for (const auto& node : reading.kfd_nodes) {
+    if (node.gpu_id == gpu_id) return node.pci_address;
+  }
+  return {};
+}
+
 ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_address) {
   ExplainedVram out;
   out.clients_bytes = reading.clients.device_memory_of(pci_address).value_or(0);

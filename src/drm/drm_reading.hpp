@@ -37,6 +37,13 @@ struct DrmReading {
   const DrmDevice* device_with_minor(unsigned minor) const;
 };
 
+// The VRAM a KFD process has allocated on the device at `pci_address` (its vram_<gpu_id> files
+// whose topology node is that device); nullopt when it has none there.
+std::optional<std::uint64_t> kfd_vram_on(const DrmReading& reading, const KfdProcess& process,
+                                         const std::string& pci_address);
+// The PCI address of a KFD gpu_id from the topology; "" when no node gives one.
+std::string kfd_gpu_pci_address(const DrmReading& reading, std::uint32_t gpu_id);
+
 // The VRAM of the device at `pci_address` that its processes account for: its DRM clients'
 // device memory (each client once) and, for ROCm processes holding no DRM client of it, their
 // KFD allocations on it. KFD allocations go through the process's render-node client too, so a

@@ -147,15 +147,26 @@ bool find_orphan_evidence(const Snapshot& snapshot, const std::unordered_set<pid
   if (process.session > 0 && process.session != pid && exited_listed.count(process.session)) {
     return found(OrphanEvidence::ExitedListedSessionLeader, process.session);
   }
-  if (process.session == pid) return false;
-  if (process.pgid != pid && leader_gone(snapshot, process.pgid)) {
-    return found(OrphanEvidence::GroupLeaderGone, process.pgid);
-  }
-  if (leader_gone(snapshot, process.session)) return found(OrphanEvidence::SessionLeaderGone, process.session);
-  return false;
+  pid_t leader = 0;
+  const OrphanEvidence gone = gone_leader_evidence(snapshot, process, &leader);
+  return gone != OrphanEvidence::None && found(gone, leader);
 }
 
 }  // namespace
+
+OrphanEvidence gone_leader_evidence(const Snapshot& snapshot, const ProcessInfo& process, pid_t* leader) {
+  const pid_t pid = process.pid;
+  if (process.session == pid) return OrphanEvidence::None;
+  if (process.pgid != pid && leader_gone(snapshot, process.pgid)) {
+    *leader = process.pgid;
+    return OrphanEvidence::GroupLeaderGone;
+  }
+  if (leader_gone(snapshot, process.session)) {
+    *leader = process.session;
+    return OrphanEvidence::SessionLeaderGone;
+  }
+  return OrphanEvidence::None;
+}
 
 std::string_view holder_role_name(HolderRole role) {
   switch (role) {

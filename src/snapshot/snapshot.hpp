@@ -151,6 +151,12 @@ struct Snapshot {
   const HolderView* holder(pid_t pid) const;
 };
 
+// The part of the orphan proof that needs no driver listing (ROCm's KFD processes use it too):
+// its process-group leader is gone (and it leads no group itself), or its session leader is gone
+// (and it leads no session: a service or login started its own job). A leader that is a zombie
+// counts as gone; PID 0 (outside this PID namespace) never does. Sets *leader when not None.
+OrphanEvidence gone_leader_evidence(const Snapshot& snapshot, const ProcessInfo& process, pid_t* leader);
+
 struct SnapshotOptions {
   ProcScanOptions proc;  // proc_root, dev_dir (from GPUREAP_DEV_DIR by default)
   std::string sysfs_root = "/sys";  // DRM devices and KFD (GPUREAP_SYS_DIR for tests)

@@ -79,6 +79,7 @@ std::string title_text(const TopState& state, const LayoutOptions& options) {
   std::string text = "gpureap top";
   const Snapshot* s = state.snapshot.get();
   if (s != nullptr && s->driver.loaded) text += fmt::format(" · {} GPU{}", s->gpus.size(), s->gpus.size() == 1 ? "" : "s");
+  if (s != nullptr && !s->drm.devices.empty()) text += fmt::format(" · {} AMD/Intel", s->drm.devices.size());
   if (s != nullptr) text += fmt::format(" · {:%H:%M:%S}", fmt::localtime(std::chrono::system_clock::to_time_t(s->taken_at)));
   text += fmt::format(" · sort: {}", sort_key_name(state.order.sort));
   if (state.order.tree) text += " · tree";
@@ -99,7 +100,9 @@ void notices(const TopState& state, const LayoutOptions& options, std::vector<Fr
     out.push_back(one_span(w, "reading the driver and /proc…", Tone::Dim));
     return;
   }
-  if (!s->driver.loaded) {
+  if (!s->driver.loaded && !s->drm.devices.empty()) {
+    out.push_back(one_span(w, "No NVIDIA driver: the AMD and Intel GPUs (DRM) are shown.", Tone::Dim));
+  } else if (!s->driver.loaded) {
     LineBuilder line(w);
     line.add("No GPU driver: ", Tone::Bad);
     line.add(sanitize_for_terminal(s->driver.message));
@@ -109,7 +112,7 @@ void notices(const TopState& state, const LayoutOptions& options, std::vector<Fr
     out.push_back(one_span(w, fmt::format("The driver could not count GPUs: {} ({})", s->driver.count_error->name(),
                                           sanitize_for_terminal(s->driver.count_error->message)),
                            Tone::Bad));
-  } else if (s->gpus.empty()) {
+  } else if (s->gpus.empty() && s->drm.devices.empty()) {
     out.push_back(one_span(w, "No GPUs reported by the driver.", Tone::Warn));
   }
   if (state.readonly) {
@@ -220,6 +223,39 @@ std::vector<FrameLine> gpu_header(const TopState& state, const GpuView& gpu, con
   return out;
 }
 
+// An AMD or Intel GPU (DRM): its label in the GPU column ("D0"), vendor, PCI address, driver,
+// and its VRAM as the driver reports it (amdgpu; i915 and xe report none), with the share its
+// clients explain. One line, in the NVIDIA header's order.
+FrameLine drm_gpu_header(const Snapshot& snapshot, std::size_t index, const LayoutOptions& options) {
+  const auto& device = snapshot.drm.devices[index];
+  LineBuilder line(options.width);
+  line.add(fmt::format("GPU D{} ", index), Tone::Strong);
+  line.add(fmt::format("{} {} {} ", drm::gpu_vendor_name(device.vendor), device.pci_address,
+                       sanitize_for_terminal(device.driver)));
+  if (device.vram_total && device.vram_used && *device.vram_total > 0) {
+    const std::size_t w = options.width;
+    const std::size_t cells = w < 100 ? 10 : std::clamp<std::size_t>(w / 5, 10, 30);
+    const double share = std::min(1.0, static_cast<double>(*device.vram_used) / static_cast<double>(*device.vram_total));
+    auto n = static_cast<std::size_t>(std::lround(share * static_cast<double>(cells)));
+    if (*device.vram_used > 0 && n == 0) n = 1;
+    const Glyphs g = glyphs(options.ascii);
+    std::string used, free;
+    for (std::size_t i = 0; i < cells; ++i) (i < n ? used : free) += i < n ? g.used : g.free;
+    line.add("[", Tone::Dim);
+    line.add(used, share >= 0.9 ? Tone::Bad : share >= 0.6 ? Tone::Warn : Tone::Good);
+    line.add(free, Tone::Dim);
+    line.add("] ", Tone::Dim);
+    line.add(fmt::format("{}/{}", format_bytes(*device.vram_used), format_bytes(*device.vram_total)));
+  } else {
+    line.add("VRAM use not reported by the driver", Tone::Dim);
+  }
+  if (const auto clients = snapshot.drm.clients.device_memory_of(device.pci_address)) {
+    line.add(fmt::format("  clients {}", format_bytes(*clients)), Tone::Dim);
+  }
+  if (device.xgmi_hive_id) line.add(fmt::format("  XGMI hive {}", *device.xgmi_hive_id), Tone::Dim);
+  return line.done();
+}
+
 // Everything above the table. Sparklines get lines of their own only when the table keeps at
 // least 10 rows and the GPU's line has no room for them.
 std::vector<FrameLine> header_lines(const TopState& state, const LayoutOptions& options) {
@@ -234,6 +270,12 @@ std::vector<FrameLine> header_lines(const TopState& state, const LayoutOptions& 
   const bool separate = !options.height || *options.height >= out.size() + gpus.size() * 2 + 2 + 10;
   for (const GpuView* g : gpus) {
     for (auto& l : gpu_header(state, *g, options, separate)) out.push_back(std::move(l));
+  }
+  // AMD and Intel GPUs after NVIDIA's, as ps shows them; hidden while one NVIDIA GPU is chosen.
+  if (!state.order.gpu) {
+    for (std::size_t i = 0; i < state.snapshot->drm.devices.size(); ++i) {
+      out.push_back(drm_gpu_header(*state.snapshot, i, options));
+    }
   }
   return out;
 }
@@ -315,7 +357,9 @@ FrameLine table_row(const TopState& state, const DisplayRow& d, const std::vecto
         line.add(" ");
         break;
       }
-      case Col::Gpu: line.add(cell(r.gpu ? std::to_string(*r.gpu) : "-", c), tone); break;
+      case Col::Gpu:
+        line.add(cell(r.gpu ? std::to_string(*r.gpu) : r.drm_gpu ? fmt::format("D{}", *r.drm_gpu) : "-", c), tone);
+        break;
       case Col::Pid: line.add(cell(std::to_string(r.pid()), c), tone); break;
       case Col::LocalPid: line.add(cell(r.local_pid ? std::to_string(*r.local_pid) : "-", c), tone); break;
       case Col::User: line.add(cell(r.user.empty() ? "-" : r.user, c), tone); break;

@@ -1,5 +1,7 @@
 #include "top/top_row.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "text/sanitize.hpp"
@@ -110,9 +112,58 @@ TopRow holder_row(const HolderView& holder, std::optional<unsigned> gpu, CpuSamp
   return row;
 }
 
+// A DRM row for `pid` on the device at `index`: the Linux side when the process is visible.
+TopRow drm_row(const Snapshot& snapshot, std::size_t index, pid_t pid, CpuSampler& cpu, const RowContext& context) {
+  TopRow row;
+  row.drm_gpu = index;
+  row.key.pid = pid;
+  if (const ProcessInfo* process = snapshot.table.find(pid)) {
+    fill_from_process(row, *process, cpu, context);
+  } else {
+    row.command = "(not visible here)";
+    row.can_act = false;
+    row.cannot_act = "not a process in this PID namespace";
+  }
+  return row;
+}
+
+void add_drm_rows(const Snapshot& snapshot, CpuSampler& cpu, const RowContext& context, DrmEngineSampler* engines,
+                  std::vector<TopRow>& rows) {
+  const auto& reading = snapshot.drm;
+  for (std::size_t i = 0; i < reading.devices.size(); ++i) {
+    const auto& device = reading.devices[i];
+    std::vector<pid_t> with_client;
+    for (const auto* client : reading.clients.clients_of(device.pci_address)) {
+      const auto pids = client->pids();
+      TopRow row = drm_row(snapshot, i, pids.front(), cpu, context);
+      row.kind = RowKind::DrmClient;
+      row.type = "DRM";
+      row.gpu_memory = drm::device_memory_bytes(client->stats);
+      if (engines != nullptr) row.sm_percent = engines->sample(*client, context.now);
+      if (pids.size() > 1) {
+        std::vector<pid_t> others(pids.begin() + 1, pids.end());
+        row.role = "client shared with " + pid_list(others);
+      }
+      rows.push_back(std::move(row));
+      with_client.insert(with_client.end(), pids.begin(), pids.end());
+    }
+    for (const auto& process : reading.kfd_processes) {
+      if (std::find(with_client.begin(), with_client.end(), process.pid) != with_client.end()) continue;
+      const auto vram = drm::kfd_vram_on(reading, process, device.pci_address);
+      if (!vram) continue;
+      TopRow row = drm_row(snapshot, i, process.pid, cpu, context);
+      row.kind = RowKind::Kfd;
+      row.type = "KFD";
+      row.gpu_memory = vram;
+      rows.push_back(std::move(row));
+    }
+  }
+}
+
 }  // namespace
 
-std::vector<TopRow> build_rows(const Snapshot& snapshot, CpuSampler& cpu, const RowContext& context) {
+std::vector<TopRow> build_rows(const Snapshot& snapshot, CpuSampler& cpu, const RowContext& context,
+                               DrmEngineSampler* engines) {
   std::vector<TopRow> rows;
   for (const auto& view : snapshot.processes) rows.push_back(listed_row(view, cpu, context));
   for (const auto& holder : snapshot.holders) {
@@ -123,7 +174,9 @@ std::vector<TopRow> build_rows(const Snapshot& snapshot, CpuSampler& cpu, const 
     }
     for (unsigned gpu : holder.gpus) rows.push_back(holder_row(holder, gpu, cpu, context));
   }
+  add_drm_rows(snapshot, cpu, context, engines, rows);
   cpu.end_round();
+  if (engines != nullptr) engines->end_round();
   return rows;
 }
 

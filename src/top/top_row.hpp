@@ -13,6 +13,7 @@
 #include "kill/kill_plan.hpp"
 #include "snapshot/snapshot.hpp"
 #include "top/cpu_sampler.hpp"
+#include "top/drm_engine_sampler.hpp"
 
 namespace gpureap {
 
@@ -25,6 +26,8 @@ enum class RowKind {
   Orphan,      // holds the GPU's device file; its job is provably over
   Client,      // an NVML client (a monitor): holds device files, no memory
   Unlisted,    // holds the GPU's device file for a reason gpureap cannot prove
+  DrmClient,   // AMD, Intel: a DRM client of the GPU (one row a client, however many processes share it)
+  Kfd,         // AMD: a ROCm process with VRAM on the GPU and no DRM client of it
 };
 
 // Tags follow a process, not a number: a PID reused by another process is not the one tagged.
@@ -37,13 +40,14 @@ struct ProcessKey {
 struct TopRow {
   RowKind kind = RowKind::GpuProcess;
   std::optional<unsigned> gpu;      // unknown for holders when the driver cannot be read
+  std::optional<std::size_t> drm_gpu;  // DRM rows: the GPU's place in Snapshot::drm.devices ("D0")
   ProcessKey key;
   std::optional<pid_t> local_pid;   // its PID inside its own PID namespace, when that differs
   std::string user;                 // sanitised, "" when unknown
   std::string container;            // sanitised, e.g. "docker:4f2a9c1b7d3e", "" when none
   std::string type;                 // "C", "G", "C+G", "M" for listed processes; "" for holders
   std::optional<std::uint64_t> gpu_memory;
-  std::optional<unsigned> sm_percent;
+  std::optional<unsigned> sm_percent;  // DRM clients: the busiest engine's share since the last refresh
   std::optional<double> cpu_percent;
   std::optional<std::uint64_t> host_memory;  // resident set
   char state = '?';
@@ -64,7 +68,10 @@ struct RowContext {
 };
 
 // Rows for every driver-listed process (per GPU) and every device-file holder the driver does
-// not list (per GPU it holds). `cpu` is updated with the processes seen.
-std::vector<TopRow> build_rows(const Snapshot& snapshot, CpuSampler& cpu, const RowContext& context);
+// not list (per GPU it holds); then the AMD and Intel GPUs' DRM clients (each client once, under
+// the first process holding it) and the KFD processes with no client of the GPU. `cpu` (and
+// `engines`, when given) are updated with what was seen.
+std::vector<TopRow> build_rows(const Snapshot& snapshot, CpuSampler& cpu, const RowContext& context,
+                               DrmEngineSampler* engines = nullptr);
 
 }  // namespace gpureap

@@ -7,19 +7,21 @@ namespace {
 
 struct RowPlace {
   std::optional<unsigned> gpu;
+  std::optional<std::size_t> drm_gpu;
   pid_t pid = 0;
 };
 
 std::optional<RowPlace> cursor_place(const TopState& state) {
   const DisplayRow* row = state.current();
   if (row == nullptr) return std::nullopt;
-  return RowPlace{row->row.gpu, row->row.pid()};
+  return RowPlace{row->row.gpu, row->row.drm_gpu, row->row.pid()};
 }
 
 void restore_cursor(TopState& state, const std::optional<RowPlace>& place) {
   if (place) {
     for (std::size_t i = 0; i < state.shown.size(); ++i) {
-      if (state.shown[i].row.pid() == place->pid && state.shown[i].row.gpu == place->gpu) {
+      const TopRow& r = state.shown[i].row;
+      if (r.pid() == place->pid && r.gpu == place->gpu && r.drm_gpu == place->drm_gpu) {
         state.cursor = i;
         return;
       }
@@ -37,7 +39,7 @@ void reorder(TopState& state) {
 }
 
 void apply_snapshot(TopState& state, std::unique_ptr<Snapshot> snapshot, CpuSampler& cpu, const RowContext& context) {
-  state.rows = build_rows(*snapshot, cpu, context);
+  state.rows = build_rows(*snapshot, cpu, context, &state.drm_engines);
   state.history.record(*snapshot);
   std::set<ProcessKey> alive;
   for (const auto& row : state.rows) alive.insert(row.key);

@@ -34,6 +34,7 @@ enum class StatusTone { Info, Busy, Good, Bad };
 struct TopState {
   std::unique_ptr<Snapshot> snapshot;  // newest; null before the first arrives
   std::vector<TopRow> rows;
+  DrmEngineSampler drm_engines;  // DRM clients' engine use between snapshots
   GpuHistory history;
   RowOrder order;
   std::vector<DisplayRow> shown;  // rows in the order shown

@@ -1,6 +1,6 @@
 // `gpureap doctor` on an AMD GPU laid out as the kernel shows one: VRAM in use (amdgpu's
 // mem_info_vram_used) beyond what its one client reports in fdinfo is found; the same GPU
-// whose client explains it is not.
+// whose client explains it is not. The finding names what a reset of the GPU would end.
 #include <filesystem>
 #include <map>
 #include <string>
@@ -40,6 +40,12 @@ TEST(DoctorDrm, VramNoClientExplainsIsFoundAndExplainedVramIsNot) {
   EXPECT_EQ(found[0]["evidence"]["clients_bytes"], 256 * MiB);
   EXPECT_EQ(found[0]["evidence"]["unexplained_bytes"], 2281701376u - 256 * MiB);
   for (const auto& remedy : found[0]["remedies"]) EXPECT_EQ(remedy["risk"], "none");
+  // What a reset would end: this GPU, in no XGMI hive, and its one client's process.
+  const auto& reset = found[0]["evidence"]["reset"];
+  EXPECT_TRUE(reset["xgmi_hive_id"].is_null()) << reset.dump(2);
+  ASSERT_EQ(reset["gpus"].size(), 1u) << reset.dump(2);
+  EXPECT_EQ(reset["gpus"][0]["pci_bus_id"], pci);
+  EXPECT_EQ(reset["gpus"][0]["client_pids"], nlohmann::json::array({client.pid}));
 
   client_reports("2 GiB");  // 128 MiB left: the driver's own use
   report = doctor_json(host, {"--settle", "0"}, &rc, env);

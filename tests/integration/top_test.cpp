@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "drm_host_support.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
 #include "text/truncate.hpp"
@@ -208,6 +209,48 @@ TEST_F(TopScreen, EndingATaggedJobFreesItsMemoryAndSparesEveryBystander) {
       EXPECT_NE(line.value("pid", 0), p) << "bystander " << p << " was signalled: " << line.dump();
     }
   }
+  quit(*top);
+}
+
+// An AMD GPU's DRM client, held by a process and the worker it forked: one row for the client
+// under the first PID, with its VRAM from fdinfo and the GPU as "D0", after NVIDIA's GPU; chosen
+// and ended through the same pipeline as an NVIDIA process (plan, confirmation, ladder, audit).
+TEST_F(TopScreen, ADrmClientIsShownOnceAndEndsThroughTheKillPipeline) {
+  SimHost host({"--gpus", "1"});
+  const std::string pci = "0000:03:00.0";
+  lay_out_amd_gpu(host, pci, {{"renderD128", 128}});
+  const std::string dev = std::filesystem::canonical(host.dev_dir()).string();
+  const NodeHolder client(dev + "/dri/renderD128", /*with_worker=*/true);
+  ASSERT_GT(client.fd, 0);
+  ASSERT_GT(client.worker, 0);
+  const std::string fdinfo = host.state_dir() + "/fdinfo";
+  for (const pid_t pid : {client.pid, client.worker}) {
+    write_file(fdinfo + "/" + std::to_string(pid) + "/fdinfo/" + std::to_string(client.fd),
+               "drm-driver:\tamdgpu\ndrm-pdev:\t" + pci + "\ndrm-client-id:\t5\ndrm-memory-vram:\t3 GiB\n"
+               "drm-engine-gfx:\t1000 ns\n");
+  }
+  const std::string audit = host.state_dir() + "/audit.log";
+  auto top = start_top(host, {}, {{"GPUREAP_AUDIT_LOG", audit}, {"GPUREAP_FDINFO_DIR", fdinfo}});
+  ASSERT_TRUE(top->wait_for(" " + std::to_string(client.pid) + " ")) << top->text();
+  std::string screen = top->text();
+  EXPECT_NE(screen.find("GPU D0 amd " + pci + " amdgpu"), std::string::npos) << screen;
+  const std::string row = row_of(screen, client.pid);
+  EXPECT_NE(row.find("D0"), std::string::npos) << row;
+  EXPECT_NE(row.find("3.0 GiB"), std::string::npos) << row;
+  EXPECT_NE(row.find("[client shared with " + std::to_string(client.worker) + "]"), std::string::npos) << row;
+  EXPECT_FALSE(shows_row(screen, client.worker)) << "one row a client:\n" << screen;
+
+  select_pid(*top, client.pid);
+  top->keys({"Space"});
+  ASSERT_TRUE(top->wait_for("1 tagged")) << top->text();
+  top->keys({"K"});
+  ASSERT_TRUE(top->wait_for("Will be signalled")) << top->text();
+  EXPECT_NE(top->text().find("chosen in the view"), std::string::npos) << top->text();
+  EXPECT_TRUE(running(client.pid)) << "signalled before the confirmation";
+  top->keys({"Enter"});
+  ASSERT_TRUE(top->wait_for("exited after SIGTERM", 20000)) << top->text();
+  EXPECT_TRUE(eventually([&] { return !running(client.pid); })) << "PID " << client.pid << " survived";
+  EXPECT_TRUE(audited(audit_lines(audit), client.pid, "SIGTERM"));
   quit(*top);
 }
 

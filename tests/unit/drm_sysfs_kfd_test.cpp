@@ -1,12 +1,16 @@
 // The DRM device list from a sysfs tree laid out as the kernel lays out /sys (class/drm links
 // into a PCI device's directory), and the KFD per-process directories and topology: what ps
-// will show of an AMD or Intel GPU that no test machine has.
+// will show of an AMD or Intel GPU that no test machine has; and amdgpu's XGMI hives, with what a
+// reset of one GPU of a hive would affect (doctor).
+#include "cli/ps/ps_drm.hpp"
+#include "doctor/reset_readiness.hpp"
 #include "drm/client_ledger.hpp"
 #include "drm/device_sysfs.hpp"
 #include "drm/kfd_process.hpp"
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -123,6 +127,84 @@ TEST_F(SysfsTree, KfdProcessesTheirVramPerGpuAndTheTopology) {
   EXPECT_EQ(nodes[0].pci_address, "0001:c0:00.1");  // 49153 = 0xc001: bus 0xc0, device 0, function 1
   EXPECT_EQ(nodes[1].gpu_id, 46412u);
   EXPECT_EQ(nodes[1].pci_address, "0000:03:00.0");  // 768 = bus 3
+}
+
+// Two GPUs in one XGMI hive (<device>/xgmi_hive_info/xgmi_hive_id, <device>/xgmi_device_id, as
+// amdgpu_xgmi.c writes them: "%llu\n") and one in none. amdgpu resets a hive's GPUs together, so
+// a reset of either hive GPU names both, each with its DRM clients and KFD processes; the GPU
+// outside names itself alone.
+TEST_F(SysfsTree, AnXgmiHiveIsReadAndAResetNamesEveryGpuOfItWithItsProcesses) {
+  const std::string hive = "2890813429582356213";
+  for (const auto& [pci, card, render, in_hive] :
+       {std::tuple{"0000:03:00.0", 1u, 128u, true}, std::tuple{"0000:23:00.0", 2u, 129u, true},
+        std::tuple{"0000:83:00.0", 3u, 130u, false}}) {
+    device(pci, "amdgpu", "0x1002");
+    node("card" + std::to_string(card), card, pci);
+    node("renderD" + std::to_string(render), render, pci);
+    if (in_hive) {
+      write(std::string("devices/pci0000:00/") + pci + "/xgmi_hive_info/xgmi_hive_id", hive + "\n");
+      write(std::string("devices/pci0000:00/") + pci + "/xgmi_device_id", std::to_string(card * 1000) + "\n");
+    }
+  }
+  Snapshot snapshot;
+  snapshot.drm.devices = read_drm_devices(root_);
+  ASSERT_EQ(snapshot.drm.devices.size(), 3u);
+  const auto& first = snapshot.drm.devices[0];
+  const auto& second = snapshot.drm.devices[1];
+  const auto& alone = snapshot.drm.devices[2];
+  EXPECT_EQ(first.xgmi_hive_id, 2890813429582356213u);
+  EXPECT_EQ(first.xgmi_device_id, 1000u);
+  EXPECT_EQ(second.xgmi_hive_id, 2890813429582356213u);
+  EXPECT_EQ(alone.xgmi_hive_id, std::nullopt);
+  EXPECT_EQ(alone.xgmi_device_id, std::nullopt);
+  EXPECT_EQ(reset_domain_of(snapshot.drm.devices, first).size(), 2u);
+  ASSERT_EQ(reset_domain_of(snapshot.drm.devices, alone).size(), 1u);
+  EXPECT_EQ(reset_domain_of(snapshot.drm.devices, alone)[0], &alone);
+  // ps --json: exact, as decimal strings.
+  const auto ps = drm_gpus_json(snapshot);
+  EXPECT_EQ(ps[0]["xgmi_hive_id"], hive);
+  EXPECT_EQ(ps[0]["xgmi_device_id"], "1000");
+  EXPECT_TRUE(ps[2]["xgmi_hive_id"].is_null());
+
+  const auto amd_client = [](const char* pdev, std::uint64_t id) {
+    DrmFdinfo record;
+    record.driver = "amdgpu";
+    record.pdev = pdev;
+    record.client_id = id;
+    return record;
+  };
+  snapshot.drm.clients.add(500, 4, amd_client("0000:03:00.0", 7));
+  snapshot.drm.clients.add(501, 4, amd_client("0000:03:00.0", 7));  // its worker: the same client
+  snapshot.drm.clients.add(600, 5, amd_client("0000:23:00.0", 9));
+  snapshot.drm.clients.add(700, 3, amd_client("0000:83:00.0", 2));
+  snapshot.drm.kfd_nodes = {{11, "0000:03:00.0"}, {22, "0000:23:00.0"}, {33, "0000:83:00.0"}};
+  KfdProcess rocm;
+  rocm.pid = 800;
+  rocm.vram = {{22, 1u << 30}};
+  snapshot.drm.kfd_processes.push_back(rocm);
+
+  // From the second GPU of the hive: itself first, then the first.
+  const AmdResetScope scope = amd_reset_scope(snapshot, second);
+  ASSERT_TRUE(scope.hive_id);
+  ASSERT_EQ(scope.gpus.size(), 2u);
+  EXPECT_EQ(scope.gpus[0].pci_address, "0000:23:00.0");
+  EXPECT_EQ(scope.gpus[0].client_pids, (std::vector<pid_t>{600}));
+  EXPECT_EQ(scope.gpus[0].kfd_pids, (std::vector<pid_t>{800}));
+  EXPECT_EQ(scope.gpus[1].pci_address, "0000:03:00.0");
+  EXPECT_EQ(scope.gpus[1].client_pids, (std::vector<pid_t>{500, 501}));
+  EXPECT_TRUE(scope.gpus[1].kfd_pids.empty());
+  const auto json = scope.to_json();
+  EXPECT_EQ(json["xgmi_hive_id"], hive);  // exact, as a string
+  EXPECT_EQ(json["gpus"][1]["client_pids"], nlohmann::json::array({500, 501}));
+  const auto lines = scope.lines(snapshot);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "0000:23:00.0: DRM clients 600 (not visible here); KFD processes 800 (not visible here)");
+
+  const AmdResetScope single = amd_reset_scope(snapshot, alone);
+  EXPECT_FALSE(single.hive_id);
+  ASSERT_EQ(single.gpus.size(), 1u);
+  EXPECT_EQ(single.gpus[0].client_pids, (std::vector<pid_t>{700}));
+  EXPECT_TRUE(single.to_json()["xgmi_hive_id"].is_null());
 }
 
 TEST(DrmSysfsParse, FilesAsTheKernelWritesThem) {

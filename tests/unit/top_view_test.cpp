@@ -1,5 +1,6 @@
 // top's view without a terminal: rows ordered, filtered and nested; the keys as a state
-// machine; the layout at 80x24; CPU from deltas; the outcome line of a kill.
+// machine; the layout at 80x24; CPU from deltas; the outcome line of a kill; AMD and Intel
+// GPUs' DRM clients and their engine use.
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "text/truncate.hpp"
 #include "top/cpu_sampler.hpp"
+#include "top/drm_engine_sampler.hpp"
 #include "top/key_machine.hpp"
 #include "top/kill_preview.hpp"
 #include "top/row_order.hpp"
@@ -355,6 +357,99 @@ TEST(TopCpu, FirstSightIsTheLifetimeAverageThenTheShareSinceTheLastLook) {
   sampler.end_round();  // not seen in a round: forgotten
   p.cpu_seconds = 20;
   EXPECT_DOUBLE_EQ(sampler.sample(p, t0 + std::chrono::seconds(3)), 5);
+}
+
+// An AMD GPU beside NVIDIA's: its header after theirs, one row a DRM client (however many
+// processes share it) with the busiest engine's share since the last refresh, and a ROCm process
+// with VRAM and no client of the GPU as a KFD row. Their GPU column reads "D0".
+TEST(TopDrm, EachClientOnceWithItsEngineUseAndKfdProcessesBesideNvidiasGpus) {
+  TopState state = state_with({});
+  state.snapshot = one_gpu(4 * GiB, 0);
+  auto& drm = state.snapshot->drm;
+  drm::DrmDevice amd;
+  amd.pci_address = "0000:03:00.0";
+  amd.driver = "amdgpu";
+  amd.vendor = drm::GpuVendor::Amd;
+  amd.vram_total = 16 * GiB;
+  amd.vram_used = 4 * GiB;
+  drm.devices.push_back(amd);
+  const auto client = [](std::uint64_t busy_ns) {
+    drm::DrmFdinfo record;
+    record.driver = "amdgpu";
+    record.pdev = "0000:03:00.0";
+    record.client_id = 7;
+    record.regions.emplace_back().region = "vram";
+    record.regions.back().total = GiB;
+    record.engines.emplace_back().engine = "gfx";
+    record.engines.back().busy_ns = busy_ns;
+    record.engines.emplace_back().engine = "compute";
+    record.engines.back().busy_ns = busy_ns / 4;
+    return record;
+  };
+  drm.clients.add(500, 4, client(1000000000));
+  drm.clients.add(501, 4, client(1000000000));  // a forked worker: the same client
+  drm.kfd_nodes = {{46412, "0000:03:00.0"}};
+  drm::KfdProcess rocm;
+  rocm.pid = 800;
+  rocm.vram = {{46412, GiB / 2}};
+  drm.kfd_processes.push_back(rocm);
+
+  CpuSampler cpu;
+  const auto t0 = std::chrono::steady_clock::time_point(std::chrono::seconds(100));
+  std::vector<TopRow> rows = build_rows(*state.snapshot, cpu, RowContext{nullptr, t0}, &state.drm_engines);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].kind, RowKind::DrmClient);
+  EXPECT_EQ(rows[0].pid(), 500);
+  EXPECT_EQ(rows[0].drm_gpu, 0u);
+  EXPECT_EQ(rows[0].gpu_memory, GiB);
+  EXPECT_EQ(rows[0].role, "client shared with 501");
+  EXPECT_EQ(rows[0].sm_percent, std::nullopt);  // first sight: no interval yet
+  EXPECT_EQ(rows[1].kind, RowKind::Kfd);
+  EXPECT_EQ(rows[1].pid(), 800);
+  EXPECT_EQ(rows[1].gpu_memory, GiB / 2);
+
+  // 2 s later gfx was busy 1.5 s of them: 75%, the busiest engine.
+  state.snapshot->drm.clients = drm::ClientLedger();
+  state.snapshot->drm.clients.add(500, 4, client(2500000000));
+  state.snapshot->drm.clients.add(501, 4, client(2500000000));
+  apply_snapshot(state, std::move(state.snapshot), cpu, RowContext{nullptr, t0 + std::chrono::seconds(2)});
+  ASSERT_EQ(state.rows.size(), 2u);
+  EXPECT_EQ(state.rows[0].sm_percent, 75u);
+
+  LayoutOptions options;
+  options.width = 120;
+  const std::string text = frame_text(layout_frame(state, options));
+  EXPECT_NE(text.find("GPU D0 amd 0000:03:00.0 amdgpu"), std::string::npos) << text;
+  EXPECT_NE(text.find("4.0 GiB/16.0 GiB"), std::string::npos) << text;
+  EXPECT_LT(text.find("GPU 0 "), text.find("GPU D0 ")) << "NVIDIA's first, as ps shows them";
+  EXPECT_NE(text.find("D0      500"), std::string::npos) << text;
+  EXPECT_NE(text.find("[client shared with 501]"), std::string::npos) << text;
+  EXPECT_NE(text.find("D0      800"), std::string::npos) << text;
+}
+
+// xe counts cycles: the share is the cycles' growth against the total cycles' growth. A
+// counter that went back (a new client under the same id) gives nothing, as does a client with
+// no drm-client-id, which cannot be followed between refreshes.
+TEST(TopDrm, CyclesAgainstTotalCyclesAndNoShareFromACounterThatWentBack) {
+  const auto xe = [](std::uint64_t id, std::uint64_t cycles, std::uint64_t total) {
+    drm::DrmClient client;
+    client.pdev = "0000:03:00.0";
+    client.client_id = id;
+    client.stats.engines.emplace_back().engine = "rcs";
+    client.stats.engines.back().cycles = cycles;
+    client.stats.engines.back().total_cycles = total;
+    return client;
+  };
+  DrmEngineSampler sampler;
+  const auto t0 = std::chrono::steady_clock::time_point(std::chrono::seconds(100));
+  EXPECT_EQ(sampler.sample(xe(3, 100, 1000), t0), std::nullopt);
+  sampler.end_round();
+  EXPECT_EQ(sampler.sample(xe(3, 400, 2000), t0 + std::chrono::seconds(1)), 30u);
+  sampler.end_round();
+  EXPECT_EQ(sampler.sample(xe(3, 50, 3000), t0 + std::chrono::seconds(2)), std::nullopt);
+  sampler.end_round();
+  EXPECT_EQ(sampler.sample(xe(0, 100, 1000), t0), std::nullopt);
+  EXPECT_EQ(sampler.sample(xe(0, 200, 2000), t0 + std::chrono::seconds(1)), std::nullopt);
 }
 
 TEST(TopKillStatus, TheMemoryComesFirstAndAlikeOutcomesShareAnEntry) {

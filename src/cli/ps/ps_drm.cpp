@@ -17,23 +17,6 @@ Json drm_optional_json(const std::optional<T>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
-// The KFD GPU ids whose topology node is this PCI device.
-std::vector<std::uint32_t> kfd_ids_of(const drm::DrmReading& reading, const std::string& pci) {
-  std::vector<std::uint32_t> ids;
-  for (const auto& node : reading.kfd_nodes) {
-    if (node.pci_address == pci) ids.push_back(node.gpu_id);
-  }
-  return ids;
-}
-
-std::optional<std::uint64_t> kfd_vram_on(const drm::KfdProcess& process, const std::vector<std::uint32_t>& ids) {
-  std::optional<std::uint64_t> sum;
-  for (const auto& memory : process.vram) {
-    if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) sum = sum.value_or(0) + memory.vram_bytes;
-  }
-  return sum;
-}
-
 // The DRM descriptors of `device` that no client read explains: display-only holders, clients
 // whose fdinfo could not be read.
 struct DrmNodeHolder {
@@ -105,6 +88,7 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
     if (device.vram_used || device.vram_total) {
       title += fmt::format("  VRAM {} used of {}", format_bytes(device.vram_used), format_bytes(device.vram_total));
     }
+    if (device.xgmi_hive_id) title += fmt::format("  XGMI hive {}", *device.xgmi_hive_id);
     out += "\n" + style.bold(title) + "\n";
     const std::size_t rows_start = out.size();
     const auto clients = reading.clients.clients_of(device.pci_address);
@@ -129,9 +113,8 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
                                             display ? "card" : "render");
       out += start + width.rest_of_line(drm_holder_command(snapshot, holder.pid), start) + "\n";
     }
-    const auto ids = kfd_ids_of(reading, device.pci_address);
     for (const auto& process : reading.kfd_processes) {
-      const auto vram = kfd_vram_on(process, ids);
+      const auto vram = drm::kfd_vram_on(reading, process, device.pci_address);
       if (!vram) continue;
       const std::string start = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", process.pid,
                                             fixed_cell(kfd_user(snapshot, process.pid), 9), format_bytes(*vram), "", "kfd");
@@ -157,6 +140,10 @@ Json drm_gpus_json(const Snapshot& snapshot) {
     gpu["source"] = "drm";
     gpu["pci_bus_id"] = device.pci_address;
     gpu["driver"] = device.driver;
+    // 64-bit identifiers as decimal strings: JSON readers that hold numbers as doubles (jq,
+    // JavaScript) would round them, and two GPUs of different hives could compare equal.
+    gpu["xgmi_hive_id"] = device.xgmi_hive_id ? Json(std::to_string(*device.xgmi_hive_id)) : Json(nullptr);
+    gpu["xgmi_device_id"] = device.xgmi_device_id ? Json(std::to_string(*device.xgmi_device_id)) : Json(nullptr);
     Json nodes = Json::array();
     for (const auto& node : device.nodes) {
       nodes.push_back(Json{{"name", node.name}, {"kind", node.kind == drm::NodeKind::Card ? "card" : "render"},
@@ -207,9 +194,8 @@ Json drm_gpus_json(const Snapshot& snapshot) {
     }
     gpu["holders_without_stats"] = others;
     Json kfd = Json::array();
-    const auto ids = kfd_ids_of(reading, device.pci_address);
     for (const auto& process : reading.kfd_processes) {
-      if (const auto vram = kfd_vram_on(process, ids)) {
+      if (const auto vram = drm::kfd_vram_on(reading, process, device.pci_address)) {
         kfd.push_back(Json{{"pid", process.pid}, {"pasid", drm_optional_json(process.pasid)}, {"vram_bytes", *vram}});
       }
     }

@@ -1,0 +1,174 @@
+// ROCm processes whose job is over while their KFD context still holds VRAM (ROCm's
+// k8s-device-plugin#202 asks for them before a GPU is given to the next job). Read-only: the
+// remedies are printed, nothing is acted on.
+//
+// What the kernel does (drivers/gpu/drm/amd/amdkfd/kfd_process.c): opening /dev/kfd creates the
+// process's kfd_process and, in kfd_create_process_sysfs, the directory
+// <sysfs>/class/kfd/kfd/proc/<pid> named after lead_thread->pid, the PID in the initial PID
+// namespace. The directory goes in kfd_process_wq_release (kfd_process_remove_sysfs), which runs
+// when the last reference is dropped: the mmu notifier's, put when the address space is torn
+// down (exit_mmap calls kfd_process_notifier_release), and the one each open /dev/kfd file
+// holds. So an entry whose process is gone, or a zombie, names a context that outlived its
+// process: an exit stuck before its address space went, or a /dev/kfd descriptor kept by
+// another process. And inside a container's PID namespace the name is the host's PID.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "doctor/blocked_io.hpp"
+#include "doctor/doctor.hpp"
+#include "doctor/ipc_removal.hpp"
+#include "doctor/reset_readiness.hpp"
+#include "text/human_format.hpp"
+
+namespace gpureap {
+namespace {
+
+// Why a KFD process's job is over, proven from /proc; nullopt when it runs as far as we can tell.
+struct KfdLeftBehind {
+  std::string reason;  // evidence "reason"
+  std::string words;   // for the summary
+  Severity severity = Severity::Warning;
+  std::optional<pid_t> leader;  // the gone leader that proves it
+};
+
+std::optional<KfdLeftBehind> kfd_left_behind(const Snapshot& snapshot, const ProcessInfo* process, bool stayed_in_d) {
+  if (process == nullptr) {
+    if (snapshot.in_child_pid_namespace) {
+      return KfdLeftBehind{"not-in-this-pid-namespace",
+                           "is no process in this PID namespace (a container's): another container's, or gone",
+                           Severity::Info, std::nullopt};
+    }
+    return KfdLeftBehind{"gone", "has exited, yet its KFD context stays", Severity::Warning, std::nullopt};
+  }
+  // In a child PID namespace the directory names a host PID: a process here with that number
+  // is not shown to be the one.
+  if (snapshot.in_child_pid_namespace || process->kernel_thread) return std::nullopt;
+  if (process->state == 'Z') {
+    return KfdLeftBehind{"zombie", "is a zombie, yet its KFD context stays", Severity::Warning, std::nullopt};
+  }
+  if (stayed_in_d) {
+    return KfdLeftBehind{"uninterruptible", "is stuck in uninterruptible sleep (D)", Severity::Warning, std::nullopt};
+  }
+  pid_t leader = 0;
+  switch (gone_leader_evidence(snapshot, *process, &leader)) {
+    case OrphanEvidence::GroupLeaderGone:
+      return KfdLeftBehind{"group-leader-gone", fmt::format("outlived its job: its process-group leader {} is gone", leader),
+                           Severity::Warning, leader};
+    case OrphanEvidence::SessionLeaderGone:
+      return KfdLeftBehind{"session-leader-gone", fmt::format("outlived its job: its session leader {} is gone", leader),
+                           Severity::Warning, leader};
+    default: return std::nullopt;
+  }
+}
+
+void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* process, std::vector<Remedy> resets,
+                      Finding& f) {
+  f.remedies.push_back({"gpureap ps", Risk::None, "see the AMD GPU's clients and KFD processes beside it"});
+  const bool alive_here = process != nullptr && !process->kernel_thread && process->state != 'Z' &&
+                          why.reason != "not-in-this-pid-namespace";
+  if (alive_here && why.reason == "uninterruptible") {
+    f.remedies.push_back({fmt::format("cat /proc/{}/stack", pid), Risk::None, "see the kernel call it waits in (root)"});
+    f.remedies.push_back({fmt::format("gpureap kill {}", pid), Risk::Medium,
+                          "queue SIGKILL: it takes effect the moment the kernel call returns"});
+  } else if (alive_here) {
+    f.remedies.push_back({fmt::format("gpureap kill {}", pid), Risk::Low,
+                          "end it: its job is over, and its VRAM goes back when its KFD context does"});
+  } else if (process != nullptr && process->state == 'Z' && process->ppid > 1) {
+    f.remedies.push_back({fmt::format("kill -CHLD {}", process->ppid), Risk::None,
+                          "remind its parent to reap it (harmless)"});
+  }
+  if (why.reason == "not-in-this-pid-namespace") {
+    f.remedies.push_back({"gpureap doctor", Risk::None, "run it on the host, whose PIDs the KFD directories name"});
+  }
+  // Ending a live process frees its context; a reset is for one that cannot be ended.
+  if (!alive_here || why.reason == "uninterruptible") {
+    for (auto& reset : resets) f.remedies.push_back(std::move(reset));
+  }
+  f.remedies.push_back({"systemctl reboot", Risk::High, "when the context never goes: nothing else frees its VRAM"});
+}
+
+}  // namespace
+
+void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis) {
+  const auto& reading = snapshot.drm;
+  const std::string& proc_root = snapshot.table.options().proc_root;
+  // D for a moment is disk I/O; D without one context switch while watched is stuck. Without
+  // time to watch (export's and watch's quick checks) D proves nothing.
+  std::vector<std::pair<pid_t, std::optional<BlockedSample>>> blocked;
+  for (const auto& kfd : reading.kfd_processes) {
+    const ProcessInfo* process = snapshot.table.find(kfd.pid);
+    if (process != nullptr && process->state == 'D' && !snapshot.in_child_pid_namespace && settle_seconds > 0) {
+      blocked.emplace_back(kfd.pid, sample_blocked(proc_root, kfd.pid));
+    }
+  }
+  if (!blocked.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(std::min(settle_seconds, 0.5) * 1000)));
+  }
+  for (const auto& kfd : reading.kfd_processes) {
+    std::uint64_t total = 0;
+    for (const auto& memory : kfd.vram) total += memory.vram_bytes;
+    if (total == 0) continue;  // holds no VRAM: nothing to give back before the GPU is reused
+    const ProcessInfo* process = snapshot.table.find(kfd.pid);
+    // A scan of GPU holders only (export's, watch's) leaves out a process that no longer holds
+    // /dev/kfd: absent from the table is no proof it is gone, /proc is.
+    if (process == nullptr && process_exists(kfd.pid, proc_root)) continue;
+    bool stayed = false;
+    for (const auto& [pid, first] : blocked) {
+      if (pid != kfd.pid || !first) continue;
+      const auto second = sample_blocked(proc_root, pid);
+      stayed = second && stayed_blocked(*first, *second);
+    }
+    const auto why = kfd_left_behind(snapshot, process, stayed);
+    if (!why) continue;
+    const std::string command = process != nullptr ? process->command() : std::string("not visible here");
+    Finding f;
+    f.id = FindingId::KfdProcessLeftBehind;
+    f.severity = why->severity;
+    f.summary = fmt::format("KFD process {} ({}) {}: {} of AMD GPU VRAM is still allocated to it", kfd.pid, command,
+                            why->words, format_bytes(total));
+    nlohmann::json vram = nlohmann::json::array();
+    for (const auto& memory : kfd.vram) {
+      if (memory.vram_bytes == 0) continue;
+      const std::string pci = drm::kfd_gpu_pci_address(reading, memory.gpu_id);
+      vram.push_back({{"gpu_id", memory.gpu_id},
+                      {"pci_bus_id", pci.empty() ? nlohmann::json(nullptr) : nlohmann::json(pci)},
+                      {"vram_bytes", memory.vram_bytes}});
+      f.details.push_back(fmt::format("{} on GPU {} (KFD gpu_id {})", format_bytes(memory.vram_bytes),
+                                      pci.empty() ? std::string("?") : pci, memory.gpu_id));
+    }
+    f.details.push_back("The kernel keeps /sys/class/kfd/kfd/proc/" + std::to_string(kfd.pid) +
+                        " until the context's last reference goes: the process's address space, and every "
+                        "/dev/kfd descriptor of it.");
+    // Short of a reboot, a reset frees what a context that never goes holds: say what it ends.
+    nlohmann::json resets = nlohmann::json::array();
+    std::vector<Remedy> reset_remedies;
+    for (const auto& device : reading.devices) {
+      if (!drm::kfd_vram_on(reading, kfd, device.pci_address).value_or(0)) continue;
+      const AmdResetScope scope = amd_reset_scope(snapshot, device);
+      for (auto& line : scope.details(snapshot, device)) f.details.push_back(std::move(line));
+      resets.push_back(scope.to_json());
+      if (auto remedy = scope.remedy(device)) reset_remedies.push_back(std::move(*remedy));
+    }
+    f.evidence["pid"] = kfd.pid;
+    f.evidence["command"] = process != nullptr ? nlohmann::json(command) : nlohmann::json(nullptr);
+    f.evidence["state"] = process != nullptr ? nlohmann::json(std::string(1, process->state)) : nlohmann::json(nullptr);
+    f.evidence["reason"] = why->reason;
+    f.evidence["leader_pid"] = why->leader ? nlohmann::json(*why->leader) : nlohmann::json(nullptr);
+    f.evidence["pasid"] = kfd.pasid ? nlohmann::json(*kfd.pasid) : nlohmann::json(nullptr);
+    f.evidence["vram_bytes"] = total;
+    f.evidence["vram"] = vram;
+    f.evidence["in_child_pid_namespace"] = snapshot.in_child_pid_namespace;
+    f.evidence["resets"] = resets;
+    add_kfd_remedies(*why, kfd.pid, process, std::move(reset_remedies), f);
+    diagnosis.findings.push_back(std::move(f));
+  }
+  if (snapshot.in_child_pid_namespace && !reading.kfd_processes.empty()) {
+    diagnosis.notes.push_back(
+        "KFD process directories name the host's PIDs, and gpureap runs in a PID namespace (a container): a KFD "
+        "process whose PID exists here was not judged (run gpureap doctor on the host)");
+  }
+}
+
+}  // namespace gpureap
