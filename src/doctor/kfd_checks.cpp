@@ -11,6 +11,7 @@
 // holds. So an entry whose process is gone, or a zombie, names a context that outlived its
 // process: an exit stuck before its address space went, or a /dev/kfd descriptor kept by
 // another process. And inside a container's PID namespace the name is the host's PID.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -45,6 +46,18 @@ std::optional<KfdLeftBehind> kfd_left_behind(const Snapshot& snapshot, const Pro
   // In a child PID namespace the directory names a host PID: a process here with that number
   // is not shown to be the one.
   if (snapshot.in_child_pid_namespace || process->kernel_thread) return std::nullopt;
+  // The kernel keeps the context while any descriptor of its /dev/kfd file is left, after its
+  // leader is gone and the PID free for reuse: a process at that PID holding no /dev/kfd is not
+  // shown to be its owner (it may have closed it, or be a stranger with the number), and is
+  // never offered to be ended.
+  const bool holds_kfd = std::any_of(process->drm_files.begin(), process->drm_files.end(),
+                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
+  if (!holds_kfd && process->state != 'Z') {
+    return KfdLeftBehind{"pid-holds-no-kfd",
+                         "names a process that holds no /dev/kfd: the context is kept by another descriptor of its "
+                         "/dev/kfd file (a worker it forked), or the PID now names another process",
+                         Severity::Info, std::nullopt};
+  }
   if (process->state == 'Z') {
     return KfdLeftBehind{"zombie", "is a zombie, yet its KFD context stays", Severity::Warning, std::nullopt};
   }
@@ -66,6 +79,7 @@ std::optional<KfdLeftBehind> kfd_left_behind(const Snapshot& snapshot, const Pro
 void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* process, std::vector<Remedy> resets,
                       Finding& f) {
   f.remedies.push_back({"gpureap ps", Risk::None, "see the AMD GPU's clients and KFD processes beside it"});
+  if (why.reason == "pid-holds-no-kfd") return;  // nothing here is shown to be the context's
   const bool alive_here = process != nullptr && !process->kernel_thread && process->state != 'Z' &&
                           why.reason != "not-in-this-pid-namespace";
   if (alive_here && why.reason == "uninterruptible") {

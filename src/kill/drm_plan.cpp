@@ -18,22 +18,6 @@ namespace {
 
 bool plan_has(const std::vector<pid_t>& pids, pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); }
 
-std::vector<std::uint32_t> kfd_ids_of(const drm::DrmReading& reading, const std::string& pci) {
-  std::vector<std::uint32_t> ids;
-  for (const auto& node : reading.kfd_nodes) {
-    if (node.pci_address == pci) ids.push_back(node.gpu_id);
-  }
-  return ids;
-}
-
-std::uint64_t kfd_vram_on(const drm::KfdProcess& process, const std::vector<std::uint32_t>& ids) {
-  std::uint64_t bytes = 0;
-  for (const auto& memory : process.vram) {
-    if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) bytes += memory.vram_bytes;
-  }
-  return bytes;
-}
-
 // Whether the process at `pid` holds /dev/kfd: only then is a KFD context listed under that PID
 // its own. The kernel names the directory by the leader's PID in the initial PID namespace and
 // keeps it while any descriptor of its /dev/kfd file is left (a forked worker's), after the
@@ -89,8 +73,8 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       if (process.pid != target.pid || !owns_kfd_context(snapshot, target.pid)) continue;
       for (const auto& device : reading.devices) {
         if (target.drm_memory.count(device.pci_address) != 0) continue;
-        if (const auto bytes = kfd_vram_on(process, kfd_ids_of(reading, device.pci_address)); bytes > 0) {
-          target.drm_memory[device.pci_address] += bytes;
+        if (const auto bytes = drm::kfd_vram_on(reading, process, device.pci_address); bytes && *bytes > 0) {
+          target.drm_memory[device.pci_address] += *bytes;
         }
       }
     }
@@ -131,12 +115,8 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
   for (const auto& process : reading.kfd_processes) {
     if (!plan_has(signalled, process.pid) || !owns_kfd_context(snapshot, process.pid)) continue;
     for (const auto& device : reading.devices) {
-      const auto ids = kfd_ids_of(reading, device.pci_address);
-      const bool has_context_here = std::any_of(process.vram.begin(), process.vram.end(), [&](const drm::KfdGpuMemory& m) {
-        return std::find(ids.begin(), ids.end(), m.gpu_id) != ids.end();
-      });
-      if (!has_context_here) continue;
-      const auto bytes = kfd_vram_on(process, ids);
+      const auto bytes = drm::kfd_vram_on(reading, process, device.pci_address);
+      if (!bytes) continue;  // no context on this GPU
       auto& gpu = gpu_entry(gpus, device);
       gpu.kfd_pids.push_back(process.pid);
       add_target_pid(gpu, process.pid);
@@ -144,7 +124,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       const bool through_client = std::any_of(held.begin(), held.end(), [&](const drm::DrmClient* c) {
         return c->pdev == device.pci_address;
       });
-      if (!through_client) gpu.expected_free_bytes += bytes;
+      if (!through_client) gpu.expected_free_bytes += *bytes;
     }
   }
   for (auto& [pci, gpu] : gpus) {

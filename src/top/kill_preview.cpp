@@ -128,6 +128,12 @@ KillPreview preview_plan(const KillPlan& plan, std::vector<std::string> notes) {
                                          g.baseline_used ? fmt::format(" (now {} used)", format_bytes(*g.baseline_used))
                                                          : std::string()));
   }
+  for (const auto& g : plan.drm_gpus) {
+    preview.memory.push_back(fmt::format("{} GPU {}: {} expected back{}", g.vendor, g.pci_address,
+                                         format_bytes(g.expected_free_bytes),
+                                         g.baseline_used ? fmt::format(" (now {} used)", format_bytes(*g.baseline_used))
+                                                         : std::string(" (its driver reports no VRAM figure)")));
+  }
   return preview;
 }
 
@@ -142,6 +148,14 @@ std::string kill_status_line(const KillReport& report) {
                       g.verify_ms.value_or(0)));
     } else {
       add(sanitize_for_terminal(g.message.empty() ? fmt::format("GPU {}: memory not verified free", g.index) : g.message));
+    }
+  }
+  for (const auto& g : report.drm_gpus) {
+    if (g.verified) {
+      add(fmt::format("{} GPU {}: {} freed, verified in {:.0f} ms", g.vendor, g.pci_address,
+                      format_bytes(g.freed_bytes.value_or(0)), g.verify_ms.value_or(0)));
+    } else {
+      add(sanitize_for_terminal(g.message));
     }
   }
   // Then the processes, those that ended alike in one group: "PID 12, 13 exited after SIGTERM".

@@ -218,27 +218,22 @@ TEST_F(TopScreen, EndingATaggedJobFreesItsMemoryAndSparesEveryBystander) {
 TEST_F(TopScreen, ADrmClientIsShownOnceAndEndsThroughTheKillPipeline) {
   SimHost host({"--gpus", "1"});
   const std::string pci = "0000:03:00.0";
-  lay_out_amd_gpu(host, pci, {{"renderD128", 128}});
-  const std::string dev = std::filesystem::canonical(host.dev_dir()).string();
-  const NodeHolder client(dev + "/dri/renderD128", /*with_worker=*/true);
-  ASSERT_GT(client.fd, 0);
-  ASSERT_GT(client.worker, 0);
-  const std::string fdinfo = host.state_dir() + "/fdinfo";
-  for (const pid_t pid : {client.pid, client.worker}) {
-    write_file(fdinfo + "/" + std::to_string(pid) + "/fdinfo/" + std::to_string(client.fd),
-               "drm-driver:\tamdgpu\ndrm-pdev:\t" + pci + "\ndrm-client-id:\t5\ndrm-memory-vram:\t3 GiB\n"
-               "drm-engine-gfx:\t1000 ns\n");
-  }
+  DrmGpuSpec amd;
+  amd.pci = pci;
+  amd.card = 0;
+  host.add_drm_gpu(amd);  // the simulated driver: fdinfo and the VRAM figure follow the processes
+  auto client = host.start_drm_client({"--node", "renderD128", "--vram", "3GiB", "--workers", "1"});
+  ASSERT_EQ(client.workers.size(), 1u);
   const std::string audit = host.state_dir() + "/audit.log";
-  auto top = start_top(host, {}, {{"GPUREAP_AUDIT_LOG", audit}, {"GPUREAP_FDINFO_DIR", fdinfo}});
+  auto top = start_top(host, {}, {{"GPUREAP_AUDIT_LOG", audit}});
   ASSERT_TRUE(top->wait_for(" " + std::to_string(client.pid) + " ")) << top->text();
   std::string screen = top->text();
   EXPECT_NE(screen.find("GPU D0 amd " + pci + " amdgpu"), std::string::npos) << screen;
   const std::string row = row_of(screen, client.pid);
   EXPECT_NE(row.find("D0"), std::string::npos) << row;
   EXPECT_NE(row.find("3.0 GiB"), std::string::npos) << row;
-  EXPECT_NE(row.find("[client shared with " + std::to_string(client.worker) + "]"), std::string::npos) << row;
-  EXPECT_FALSE(shows_row(screen, client.worker)) << "one row a client:\n" << screen;
+  EXPECT_NE(row.find("[client shared with " + std::to_string(client.workers[0]) + "]"), std::string::npos) << row;
+  EXPECT_FALSE(shows_row(screen, client.workers[0])) << "one row a client:\n" << screen;
 
   select_pid(*top, client.pid);
   top->keys({"Space"});
@@ -251,6 +246,8 @@ TEST_F(TopScreen, ADrmClientIsShownOnceAndEndsThroughTheKillPipeline) {
   ASSERT_TRUE(top->wait_for("exited after SIGTERM", 20000)) << top->text();
   EXPECT_TRUE(eventually([&] { return !running(client.pid); })) << "PID " << client.pid << " survived";
   EXPECT_TRUE(audited(audit_lines(audit), client.pid, "SIGTERM"));
+  // kill's check of the AMD GPU's release ran: the client gone, the figure down by its 3 GiB.
+  EXPECT_TRUE(top->wait_for("amd GPU " + pci + ": 3.0 GiB freed", 20000)) << top->text();
   quit(*top);
 }
 
