@@ -148,7 +148,11 @@ Result<std::uint64_t> allocate_client_id(const DrmLayout& layout) {
 }
 
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
-  ReadResult r = read_file("/proc/" + std::to_string(pid) + "/stat");
+  return read_proc_stat_file("/proc/" + std::to_string(pid) + "/stat");
+}
+
+std::optional<ProcStat> read_proc_stat_file(const std::string& path) {
+  ReadResult r = read_file(path);
   if (!r.ok()) return std::nullopt;
   const auto paren = r.data.rfind(')');
   if (paren == std::string::npos || paren + 2 >= r.data.size()) return std::nullopt;

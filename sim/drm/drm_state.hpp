@@ -113,5 +113,7 @@ struct ProcStat {
   bool zombie = false;
 };
 std::optional<ProcStat> read_proc_stat(pid_t pid);
+// The same from a stat file's path ("/proc/self/stat").
+std::optional<ProcStat> read_proc_stat_file(const std::string& path);
 
 }  // namespace gpusim::drm

@@ -1,7 +1,7 @@
 // The simulated DRM driver (sim/drm/) with real processes: a client's fdinfo appears for every
 // process holding its open file description and goes when they die, VRAM leaves
-// mem_info_vram_used after the release delay, a KFD process goes with the process, a bare open
-// gets no fdinfo, and each driver's format.
+// mem_info_vram_used after the release delay, a KFD process goes with the process and is named
+// by the host PID, a bare open gets no fdinfo, and each driver's format.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -63,9 +63,9 @@ class DrmDriver : public ::testing::Test {
   unsigned long long vram_used(const std::string& pci = "0000:03:00.0") const {
     return std::stoull(read_file(dir.path() + "/sys/devices/" + pci + "/mem_info_vram_used").data);
   }
-  std::unique_ptr<SimProcess> client(const std::vector<std::string>& args) {
+  std::unique_ptr<SimProcess> client(const std::vector<std::string>& args, const std::vector<std::string>& wrapper = {}) {
     std::string err;
-    auto p = SimProcess::start_drm_client(dir.path(), args, &err);
+    auto p = SimProcess::start_drm_client(dir.path(), args, &err, wrapper);
     EXPECT_TRUE(p) << err;
     if (p) settle();
     return p;
@@ -151,6 +151,25 @@ TEST_F(DrmDriver, KfdProcessGoesWithTheProcessNotItsDescriptors) {
   settle();
   EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(p->pid())));
   EXPECT_TRUE(contains(fdinfo(p->workers()[0], p->fd()), "drm-memory-vram:\t1048576 KiB"));
+}
+
+// amdkfd names the directory by lead_thread->pid, the PID in the initial namespace, as the
+// other drivers record host PIDs: a client in a child PID namespace shows under its host PID.
+TEST_F(DrmDriver, AClientInAChildPidNamespaceIsRecordedUnderItsHostPid) {
+  add("0000:03:00.0", {"--kfd"});
+  auto p = client({"--node", "renderD128", "--vram", "1GiB", "--kfd", "--workers", "1"},
+                  {"/usr/bin/unshare", "-Upf", "--map-root-user"});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->nspid(), 1u);
+  ASSERT_NE(p->pid(), 1u);
+  const std::string status = read_file("/proc/" + std::to_string(p->pid()) + "/status").data;
+  EXPECT_TRUE(contains(status, "\nNSpid:\t" + std::to_string(p->pid()) + "\t1\n")) << status;
+  ASSERT_EQ(p->workers().size(), 1u);
+  const std::string worker = read_file("/proc/" + std::to_string(p->workers()[0]) + "/status").data;
+  EXPECT_TRUE(contains(worker, "\nNSpid:\t" + std::to_string(p->workers()[0]) + "\t2\n")) << worker;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/sys/class/kfd/kfd/proc/" + std::to_string(p->pid()) + "/pasid"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/sys/class/kfd/kfd/proc/1"));
+  EXPECT_TRUE(contains(fdinfo(p->pid(), p->fd()), "drm-memory-vram:\t1048576 KiB"));
 }
 
 TEST_F(DrmDriver, BareOpenGetsNoFdinfoAndTheDriverHoldsNoNode) {
