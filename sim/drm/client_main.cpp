@@ -4,8 +4,10 @@
 // with an OFD write lock on byte [id, id+1) of the node file: the lock lives exactly as long as
 // the description (inherited across fork and dup, released when its last descriptor closes,
 // however the holders die), which is how long the kernel keeps a DRM client. It then records the
-// client (drm/clients/<id>.json), with --kfd opens dev/kfd and records a KFD process, forks
-// --workers, prints
+// client (drm/clients/<id>.json). With --kfd it opens dev/kfd, marks that open file description
+// with an OFD lock on a byte of its own (the kernel's KFD process lives as long as the open file's
+// reference to it, kfd_chardev.c kfd_open()/kfd_release()) and records the VRAM of its KFD
+// process. It forks --workers, prints
 //   READY pid=<host pid> nspid=<pid> workers=<host pid>,<host pid> client=<id> fd=<fd>
 // and waits for SIGTERM (exit 0) or SIGKILL. The PIDs are the host's, as the kernel records them
 // (a KFD process is named by lead_thread->pid, the PID in the initial namespace), also when the
@@ -36,6 +38,17 @@ namespace {
 int die(const std::string& message) {
   fmt::print(stderr, "gpusim-drm-client: error: {}\n", message);
   return 1;
+}
+
+// An OFD write lock on byte [id, id+1) of the file `fd` describes: it lives exactly as long as
+// that open file description.
+bool lock_byte(int fd, std::uint64_t id) {
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(id);
+  fl.l_len = 1;
+  return ::fcntl(fd, F_OFD_SETLK, &fl) == 0;
 }
 
 }  // namespace
@@ -84,12 +97,7 @@ int main(int argc, char** argv) {
   if (fd < 0) return die(layout.dri_node(node) + ": " + errno_text(errno));
   auto id = allocate_client_id(layout);
   if (!id.ok()) return die(id.error().message);
-  struct flock fl {};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = static_cast<off_t>(*id);
-  fl.l_len = 1;
-  if (::fcntl(fd, F_OFD_SETLK, &fl) != 0) return die("F_OFD_SETLK on " + node + ": " + errno_text(errno));
+  if (!lock_byte(fd, *id)) return die("F_OFD_SETLK on " + node + ": " + errno_text(errno));
   const pid_t self = host_pid();
   if (self <= 0) return die("cannot read the host PID from /proc/self (or $GPUSIM_HOST_PROC/self)");
 
@@ -108,11 +116,15 @@ int main(int argc, char** argv) {
     // The ROCm runtime (libhsakmt) opens /dev/kfd O_RDWR | O_CLOEXEC; fork keeps it.
     kfd_fd = ::open(layout.kfd_dev().c_str(), O_RDWR | O_CLOEXEC);
     if (kfd_fd < 0) return die(layout.kfd_dev() + ": " + errno_text(errno));
+    auto kfd_id = allocate_client_id(layout);
+    if (!kfd_id.ok()) return die(kfd_id.error().message);
+    if (!lock_byte(kfd_fd, *kfd_id)) return die("F_OFD_SETLK on " + layout.kfd_dev() + ": " + errno_text(errno));
     const auto stat = read_proc_stat_file("/proc/self/stat");
     if (!stat) return die("cannot read /proc/self/stat");
     KfdRecord record;
     record.pid = self;
     record.start_time = stat->start_time;
+    record.lock = *kfd_id;
     record.pasid = client.pasid;
     record.vram.emplace_back(device->gpu_id, client.vram);
     if (auto st = store_kfd(layout, record); !st.ok()) return die(st.error().message);

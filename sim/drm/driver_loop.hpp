@@ -13,8 +13,11 @@
 //     closed: its record goes, and its VRAM leaves mem_info_vram_used after the device's release
 //     delay;
 // (c) mem_info_vram_used = the driver's own VRAM + the live clients' + the releasing ones';
-// (d) class/kfd/kfd/proc/<pid>/ exists while that KFD process lives (not a zombie, same start
-//     time): the kernel tears it down with the process's mm, not when /dev/kfd closes;
+// (d) class/kfd/kfd/proc/<pid>/ exists while the KFD process does: shown once the driver saw
+//     <pid> (alive, with the record's start time and owner) hold dev/kfd with the record's OFD
+//     lock, and kept while any descriptor of that open file description is left (the open file
+//     holds a reference to the kernel's KFD process: kfd_chardev.c kfd_open()/kfd_release()),
+//     in a forked worker after the opener died too;
 // (e) engine time grows by the client's busy share of wall time (computed when written);
 // (f) writes drm/cycle, the number of completed cycles.
 #pragma once

@@ -112,6 +112,7 @@ Result<KfdRecord> load_kfd(const std::string& path) {
     KfdRecord k;
     k.pid = j.at("pid");
     k.start_time = j.at("start_time");
+    k.lock = j.at("lock");
     k.pasid = j.at("pasid");
     for (const auto& v : j.at("vram")) k.vram.emplace_back(v.at("gpu_id"), v.at("bytes"));
     return k;
@@ -121,7 +122,7 @@ Result<KfdRecord> load_kfd(const std::string& path) {
 Status store_kfd(const DrmLayout& layout, const KfdRecord& k) {
   json vram = json::array();
   for (const auto& [gpu_id, bytes] : k.vram) vram.push_back({{"gpu_id", gpu_id}, {"bytes", bytes}});
-  const json j = {{"pid", k.pid}, {"start_time", k.start_time}, {"pasid", k.pasid}, {"vram", vram}};
+  const json j = {{"pid", k.pid}, {"start_time", k.start_time}, {"lock", k.lock}, {"pasid", k.pasid}, {"vram", vram}};
   return write_file_atomic(layout.kfd_record(k.pid), j.dump() + "\n", 0666);
 }
 

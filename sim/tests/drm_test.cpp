@@ -1,7 +1,8 @@
 // The simulated DRM driver (sim/drm/) with real processes: a client's fdinfo appears for every
 // process holding its open file description and goes when they die, VRAM leaves
-// mem_info_vram_used after the release delay, a KFD process goes with the process and is named
-// by the host PID, a bare open gets no fdinfo, and each driver's format.
+// mem_info_vram_used after the release delay, a KFD process lives as long as its /dev/kfd open
+// file, under the host PID, and only for a process seen holding /dev/kfd; a bare open gets no
+// fdinfo; and each driver's format.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "common/file_io.hpp"
+#include "drm/drm_state.hpp"
 #include "drm/fdinfo_text.hpp"
 #include "harness.hpp"
 
@@ -123,7 +126,10 @@ TEST_F(DrmDriver, VramLeavesUsedAfterTheReleaseDelay) {
   EXPECT_GE(std::chrono::steady_clock::now() - killed, 550ms);  // ... its VRAM freed after the delay
 }
 
-TEST_F(DrmDriver, KfdProcessGoesWithTheProcessNotItsDescriptors) {
+// kfd_open() hands the KFD process's reference to the open file and kfd_release() drops it; the
+// sysfs directory goes with the last reference (kfd_process.c kfd_process_wq_release()). So a
+// forked worker holding the inherited /dev/kfd keeps the directory of its dead parent.
+TEST_F(DrmDriver, KfdProcessLivesAsLongAsItsOpenFileOfKfd) {
   add("0000:03:00.0", {"--kfd"});
   const std::string topology = dir.path() + "/sys/class/kfd/kfd/topology/nodes/";
   const std::string gpu_id = read_file(topology + "1/gpu_id").data;
@@ -144,13 +150,22 @@ TEST_F(DrmDriver, KfdProcessGoesWithTheProcessNotItsDescriptors) {
   EXPECT_TRUE(open_files(p->workers()[0]).count(dir.path() + "/dev/kfd") ||
               open_files(p->workers()[0]).count(std::filesystem::canonical(dir.path()).string() + "/dev/kfd"));
 
-  // Killed and not yet reaped: a zombie has no mm, so no KFD process, while its worker still
-  // holds /dev/kfd and the render client.
+  // The opener killed (a zombie, then reaped): its worker still holds the open file, so the
+  // KFD process and its directory stay, under the dead opener's PID.
   ::kill(static_cast<pid_t>(p->pid()), SIGKILL);
   ASSERT_TRUE(eventually([&] { return !process_running(static_cast<pid_t>(p->pid())); }));
   settle();
-  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(p->pid())));
+  EXPECT_EQ(read_file(proc + std::to_string(p->pid()) + "/vram_" + id).data, "1073741824\n");
+  ASSERT_EQ(p->wait_exit(5s), 128 + SIGKILL);
+  settle();
+  EXPECT_TRUE(std::filesystem::exists(proc + std::to_string(p->pid())));
   EXPECT_TRUE(contains(fdinfo(p->workers()[0], p->fd()), "drm-memory-vram:\t1048576 KiB"));
+
+  // The last descriptor closed: the directory goes.
+  p->kill_workers();
+  settle();
+  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(p->pid())));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/drm/kfd/" + std::to_string(p->pid()) + ".json"));
 }
 
 // amdkfd names the directory by lead_thread->pid, the PID in the initial namespace, as the
@@ -170,6 +185,43 @@ TEST_F(DrmDriver, AClientInAChildPidNamespaceIsRecordedUnderItsHostPid) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/sys/class/kfd/kfd/proc/" + std::to_string(p->pid()) + "/pasid"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/sys/class/kfd/kfd/proc/1"));
   EXPECT_TRUE(contains(fdinfo(p->pid(), p->fd()), "drm-memory-vram:\t1048576 KiB"));
+}
+
+// Records are claims; the driver shows a KFD process only for a process it sees holding
+// dev/kfd with the record's lock, owned by the record's owner.
+TEST_F(DrmDriver, KfdRecordsShowOnlyForTheirOwnersProcessesHoldingKfd) {
+  add("0000:03:00.0", {"--kfd"});
+  auto p = client({"--node", "renderD128", "--vram", "1GiB", "--kfd", "--workers", "1"});
+  ASSERT_TRUE(p);
+  const auto real = nlohmann::json::parse(read_file(dir.path() + "/drm/kfd/" + std::to_string(p->pid()) + ".json").data);
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::execl("/bin/sleep", "sleep", "30", nullptr);
+    ::_exit(127);
+  }
+  ASSERT_TRUE(eventually([&] { return read_file("/proc/" + std::to_string(sleeper) + "/comm").data == "sleep\n"; }));
+  // One for a process that has no /dev/kfd open; one, written by user 65534, for root's worker
+  // that holds the inherited /dev/kfd.
+  const auto forge = [&](pid_t pid, uid_t owner) {
+    const auto stat = drm::read_proc_stat(pid);
+    ASSERT_TRUE(stat);
+    nlohmann::json record = real;
+    record["pid"] = pid;
+    record["start_time"] = stat->start_time;
+    const std::string path = dir.path() + "/drm/kfd/" + std::to_string(pid) + ".json";
+    ASSERT_TRUE(write_file_atomic(path, record.dump() + "\n", 0644).ok());
+    ASSERT_EQ(::chown(path.c_str(), owner, owner), 0);
+  };
+  forge(sleeper, 0);
+  forge(static_cast<pid_t>(p->workers()[0]), 65534);
+  settle();
+  const std::string proc = dir.path() + "/sys/class/kfd/kfd/proc/";
+  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(sleeper)));
+  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(p->workers()[0])));
+  EXPECT_TRUE(std::filesystem::exists(proc + std::to_string(p->pid())));
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
+
 }
 
 TEST_F(DrmDriver, BareOpenGetsNoFdinfoAndTheDriverHoldsNoNode) {
