@@ -164,10 +164,12 @@ Status add_device(const DrmLayout& layout, DrmDevice d) {
   if (!d.xgmi_hive.empty() && d.xgmi_hive.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
     return Error{"--xgmi-hive " + d.xgmi_hive + ": not a hex number"};
   }
-  for (const char* dir : {"", "/nodes", "/clients", "/kfd"}) {
-    // 0777 as allocs/ is: clients of any user take ids and write their records.
-    if (auto st = mkdirs(layout.dir() + dir, 0777); !st.ok()) return st;
+  for (const char* dir : {"", "/clients", "/kfd"}) {
+    // Clients of any user take ids and write their records; the sticky bit keeps each user's
+    // records theirs (no other user can replace or remove them).
+    if (auto st = mkdirs(layout.dir() + dir, 01777); !st.ok()) return st;
   }
+  if (auto st = mkdirs(layout.nodes_dir()); !st.ok()) return st;
   if (auto st = mkdirs(layout.dri_dir()); !st.ok()) return st;
   if (auto st = mkdirs(layout.fdinfo_root()); !st.ok()) return st;
   if (auto st = touch_file(layout.lock(), 0666); !st.ok()) return st;

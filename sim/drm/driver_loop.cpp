@@ -113,14 +113,31 @@ class Driver {
     if (!loaded.ok()) return;
     devices_ = std::move(*loaded);
     std::vector<DriDescriptor> held, kfd_held;
-    scan_proc(held, kfd_held);
+    scan_proc(node_files(), held, kfd_held);
     std::map<std::uint64_t, ClientRecord> clients = live_clients(now);
     write_fdinfo(held, clients, now);
     write_vram_used(clients, now);
     update_kfd(kfd_held);
   }
 
-  void scan_proc(std::vector<DriDescriptor>& held, std::vector<DriDescriptor>& kfd_held) {
+  // The device files' identities (st_dev, st_ino) and names: a descriptor is of a simulated
+  // node only when its file is that inode, not merely when its path reads the same (a user's
+  // tmpfs mounted over dev/dri in a mount namespace shows the same path in /proc/<pid>/fd).
+  std::map<std::pair<dev_t, ino_t>, std::string> node_files() const {
+    std::map<std::pair<dev_t, ino_t>, std::string> files;
+    const auto add = [&](const std::string& path, const std::string& name) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0) files.emplace(std::pair{st.st_dev, st.st_ino}, name);
+    };
+    for (const auto& device : devices_) {
+      for (const auto& node : {device.card_node(), device.render_node()}) add(layout_.dri_node(node), node);
+      if (device.kfd) add(layout_.kfd_dev(), "kfd");
+    }
+    return files;
+  }
+
+  void scan_proc(const std::map<std::pair<dev_t, ino_t>, std::string>& files, std::vector<DriDescriptor>& held,
+                 std::vector<DriDescriptor>& kfd_held) {
     const std::string dri = dev_dir_ + "/dri/";
     const std::string kfd = dev_dir_ + "/kfd";
     DIR* proc = ::opendir("/proc");
@@ -141,10 +158,14 @@ class Driver {
         if (n <= 0) continue;
         const std::string link(target, static_cast<std::size_t>(n));
         if (link != kfd && link.rfind(dri, 0) != 0) continue;
+        struct stat file {};
+        if (::stat((fd_dir + "/" + f->d_name).c_str(), &file) != 0) continue;
+        const auto found = files.find({file.st_dev, file.st_ino});
+        if (found == files.end()) continue;  // the same path on another mount
         DriDescriptor d;
         d.pid = pid;
         d.fd = std::atoi(f->d_name);
-        d.node = link == kfd ? "kfd" : link.substr(dri.size());
+        d.node = found->second;
         d.uid = uid;
         read_real_fdinfo(d);
         (d.node == "kfd" ? kfd_held : held).push_back(std::move(d));

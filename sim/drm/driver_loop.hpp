@@ -1,7 +1,9 @@
 // `gpusim drm-driver`: the simulated DRM driver. It keeps the files the product reads in step
 // with the real processes holding the simulated device files, once a cycle (every ~20 ms):
 //
-// (a) scans the real /proc/[0-9]*/fd for links into dev/dri/ and dev/kfd; for each descriptor
+// (a) scans the real /proc/[0-9]*/fd for descriptors of dev/dri/<node> and dev/kfd (the file's
+//     dev:ino, not only its path, must be the state's: a same-named file on another mount is
+//     not the simulated node); for each descriptor
 //     of a DRM node it reads the real /proc/<pid>/fdinfo/<fd>, whose `lock:` lines the kernel
 //     prints for the locks of that open file description (fs/proc/fd.c seq_show() calls
 //     show_fd_locks() in fs/locks.c: "lock:\t1: OFDLCK ADVISORY  WRITE -1 <dev>:<ino> <start>

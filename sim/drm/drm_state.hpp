@@ -9,7 +9,9 @@
 //   drm/clients/<id>.json     one record per client (open file description), written by its creator
 //   drm/kfd/<pid>.json        what a process that opened dev/kfd claims of its KFD process (its
 //                             VRAM); the driver shows it only for a process it sees holding dev/kfd
-//   drm/next_client_id, drm/.lock   the client id counter and the flock that serialises it
+//   (drm/, drm/clients/ and drm/kfd/ are 01777: any user's clients write their own records there,
+//   and none can replace or remove another's)
+//   drm/.lock                 the client id counter, rewritten under an flock on it
 //   drm/cycle                 how many cycles the driver has completed
 //   sys/...                   the sysfs tree the kernel would show (GPUREAP_SYS_DIR)
 //   fdinfo/<pid>/fdinfo/<fd>  what /proc/<pid>/fdinfo/<fd> would show (GPUREAP_FDINFO_DIR)
@@ -38,7 +40,6 @@ class DrmLayout {
   std::string client(std::uint64_t id) const { return clients_dir() + "/" + std::to_string(id) + ".json"; }
   std::string kfd_dir() const { return dir() + "/kfd"; }
   std::string kfd_record(pid_t pid) const { return kfd_dir() + "/" + std::to_string(pid) + ".json"; }
-  std::string next_id() const { return dir() + "/next_client_id"; }
   std::string lock() const { return dir() + "/.lock"; }
   std::string cycle() const { return dir() + "/cycle"; }
   std::string dev_dir() const { return root_ + "/dev"; }

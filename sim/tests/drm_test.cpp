@@ -1,10 +1,12 @@
 // The simulated DRM driver (sim/drm/) with real processes: a client's fdinfo appears for every
 // process holding its open file description and goes when they die, VRAM leaves
 // mem_info_vram_used after the release delay, a KFD process lives as long as its /dev/kfd open
-// file, under the host PID, and only for a process seen holding /dev/kfd; a bare open gets no
-// fdinfo; and each driver's format.
+// file, under the host PID, and only for a process seen holding /dev/kfd; a bare open or a
+// same-named node on another mount gets no fdinfo; and each driver's format.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,6 +224,13 @@ TEST_F(DrmDriver, KfdRecordsShowOnlyForTheirOwnersProcessesHoldingKfd) {
   ::kill(sleeper, SIGKILL);
   ::waitpid(sleeper, nullptr, 0);
 
+  struct stat st {};
+  for (const char* shared : {"/drm", "/drm/clients", "/drm/kfd"}) {
+    ASSERT_EQ(::stat((dir.path() + shared).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 01777u) << shared;  // no user replaces another's records
+  }
+  ASSERT_EQ(::stat((dir.path() + "/drm/kfd/" + std::to_string(p->pid()) + ".json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
 TEST_F(DrmDriver, BareOpenGetsNoFdinfoAndTheDriverHoldsNoNode) {
@@ -234,6 +243,43 @@ TEST_F(DrmDriver, BareOpenGetsNoFdinfoAndTheDriverHoldsNoNode) {
   for (const auto& file : open_files(static_cast<unsigned>(driver_))) {
     EXPECT_EQ(file.find("/dev/dri/"), std::string::npos) << file;
   }
+}
+
+// A user's tmpfs mounted over dev/dri in a mount namespace shows the same path in
+// /proc/<pid>/fd; a descriptor of it, with another client's lock byte, is no holder of that client.
+TEST_F(DrmDriver, ASameNamedNodeOnAnotherMountIsNotTheSimulatedOne) {
+  add("0000:03:00.0");
+  auto p = client({"--node", "renderD128", "--vram", "1GiB"});
+  ASSERT_TRUE(p);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const std::string dri = dir.path() + "/dev/dri";
+  const pid_t impostor = ::fork();
+  if (impostor == 0) {
+    ::close(ready[0]);
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", dri.c_str(), "tmpfs", 0, nullptr) != 0) {
+      ::_exit(2);
+    }
+    const int fd = ::open((dri + "/renderD128").c_str(), O_RDWR | O_CREAT, 0666);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = static_cast<off_t>(p->client_id());
+    fl.l_len = 1;
+    if (fd < 0 || ::fcntl(fd, F_OFD_SETLK, &fl) != 0) ::_exit(3);
+    (void)!::write(ready[1], "x", 1);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1) << "the impostor could not mount its tmpfs";
+  ::close(ready[0]);
+  settle();
+  EXPECT_FALSE(has_fdinfo(static_cast<unsigned>(impostor)));
+  EXPECT_TRUE(has_fdinfo(p->pid()));
+  ::kill(impostor, SIGKILL);
+  ::waitpid(impostor, nullptr, 0);
 }
 
 TEST_F(DrmDriver, AmdgpuBefore519PrintsItsOwnFormat) {
