@@ -71,17 +71,4 @@ Status enter_pid_namespace() {
   wait_and_mirror(pid);
 }
 
-ssize_t read_host_pid_link(char* buffer, std::size_t size) {
-  const char* host_proc = std::getenv("GPUSIM_HOST_PROC");
-  char path[256] = "/proc/self";
-  if (host_proc != nullptr && host_proc[0] == '/') {
-    const int n = std::snprintf(path, sizeof path, "%s/self", host_proc);
-    if (n < 0 || static_cast<std::size_t>(n) >= sizeof path) {
-      errno = ENAMETOOLONG;
-      return -1;
-    }
-  }
-  return ::readlink(path, buffer, size);
-}
-
 }  // namespace gpusim::cuda

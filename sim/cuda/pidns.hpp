@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "common/host_pid.hpp"
 #include "common/result.hpp"
 
 namespace gpusim::cuda {
@@ -16,11 +17,6 @@ namespace gpusim::cuda {
 // with its status (or dies of the same signal). Error when unshare is not permitted.
 Status enter_pid_namespace();
 
-// The PID the host's procfs gives the calling process: what the real driver records. That is
-// readlink("/proc/self") unless GPUSIM_HOST_PROC names where the host's procfs is mounted, as
-// in a container that mounted a /proc of its own (the real driver sees the host PID there too).
-// Writes no more than `size` bytes into `buffer` and allocates nothing (workers call it after
-// fork()); returns the length, or -1 with errno.
-ssize_t read_host_pid_link(char* buffer, std::size_t size);
+// read_host_pid_link() (common/host_pid.hpp) gives the host PID that the driver records.
 
 }  // namespace gpusim::cuda

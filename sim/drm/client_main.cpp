@@ -4,10 +4,14 @@
 // with an OFD write lock on byte [id, id+1) of the node file: the lock lives exactly as long as
 // the description (inherited across fork and dup, released when its last descriptor closes,
 // however the holders die), which is how long the kernel keeps a DRM client. It then records the
-// client (drm/clients/<id>.json), with --kfd opens dev/kfd and records a KFD process, forks
-// --workers, prints
-//   READY pid=<pid> nspid=<pid> workers=<pid>,<pid> client=<id> fd=<fd>
-// and waits for SIGTERM (exit 0) or SIGKILL.
+// client (drm/clients/<id>.json). With --kfd it opens dev/kfd, marks that open file description
+// with an OFD lock on a byte of its own (the kernel's KFD process lives as long as the open file's
+// reference to it, kfd_chardev.c kfd_open()/kfd_release()) and records the VRAM of its KFD
+// process. It forks --workers, prints
+//   READY pid=<host pid> nspid=<pid> workers=<host pid>,<host pid> client=<id> fd=<fd>
+// and waits for SIGTERM (exit 0) or SIGKILL. The PIDs are the host's, as the kernel records them
+// (a KFD process is named by lead_thread->pid, the PID in the initial namespace), also when the
+// client runs in a child PID namespace (`unshare -pf`); nspid is getpid().
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,10 +22,10 @@
 
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "common/clock.hpp"
 #include "common/file_io.hpp"
+#include "common/host_pid.hpp"
 #include "common/layout.hpp"
 #include "common/size.hpp"
 #include "drm/drm_state.hpp"
@@ -34,6 +38,17 @@ namespace {
 int die(const std::string& message) {
   fmt::print(stderr, "gpusim-drm-client: error: {}\n", message);
   return 1;
+}
+
+// An OFD write lock on byte [id, id+1) of the file `fd` describes: it lives exactly as long as
+// that open file description.
+bool lock_byte(int fd, std::uint64_t id) {
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(id);
+  fl.l_len = 1;
+  return ::fcntl(fd, F_OFD_SETLK, &fl) == 0;
 }
 
 }  // namespace
@@ -82,19 +97,16 @@ int main(int argc, char** argv) {
   if (fd < 0) return die(layout.dri_node(node) + ": " + errno_text(errno));
   auto id = allocate_client_id(layout);
   if (!id.ok()) return die(id.error().message);
-  struct flock fl {};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = static_cast<off_t>(*id);
-  fl.l_len = 1;
-  if (::fcntl(fd, F_OFD_SETLK, &fl) != 0) return die("F_OFD_SETLK on " + node + ": " + errno_text(errno));
+  if (!lock_byte(fd, *id)) return die("F_OFD_SETLK on " + node + ": " + errno_text(errno));
+  const pid_t self = host_pid();
+  if (self <= 0) return die("cannot read the host PID from /proc/self (or $GPUSIM_HOST_PROC/self)");
 
   client.id = *id;
   client.pci = device->pci;
   client.node = node;
   client.busy_percent = busy;
   client.start_ns = realtime_ns();
-  client.pid = ::getpid();
+  client.pid = self;
   // amdgpu gives each open file's VM a PASID (amdgpu_driver_open_kms); 0x8000 + id here.
   client.pasid = device->driver == "amdgpu" ? static_cast<std::uint32_t>(0x8000 + *id % 0x7fff) : 0;
   if (auto st = store_client(layout, client); !st.ok()) return die(st.error().message);
@@ -104,32 +116,47 @@ int main(int argc, char** argv) {
     // The ROCm runtime (libhsakmt) opens /dev/kfd O_RDWR | O_CLOEXEC; fork keeps it.
     kfd_fd = ::open(layout.kfd_dev().c_str(), O_RDWR | O_CLOEXEC);
     if (kfd_fd < 0) return die(layout.kfd_dev() + ": " + errno_text(errno));
-    const auto self = read_proc_stat(::getpid());
-    if (!self) return die("cannot read /proc/self/stat");
+    auto kfd_id = allocate_client_id(layout);
+    if (!kfd_id.ok()) return die(kfd_id.error().message);
+    if (!lock_byte(kfd_fd, *kfd_id)) return die("F_OFD_SETLK on " + layout.kfd_dev() + ": " + errno_text(errno));
+    const auto stat = read_proc_stat_file("/proc/self/stat");
+    if (!stat) return die("cannot read /proc/self/stat");
     KfdRecord record;
-    record.pid = ::getpid();
-    record.start_time = self->start_time;
+    record.pid = self;
+    record.start_time = stat->start_time;
+    record.lock = *kfd_id;
     record.pasid = client.pasid;
     record.vram.emplace_back(device->gpu_id, client.vram);
     if (auto st = store_kfd(layout, record); !st.ok()) return die(st.error().message);
   }
 
   std::fflush(nullptr);
-  std::vector<pid_t> children;
+  // Each worker sends its host PID back through the pipe, as fork() answers in our namespace.
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return die("pipe: " + errno_text(errno));
+  std::string list;
   for (unsigned i = 0; i < workers; ++i) {
     const pid_t child = ::fork();
     if (child < 0) return die("fork: " + errno_text(errno));
     if (child == 0) {
+      ::close(report[0]);
+      const pid_t mine = host_pid();
+      (void)!::write(report[1], &mine, sizeof mine);
+      ::close(report[1]);
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       for (;;) ::pause();
     }
-    children.push_back(child);
+    pid_t reported = 0;
+    if (::read(report[0], &reported, sizeof reported) != static_cast<ssize_t>(sizeof reported) || reported <= 0) {
+      return die("a worker did not report its host PID");
+    }
+    list += (list.empty() ? "" : ",") + std::to_string(reported);
   }
-  std::string list;
-  for (const pid_t child : children) list += (list.empty() ? "" : ",") + std::to_string(child);
-  fmt::print("READY pid={} nspid={} workers={} client={} fd={}\n", ::getpid(), ::getpid(), list, *id, fd);
+  ::close(report[0]);
+  ::close(report[1]);
+  fmt::print("READY pid={} nspid={} workers={} client={} fd={}\n", self, ::getpid(), list, *id, fd);
   std::fflush(stdout);
 
   for (;;) {

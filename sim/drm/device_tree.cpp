@@ -60,6 +60,16 @@ unsigned field(const std::string& pci, std::size_t at, std::size_t len) {
   return static_cast<unsigned>(std::stoul(pci.substr(at, len), nullptr, 16));
 }
 
+// A device file under dev/ (created once: clients' locks are on its inode) and the driver's hard
+// link to it under drm/nodes/, through which it tests their locks.
+Status device_file(const std::string& dev, const std::string& link) {
+  if (auto st = touch_file(dev, 0666); !st.ok()) return st;
+  std::error_code ec;
+  fs::remove(link, ec);
+  if (::link(dev.c_str(), link.c_str()) != 0) return Error{link + ": link: " + errno_text(errno)};
+  return ok_status();
+}
+
 Status node_tree(const DrmLayout& layout, const DrmDevice& d, const std::string& node, unsigned minor) {
   const std::string dir = layout.sys_device(d.pci) + "/drm/" + node;
   if (auto st = put(dir + "/dev", fmt::format("226:{}\n", minor)); !st.ok()) return st;
@@ -72,14 +82,7 @@ Status node_tree(const DrmLayout& layout, const DrmDevice& d, const std::string&
   if (auto st = link_to("../../devices/" + d.pci + "/drm/" + node, layout.sys() + "/class/drm/" + node); !st.ok()) {
     return st;
   }
-  const std::string dev = layout.dri_node(node);
-  if (auto st = touch_file(dev, 0666); !st.ok()) return st;
-  std::error_code ec;
-  fs::remove(layout.node_link(node), ec);
-  if (::link(dev.c_str(), layout.node_link(node).c_str()) != 0) {
-    return Error{layout.node_link(node) + ": link: " + errno_text(errno)};
-  }
-  return ok_status();
+  return device_file(layout.dri_node(node), layout.node_link(node));
 }
 
 Status kfd_tree(const DrmLayout& layout, const DrmDevice& d, std::size_t gpu_nodes_before) {
@@ -116,7 +119,7 @@ Status kfd_tree(const DrmLayout& layout, const DrmDevice& d, std::size_t gpu_nod
   if (auto st = put(dir + "/name", "gfx942\n"); !st.ok()) return st;
   if (auto st = put(dir + "/properties", properties); !st.ok()) return st;
   if (auto st = mkdirs(layout.kfd_sys() + "/proc"); !st.ok()) return st;
-  return touch_file(layout.kfd_dev(), 0666);
+  return device_file(layout.kfd_dev(), layout.kfd_link());
 }
 
 Status xgmi_tree(const DrmLayout& layout, const DrmDevice& d, const std::vector<DrmDevice>& before) {
@@ -161,10 +164,12 @@ Status add_device(const DrmLayout& layout, DrmDevice d) {
   if (!d.xgmi_hive.empty() && d.xgmi_hive.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
     return Error{"--xgmi-hive " + d.xgmi_hive + ": not a hex number"};
   }
-  for (const char* dir : {"", "/nodes", "/clients", "/kfd"}) {
-    // 0777 as allocs/ is: clients of any user take ids and write their records.
-    if (auto st = mkdirs(layout.dir() + dir, 0777); !st.ok()) return st;
+  for (const char* dir : {"", "/clients", "/kfd"}) {
+    // Clients of any user take ids and write their records; the sticky bit keeps each user's
+    // records theirs (no other user can replace or remove them).
+    if (auto st = mkdirs(layout.dir() + dir, 01777); !st.ok()) return st;
   }
+  if (auto st = mkdirs(layout.nodes_dir()); !st.ok()) return st;
   if (auto st = mkdirs(layout.dri_dir()); !st.ok()) return st;
   if (auto st = mkdirs(layout.fdinfo_root()); !st.ok()) return st;
   if (auto st = touch_file(layout.lock(), 0666); !st.ok()) return st;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <ctime>
@@ -31,6 +32,7 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
 
+// A descriptor of one of the simulated device files: a DRM node, or dev/kfd (node "kfd").
 struct DriDescriptor {
   pid_t pid = 0;
   int fd = -1;
@@ -110,16 +112,32 @@ class Driver {
     auto loaded = load_devices(layout_);
     if (!loaded.ok()) return;
     devices_ = std::move(*loaded);
-    std::vector<DriDescriptor> held;
-    std::set<pid_t> kfd_holders;
-    scan_proc(held, kfd_holders);
+    std::vector<DriDescriptor> held, kfd_held;
+    scan_proc(node_files(), held, kfd_held);
     std::map<std::uint64_t, ClientRecord> clients = live_clients(now);
     write_fdinfo(held, clients, now);
     write_vram_used(clients, now);
-    update_kfd();
+    update_kfd(kfd_held);
   }
 
-  void scan_proc(std::vector<DriDescriptor>& held, std::set<pid_t>& kfd_holders) {
+  // The device files' identities (st_dev, st_ino) and names: a descriptor is of a simulated
+  // node only when its file is that inode, not merely when its path reads the same (a user's
+  // tmpfs mounted over dev/dri in a mount namespace shows the same path in /proc/<pid>/fd).
+  std::map<std::pair<dev_t, ino_t>, std::string> node_files() const {
+    std::map<std::pair<dev_t, ino_t>, std::string> files;
+    const auto add = [&](const std::string& path, const std::string& name) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0) files.emplace(std::pair{st.st_dev, st.st_ino}, name);
+    };
+    for (const auto& device : devices_) {
+      for (const auto& node : {device.card_node(), device.render_node()}) add(layout_.dri_node(node), node);
+      if (device.kfd) add(layout_.kfd_dev(), "kfd");
+    }
+    return files;
+  }
+
+  void scan_proc(const std::map<std::pair<dev_t, ino_t>, std::string>& files, std::vector<DriDescriptor>& held,
+                 std::vector<DriDescriptor>& kfd_held) {
     const std::string dri = dev_dir_ + "/dri/";
     const std::string kfd = dev_dir_ + "/kfd";
     DIR* proc = ::opendir("/proc");
@@ -139,17 +157,18 @@ class Driver {
         const ssize_t n = ::readlink((fd_dir + "/" + f->d_name).c_str(), target, sizeof target - 1);
         if (n <= 0) continue;
         const std::string link(target, static_cast<std::size_t>(n));
-        if (link == kfd) {
-          kfd_holders.insert(pid);
-        } else if (link.rfind(dri, 0) == 0) {
-          DriDescriptor d;
-          d.pid = pid;
-          d.fd = std::atoi(f->d_name);
-          d.node = link.substr(dri.size());
-          d.uid = uid;
-          read_real_fdinfo(d);
-          held.push_back(std::move(d));
-        }
+        if (link != kfd && link.rfind(dri, 0) != 0) continue;
+        struct stat file {};
+        if (::stat((fd_dir + "/" + f->d_name).c_str(), &file) != 0) continue;
+        const auto found = files.find({file.st_dev, file.st_ino});
+        if (found == files.end()) continue;  // the same path on another mount
+        DriDescriptor d;
+        d.pid = pid;
+        d.fd = std::atoi(f->d_name);
+        d.node = found->second;
+        d.uid = uid;
+        read_real_fdinfo(d);
+        (d.node == "kfd" ? kfd_held : held).push_back(std::move(d));
       }
       ::closedir(fds);
     }
@@ -257,29 +276,67 @@ class Driver {
     }
   }
 
-  void update_kfd() {
+  // class/kfd/kfd/proc/<pid>/ lives as long as the kernel's KFD process: the open file of
+  // /dev/kfd holds a reference to it (kfd_chardev.c kfd_open(): "filep now owns the reference";
+  // kfd_release() drops it), the mm's notifier another (dropped when the mm goes, at exit or
+  // exec), and the directory goes with the last reference (kfd_process.c kfd_process_wq_release()
+  // -> kfd_process_remove_sysfs()). So it stays, under the opener's PID, while any descriptor of
+  // that open file is left, in forked workers too, even after the opener died.
+  //
+  // The driver shows a record only for a process it saw holding dev/kfd itself: the process is
+  // alive with the record's start time and owner, and one of its descriptors of dev/kfd carries
+  // the record's OFD lock. From then on the lock alone keeps it.
+  void update_kfd(const std::vector<DriDescriptor>& kfd_held) {
     std::set<std::string> live;
+    std::map<pid_t, std::uint64_t> accepted;
     auto names = list_dir(layout_.kfd_dir());
     if (names.ok()) {
       for (const auto& name : *names) {
         if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0 || name[0] == '.') continue;
         const std::string path = layout_.kfd_dir() + "/" + name;
         auto record = load_kfd(path);
-        if (!record.ok()) continue;
-        const auto stat = read_proc_stat(record->pid);
-        if (!stat || stat->zombie || stat->start_time != record->start_time) {
-          ::unlink(path.c_str());  // the process and its mm are gone
+        struct stat owner {};
+        if (!record.ok() || ::stat(path.c_str(), &owner) != 0) continue;
+        const bool held = lock_held("kfd", record->lock);
+        const auto known = accepted_.find(record->pid);
+        if (known == accepted_.end() || known->second != record->lock) {
+          if (!held) {
+            ::unlink(path.c_str());  // nothing holds what it claims
+          }
+          if (!held || !opened_by(*record, owner.st_uid, kfd_held) || claimed(record->lock, accepted)) continue;
+        } else if (!held) {
+          ::unlink(path.c_str());  // the last descriptor of its open file is gone
           continue;
         }
+        accepted.emplace(record->pid, record->lock);
         live.insert(std::to_string(record->pid));
         write_kfd_process(*record);
       }
     }
+    accepted_ = std::move(accepted);
     auto dirs = list_dir(layout_.kfd_sys() + "/proc");
     if (!dirs.ok()) return;
     for (const auto& pid : *dirs) {
       if (!live.count(pid)) (void)remove_tree(layout_.kfd_sys() + "/proc/" + pid);
     }
+  }
+
+  // Whether another record was shown for the open file `lock` marks (one KFD process per open).
+  bool claimed(std::uint64_t lock, const std::map<pid_t, std::uint64_t>& now) const {
+    const auto has = [lock](const auto& entry) { return entry.second == lock; };
+    return std::any_of(accepted_.begin(), accepted_.end(), has) || std::any_of(now.begin(), now.end(), has);
+  }
+
+  // Whether the record's process, alive as recorded and owned by the record's owner, holds a
+  // descriptor of dev/kfd whose open file description carries the record's lock.
+  static bool opened_by(const KfdRecord& record, uid_t owner, const std::vector<DriDescriptor>& kfd_held) {
+    for (const auto& d : kfd_held) {
+      if (d.pid != record.pid || d.uid != owner) continue;
+      if (std::find(d.lock_ids.begin(), d.lock_ids.end(), record.lock) == d.lock_ids.end()) continue;
+      const auto stat = read_proc_stat(record.pid);
+      return stat && !stat->zombie && stat->start_time == record.start_time;
+    }
+    return false;
   }
 
   // kfd_process.c: proc/<pid>/pasid; per GPU vram_<gpu_id> (bytes), sdma_<gpu_id> (usecs),
@@ -317,6 +374,7 @@ class Driver {
   pid_t parent_ = 0;
   std::vector<DrmDevice> devices_;
   std::vector<Releasing> releasing_;
+  std::map<pid_t, std::uint64_t> accepted_;  // KFD processes shown: PID -> the lock of their open file
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 // `gpusim drm-driver`: the simulated DRM driver. It keeps the files the product reads in step
 // with the real processes holding the simulated device files, once a cycle (every ~20 ms):
 //
-// (a) scans the real /proc/[0-9]*/fd for links into dev/dri/ and dev/kfd; for each descriptor
+// (a) scans the real /proc/[0-9]*/fd for descriptors of dev/dri/<node> and dev/kfd (the file's
+//     dev:ino, not only its path, must be the state's: a same-named file on another mount is
+//     not the simulated node); for each descriptor
 //     of a DRM node it reads the real /proc/<pid>/fdinfo/<fd>, whose `lock:` lines the kernel
 //     prints for the locks of that open file description (fs/proc/fd.c seq_show() calls
 //     show_fd_locks() in fs/locks.c: "lock:\t1: OFDLCK ADVISORY  WRITE -1 <dev>:<ino> <start>
@@ -13,8 +15,11 @@
 //     closed: its record goes, and its VRAM leaves mem_info_vram_used after the device's release
 //     delay;
 // (c) mem_info_vram_used = the driver's own VRAM + the live clients' + the releasing ones';
-// (d) class/kfd/kfd/proc/<pid>/ exists while that KFD process lives (not a zombie, same start
-//     time): the kernel tears it down with the process's mm, not when /dev/kfd closes;
+// (d) class/kfd/kfd/proc/<pid>/ exists while the KFD process does: shown once the driver saw
+//     <pid> (alive, with the record's start time and owner) hold dev/kfd with the record's OFD
+//     lock, and kept while any descriptor of that open file description is left (the open file
+//     holds a reference to the kernel's KFD process: kfd_chardev.c kfd_open()/kfd_release()),
+//     in a forked worker after the opener died too;
 // (e) engine time grows by the client's busy share of wall time (computed when written);
 // (f) writes drm/cycle, the number of completed cycles.
 #pragma once

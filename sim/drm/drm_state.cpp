@@ -4,6 +4,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.hpp"
@@ -104,7 +106,7 @@ Status store_client(const DrmLayout& layout, const ClientRecord& c) {
                   {"vram", c.vram},   {"gtt", c.gtt},         {"shared", c.shared},
                   {"busy_percent", c.busy_percent}, {"start_ns", c.start_ns}, {"pid", c.pid},
                   {"pasid", c.pasid}};
-  return write_file_atomic(layout.client(c.id), j.dump() + "\n", 0666);
+  return write_file_atomic(layout.client(c.id), j.dump() + "\n", 0644);
 }
 
 Result<KfdRecord> load_kfd(const std::string& path) {
@@ -112,6 +114,7 @@ Result<KfdRecord> load_kfd(const std::string& path) {
     KfdRecord k;
     k.pid = j.at("pid");
     k.start_time = j.at("start_time");
+    k.lock = j.at("lock");
     k.pasid = j.at("pasid");
     for (const auto& v : j.at("vram")) k.vram.emplace_back(v.at("gpu_id"), v.at("bytes"));
     return k;
@@ -121,8 +124,8 @@ Result<KfdRecord> load_kfd(const std::string& path) {
 Status store_kfd(const DrmLayout& layout, const KfdRecord& k) {
   json vram = json::array();
   for (const auto& [gpu_id, bytes] : k.vram) vram.push_back({{"gpu_id", gpu_id}, {"bytes", bytes}});
-  const json j = {{"pid", k.pid}, {"start_time", k.start_time}, {"pasid", k.pasid}, {"vram", vram}};
-  return write_file_atomic(layout.kfd_record(k.pid), j.dump() + "\n", 0666);
+  const json j = {{"pid", k.pid}, {"start_time", k.start_time}, {"lock", k.lock}, {"pasid", k.pasid}, {"vram", vram}};
+  return write_file_atomic(layout.kfd_record(k.pid), j.dump() + "\n", 0644);
 }
 
 Result<std::uint64_t> allocate_client_id(const DrmLayout& layout) {
@@ -133,22 +136,31 @@ Result<std::uint64_t> allocate_client_id(const DrmLayout& layout) {
     ::close(lock);
     return Error{layout.lock() + ": flock: " + errno_text(err)};
   }
+  // The counter is the lock file's content, rewritten in place: a rename into drm/ (01777) could
+  // not replace a file another user created.
   std::uint64_t next = 1;
-  if (ReadResult r = read_file(layout.next_id()); r.ok()) {
-    try {
-      next = std::stoull(r.data);
-    } catch (const std::exception&) {
-      next = 1;
-    }
+  char buf[32] = {};
+  const ssize_t n = ::pread(lock, buf, sizeof buf - 1, 0);
+  if (n > 0) {
+    char* end = nullptr;
+    next = std::strtoull(buf, &end, 10);
+    if (end == buf || next == 0) next = 1;
   }
-  Status written = write_file_atomic(layout.next_id(), std::to_string(next + 1) + "\n", 0666);
+  const std::string text = std::to_string(next + 1) + "\n";
+  const bool written = ::pwrite(lock, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
+                       ::ftruncate(lock, static_cast<off_t>(text.size())) == 0;
+  const int err = errno;
   ::close(lock);  // releases the flock
-  if (!written.ok()) return written.error();
+  if (!written) return Error{layout.lock() + ": " + errno_text(err)};
   return next;
 }
 
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
-  ReadResult r = read_file("/proc/" + std::to_string(pid) + "/stat");
+  return read_proc_stat_file("/proc/" + std::to_string(pid) + "/stat");
+}
+
+std::optional<ProcStat> read_proc_stat_file(const std::string& path) {
+  ReadResult r = read_file(path);
   if (!r.ok()) return std::nullopt;
   const auto paren = r.data.rfind(')');
   if (paren == std::string::npos || paren + 2 >= r.data.size()) return std::nullopt;

@@ -5,9 +5,13 @@
 //   drm/devices.json          the devices (replaced atomically by drm-add)
 //   drm/nodes/<node>          a hard link to dev/dri/<node>: the driver tests the clients' locks
 //                             through it, so that its own descriptors never point into dev/
-//   drm/clients/<id>.json     one record per client (open file description); mode 0777 dir
-//   drm/kfd/<pid>.json        one record per process that opened dev/kfd as a ROCm runtime would
-//   drm/next_client_id, drm/.lock   the client id counter and the flock that serialises it
+//   drm/nodes/kfd             a hard link to dev/kfd, for the same purpose
+//   drm/clients/<id>.json     one record per client (open file description), written by its creator
+//   drm/kfd/<pid>.json        what a process that opened dev/kfd claims of its KFD process (its
+//                             VRAM); the driver shows it only for a process it sees holding dev/kfd
+//   (drm/, drm/clients/ and drm/kfd/ are 01777: any user's clients write their own records there,
+//   and none can replace or remove another's)
+//   drm/.lock                 the client id counter, rewritten under an flock on it
 //   drm/cycle                 how many cycles the driver has completed
 //   sys/...                   the sysfs tree the kernel would show (GPUREAP_SYS_DIR)
 //   fdinfo/<pid>/fdinfo/<fd>  what /proc/<pid>/fdinfo/<fd> would show (GPUREAP_FDINFO_DIR)
@@ -36,13 +40,13 @@ class DrmLayout {
   std::string client(std::uint64_t id) const { return clients_dir() + "/" + std::to_string(id) + ".json"; }
   std::string kfd_dir() const { return dir() + "/kfd"; }
   std::string kfd_record(pid_t pid) const { return kfd_dir() + "/" + std::to_string(pid) + ".json"; }
-  std::string next_id() const { return dir() + "/next_client_id"; }
   std::string lock() const { return dir() + "/.lock"; }
   std::string cycle() const { return dir() + "/cycle"; }
   std::string dev_dir() const { return root_ + "/dev"; }
   std::string dri_dir() const { return dev_dir() + "/dri"; }
   std::string dri_node(const std::string& node) const { return dri_dir() + "/" + node; }
   std::string kfd_dev() const { return dev_dir() + "/kfd"; }
+  std::string kfd_link() const { return node_link("kfd"); }
   std::string sys() const { return root_ + "/sys"; }
   std::string sys_device(const std::string& pci) const { return sys() + "/devices/" + pci; }
   std::string kfd_sys() const { return sys() + "/class/kfd/kfd"; }
@@ -93,18 +97,23 @@ struct ClientRecord {
 Result<ClientRecord> load_client(const std::string& path);
 Status store_client(const DrmLayout& layout, const ClientRecord& client);
 
-// A process with a KFD context (ROCm): created by the first open of /dev/kfd, gone with the
-// process's address space (kfd_process.c ties it to the mm, not to the descriptor).
+// A process with a KFD context (ROCm), as its creator records it. The kernel creates the context
+// at the first open of /dev/kfd and names its sysfs directory by the opener's PID in the initial
+// namespace; the open file holds a reference to it (kfd_chardev.c kfd_open(): "filep now owns the
+// reference"), so it outlives the process while any descriptor of that open file does. The
+// simulation marks that open file description with an OFD lock on byte [lock, lock+1) of dev/kfd.
 struct KfdRecord {
-  pid_t pid = 0;
+  pid_t pid = 0;                      // the host PID of the process that opened dev/kfd
   unsigned long long start_time = 0;  // /proc/<pid>/stat field 22, against PID reuse
+  std::uint64_t lock = 0;             // the byte its open file description holds an OFD lock on
   std::uint32_t pasid = 0;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> vram;  // gpu_id, bytes
 };
 Result<KfdRecord> load_kfd(const std::string& path);
 Status store_kfd(const DrmLayout& layout, const KfdRecord& record);
 
-// The next client id (1, 2, ...), under an flock on drm/.lock so concurrent clients never share one.
+// The next lock id (1, 2, ...) for a client or a KFD open, under an flock on drm/.lock so
+// concurrent clients never share one.
 Result<std::uint64_t> allocate_client_id(const DrmLayout& layout);
 
 // /proc/<pid>/stat: start time (field 22) and whether the process is a zombie; nullopt when gone.
@@ -113,5 +122,7 @@ struct ProcStat {
   bool zombie = false;
 };
 std::optional<ProcStat> read_proc_stat(pid_t pid);
+// The same from a stat file's path ("/proc/self/stat").
+std::optional<ProcStat> read_proc_stat_file(const std::string& path);
 
 }  // namespace gpusim::drm

@@ -1,14 +1,18 @@
 // The simulated DRM driver (sim/drm/) with real processes: a client's fdinfo appears for every
 // process holding its open file description and goes when they die, VRAM leaves
-// mem_info_vram_used after the release delay, a KFD process goes with the process, a bare open
-// gets no fdinfo, and each driver's format.
+// mem_info_vram_used after the release delay, a KFD process lives as long as its /dev/kfd open
+// file, under the host PID, and only for a process seen holding /dev/kfd; a bare open or a
+// same-named node on another mount gets no fdinfo; and each driver's format.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "common/file_io.hpp"
+#include "drm/drm_state.hpp"
 #include "drm/fdinfo_text.hpp"
 #include "harness.hpp"
 
@@ -63,9 +68,9 @@ class DrmDriver : public ::testing::Test {
   unsigned long long vram_used(const std::string& pci = "0000:03:00.0") const {
     return std::stoull(read_file(dir.path() + "/sys/devices/" + pci + "/mem_info_vram_used").data);
   }
-  std::unique_ptr<SimProcess> client(const std::vector<std::string>& args) {
+  std::unique_ptr<SimProcess> client(const std::vector<std::string>& args, const std::vector<std::string>& wrapper = {}) {
     std::string err;
-    auto p = SimProcess::start_drm_client(dir.path(), args, &err);
+    auto p = SimProcess::start_drm_client(dir.path(), args, &err, wrapper);
     EXPECT_TRUE(p) << err;
     if (p) settle();
     return p;
@@ -123,7 +128,10 @@ TEST_F(DrmDriver, VramLeavesUsedAfterTheReleaseDelay) {
   EXPECT_GE(std::chrono::steady_clock::now() - killed, 550ms);  // ... its VRAM freed after the delay
 }
 
-TEST_F(DrmDriver, KfdProcessGoesWithTheProcessNotItsDescriptors) {
+// kfd_open() hands the KFD process's reference to the open file and kfd_release() drops it; the
+// sysfs directory goes with the last reference (kfd_process.c kfd_process_wq_release()). So a
+// forked worker holding the inherited /dev/kfd keeps the directory of its dead parent.
+TEST_F(DrmDriver, KfdProcessLivesAsLongAsItsOpenFileOfKfd) {
   add("0000:03:00.0", {"--kfd"});
   const std::string topology = dir.path() + "/sys/class/kfd/kfd/topology/nodes/";
   const std::string gpu_id = read_file(topology + "1/gpu_id").data;
@@ -144,13 +152,85 @@ TEST_F(DrmDriver, KfdProcessGoesWithTheProcessNotItsDescriptors) {
   EXPECT_TRUE(open_files(p->workers()[0]).count(dir.path() + "/dev/kfd") ||
               open_files(p->workers()[0]).count(std::filesystem::canonical(dir.path()).string() + "/dev/kfd"));
 
-  // Killed and not yet reaped: a zombie has no mm, so no KFD process, while its worker still
-  // holds /dev/kfd and the render client.
+  // The opener killed (a zombie, then reaped): its worker still holds the open file, so the
+  // KFD process and its directory stay, under the dead opener's PID.
   ::kill(static_cast<pid_t>(p->pid()), SIGKILL);
   ASSERT_TRUE(eventually([&] { return !process_running(static_cast<pid_t>(p->pid())); }));
   settle();
-  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(p->pid())));
+  EXPECT_EQ(read_file(proc + std::to_string(p->pid()) + "/vram_" + id).data, "1073741824\n");
+  ASSERT_EQ(p->wait_exit(5s), 128 + SIGKILL);
+  settle();
+  EXPECT_TRUE(std::filesystem::exists(proc + std::to_string(p->pid())));
   EXPECT_TRUE(contains(fdinfo(p->workers()[0], p->fd()), "drm-memory-vram:\t1048576 KiB"));
+
+  // The last descriptor closed: the directory goes.
+  p->kill_workers();
+  settle();
+  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(p->pid())));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/drm/kfd/" + std::to_string(p->pid()) + ".json"));
+}
+
+// amdkfd names the directory by lead_thread->pid, the PID in the initial namespace, as the
+// other drivers record host PIDs: a client in a child PID namespace shows under its host PID.
+TEST_F(DrmDriver, AClientInAChildPidNamespaceIsRecordedUnderItsHostPid) {
+  add("0000:03:00.0", {"--kfd"});
+  auto p = client({"--node", "renderD128", "--vram", "1GiB", "--kfd", "--workers", "1"},
+                  {"/usr/bin/unshare", "-Upf", "--map-root-user"});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->nspid(), 1u);
+  ASSERT_NE(p->pid(), 1u);
+  const std::string status = read_file("/proc/" + std::to_string(p->pid()) + "/status").data;
+  EXPECT_TRUE(contains(status, "\nNSpid:\t" + std::to_string(p->pid()) + "\t1\n")) << status;
+  ASSERT_EQ(p->workers().size(), 1u);
+  const std::string worker = read_file("/proc/" + std::to_string(p->workers()[0]) + "/status").data;
+  EXPECT_TRUE(contains(worker, "\nNSpid:\t" + std::to_string(p->workers()[0]) + "\t2\n")) << worker;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/sys/class/kfd/kfd/proc/" + std::to_string(p->pid()) + "/pasid"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/sys/class/kfd/kfd/proc/1"));
+  EXPECT_TRUE(contains(fdinfo(p->pid(), p->fd()), "drm-memory-vram:\t1048576 KiB"));
+}
+
+// Records are claims; the driver shows a KFD process only for a process it sees holding
+// dev/kfd with the record's lock, owned by the record's owner.
+TEST_F(DrmDriver, KfdRecordsShowOnlyForTheirOwnersProcessesHoldingKfd) {
+  add("0000:03:00.0", {"--kfd"});
+  auto p = client({"--node", "renderD128", "--vram", "1GiB", "--kfd", "--workers", "1"});
+  ASSERT_TRUE(p);
+  const auto real = nlohmann::json::parse(read_file(dir.path() + "/drm/kfd/" + std::to_string(p->pid()) + ".json").data);
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::execl("/bin/sleep", "sleep", "30", nullptr);
+    ::_exit(127);
+  }
+  ASSERT_TRUE(eventually([&] { return read_file("/proc/" + std::to_string(sleeper) + "/comm").data == "sleep\n"; }));
+  // One for a process that has no /dev/kfd open; one, written by user 65534, for root's worker
+  // that holds the inherited /dev/kfd.
+  const auto forge = [&](pid_t pid, uid_t owner) {
+    const auto stat = drm::read_proc_stat(pid);
+    ASSERT_TRUE(stat);
+    nlohmann::json record = real;
+    record["pid"] = pid;
+    record["start_time"] = stat->start_time;
+    const std::string path = dir.path() + "/drm/kfd/" + std::to_string(pid) + ".json";
+    ASSERT_TRUE(write_file_atomic(path, record.dump() + "\n", 0644).ok());
+    ASSERT_EQ(::chown(path.c_str(), owner, owner), 0);
+  };
+  forge(sleeper, 0);
+  forge(static_cast<pid_t>(p->workers()[0]), 65534);
+  settle();
+  const std::string proc = dir.path() + "/sys/class/kfd/kfd/proc/";
+  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(sleeper)));
+  EXPECT_FALSE(std::filesystem::exists(proc + std::to_string(p->workers()[0])));
+  EXPECT_TRUE(std::filesystem::exists(proc + std::to_string(p->pid())));
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
+
+  struct stat st {};
+  for (const char* shared : {"/drm", "/drm/clients", "/drm/kfd"}) {
+    ASSERT_EQ(::stat((dir.path() + shared).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 01777u) << shared;  // no user replaces another's records
+  }
+  ASSERT_EQ(::stat((dir.path() + "/drm/kfd/" + std::to_string(p->pid()) + ".json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
 TEST_F(DrmDriver, BareOpenGetsNoFdinfoAndTheDriverHoldsNoNode) {
@@ -163,6 +243,43 @@ TEST_F(DrmDriver, BareOpenGetsNoFdinfoAndTheDriverHoldsNoNode) {
   for (const auto& file : open_files(static_cast<unsigned>(driver_))) {
     EXPECT_EQ(file.find("/dev/dri/"), std::string::npos) << file;
   }
+}
+
+// A user's tmpfs mounted over dev/dri in a mount namespace shows the same path in
+// /proc/<pid>/fd; a descriptor of it, with another client's lock byte, is no holder of that client.
+TEST_F(DrmDriver, ASameNamedNodeOnAnotherMountIsNotTheSimulatedOne) {
+  add("0000:03:00.0");
+  auto p = client({"--node", "renderD128", "--vram", "1GiB"});
+  ASSERT_TRUE(p);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const std::string dri = dir.path() + "/dev/dri";
+  const pid_t impostor = ::fork();
+  if (impostor == 0) {
+    ::close(ready[0]);
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", dri.c_str(), "tmpfs", 0, nullptr) != 0) {
+      ::_exit(2);
+    }
+    const int fd = ::open((dri + "/renderD128").c_str(), O_RDWR | O_CREAT, 0666);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = static_cast<off_t>(p->client_id());
+    fl.l_len = 1;
+    if (fd < 0 || ::fcntl(fd, F_OFD_SETLK, &fl) != 0) ::_exit(3);
+    (void)!::write(ready[1], "x", 1);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1) << "the impostor could not mount its tmpfs";
+  ::close(ready[0]);
+  settle();
+  EXPECT_FALSE(has_fdinfo(static_cast<unsigned>(impostor)));
+  EXPECT_TRUE(has_fdinfo(p->pid()));
+  ::kill(impostor, SIGKILL);
+  ::waitpid(impostor, nullptr, 0);
 }
 
 TEST_F(DrmDriver, AmdgpuBefore519PrintsItsOwnFormat) {

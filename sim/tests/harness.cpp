@@ -197,8 +197,9 @@ std::unique_ptr<SimProcess> SimProcess::start(const std::string& state, const st
 }
 
 std::unique_ptr<SimProcess> SimProcess::start_drm_client(const std::string& state, const std::vector<std::string>& args,
-                                                         std::string* error) {
-  std::vector<std::string> argv = {GPUSIM_DRM_CLIENT_BINARY, "--state", state};
+                                                         std::string* error, const std::vector<std::string>& wrapper) {
+  std::vector<std::string> argv = wrapper;
+  argv.insert(argv.end(), {GPUSIM_DRM_CLIENT_BINARY, "--state", state});
   argv.insert(argv.end(), args.begin(), args.end());
   return launch(std::unique_ptr<SimProcess>(new SimProcess()), argv, error, nullptr);
 }
@@ -283,7 +284,7 @@ std::optional<int> SimProcess::wait_exit(std::chrono::milliseconds timeout) {
 }
 
 void SimProcess::signal_owner(int sig) {
-  if (host_pid_ == 0) return;
+  if (host_pid_ <= 1) return;  // never init, whatever a READY line said
   ::kill(static_cast<pid_t>(host_pid_), sig);
   if (sig != SIGKILL) return;
   if (static_cast<pid_t>(host_pid_) == launcher_) {
@@ -296,11 +297,13 @@ void SimProcess::signal_owner(int sig) {
 }
 
 void SimProcess::kill_workers() {
-  for (unsigned w : workers_) kill_and_wait(static_cast<pid_t>(w));
+  for (unsigned w : workers_) {
+    if (w > 1 && static_cast<pid_t>(w) != ::getpid()) kill_and_wait(static_cast<pid_t>(w));
+  }
 }
 
 SimProcess::~SimProcess() {
-  if (host_pid_ != 0) ::kill(static_cast<pid_t>(host_pid_), SIGKILL);
+  if (host_pid_ > 1) ::kill(static_cast<pid_t>(host_pid_), SIGKILL);
   if (launcher_ > 0 && !launcher_status_) {
     ::kill(launcher_, SIGKILL);
     wait_exit(5s);

@@ -59,9 +59,10 @@ class SimProcess {
                                            std::string* error = nullptr, int* exit_status = nullptr,
                                            const std::vector<std::string>& wrapper = {});
   // gpusim-drm-client --state <state> args... (sim/drm/client_main.cpp), the same way; its READY
-  // line's client= and fd= are client_id() and fd().
+  // line's client= and fd= are client_id() and fd(). `wrapper` runs it (unshare -pf ...).
   static std::unique_ptr<SimProcess> start_drm_client(const std::string& state, const std::vector<std::string>& args,
-                                                      std::string* error = nullptr);
+                                                      std::string* error = nullptr,
+                                                      const std::vector<std::string>& wrapper = {});
   ~SimProcess();
 
   unsigned long long client_id() const { return client_id_; }
