@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <fcntl.h>
 
 #include "drm/fdinfo_record.hpp"
@@ -31,6 +32,31 @@ ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_a
     if (std::find(client_pids.begin(), client_pids.end(), process.pid) != client_pids.end()) continue;
     for (const auto& memory : process.vram) {
       if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) out.kfd_only_bytes += memory.vram_bytes;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::uint64_t> device_memory_of_process(const DrmReading& reading, pid_t pid,
+                                                              bool kfd_pids_are_local) {
+  std::map<std::string, std::uint64_t> out;
+  const auto known = [&](const std::string& pci) {
+    return std::any_of(reading.devices.begin(), reading.devices.end(),
+                       [&](const DrmDevice& d) { return d.pci_address == pci; });
+  };
+  for (const DrmClient* client : reading.clients.clients_held_by(pid)) {
+    if (known(client->pdev)) out[client->pdev] += device_memory_bytes(client->stats).value_or(0);
+  }
+  if (!kfd_pids_are_local) return out;
+  const std::map<std::string, std::uint64_t> through_clients = out;
+  for (const auto& process : reading.kfd_processes) {
+    if (process.pid != pid) continue;
+    for (const auto& memory : process.vram) {
+      for (const auto& node : reading.kfd_nodes) {
+        if (node.gpu_id != memory.gpu_id || !known(node.pci_address)) continue;
+        // On a GPU it holds a client of, they are counted through the client already.
+        if (memory.vram_bytes > 0 && through_clients.count(node.pci_address) == 0) out[node.pci_address] += memory.vram_bytes;
+      }
     }
   }
   return out;

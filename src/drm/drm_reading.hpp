@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ struct ExplainedVram {
   std::uint64_t total() const { return clients_bytes + kfd_only_bytes; }
 };
 ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_address);
+
+// The device memory `pid` holds, by PCI address of the reading's devices: each DRM client it
+// holds a descriptor of, once (its device memory, 0 when the client reports none), and KFD
+// allocations on a GPU where it holds no client (through a client they are counted there
+// already). `kfd_pids_are_local`: KFD's PIDs are the initial PID namespace's; false in a child
+// one, where its contexts name no process here and are not read.
+std::map<std::string, std::uint64_t> device_memory_of_process(const DrmReading& reading, pid_t pid,
+                                                              bool kfd_pids_are_local);
 
 // Reads <proc_root>/<pid>/fdinfo/<fd> of each card and render descriptor of `files` (bounded
 // to kMaxFdinfoBytes) into `ledger`; returns how many could not be read or parsed.

@@ -69,19 +69,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
   // Each target's memory, for the plan's table: every client it holds (each once), and KFD
   // allocations it made outside a client of that GPU.
   for (auto& target : plan.targets) {
-    for (const drm::DrmClient* client : reading.clients.clients_held_by(target.pid)) {
-      if (plan_device_at(reading, client->pdev) == nullptr) continue;
-      target.drm_memory[client->pdev] += drm::device_memory_bytes(client->stats).value_or(0);
-    }
-    for (const auto& process : reading.kfd_processes) {
-      if (process.pid != target.pid || snapshot.in_child_pid_namespace) continue;
-      for (const auto& device : reading.devices) {
-        if (target.drm_memory.count(device.pci_address) != 0) continue;
-        if (const auto bytes = kfd_vram_on(process, kfd_ids_of(reading, device.pci_address)); bytes > 0) {
-          target.drm_memory[device.pci_address] += bytes;
-        }
-      }
-    }
+    for (const auto& [pci, bytes] : snapshot.drm_memory_of(target.pid)) target.drm_memory[pci] += bytes;
   }
   if (signalled.empty()) return;
 

@@ -41,32 +41,18 @@ std::string gpu_words(const std::set<unsigned>& gpus) {
   return out;
 }
 
-// ROCm compute on an AMD GPU: /dev/kfd held, or a KFD context listed. A render or card node
-// alone proves nothing: a desktop, a browser and a compositor hold those too.
-// KFD names a process by its PID in the initial PID namespace (kfd_process.c names the directory
-// "%d" of lead_thread->pid, the global PID): in a child namespace (gpureap in
-// a container) the same number is another process here, so only the descriptor counts there.
-bool amd_compute(const Snapshot& snapshot, const ProcessInfo& p) {
-  const bool holds_kfd = std::any_of(p.drm_files.begin(), p.drm_files.end(),
-                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
-  if (holds_kfd) return true;
-  return !snapshot.in_child_pid_namespace &&
-         std::any_of(snapshot.drm.kfd_processes.begin(), snapshot.drm.kfd_processes.end(),
-                     [&](const drm::KfdProcess& k) { return k.pid == p.pid; });
-}
-
 // Why a process of the user counts as a GPU user, or "" when it does not.
 std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, const std::set<unsigned>& used) {
   if (listed_by_driver(snapshot, p.pid)) return fmt::format("the driver lists it on GPU {}", gpu_words(used));
   if (!used.empty()) return fmt::format("holds the device file of GPU {}", gpu_words(used));
   if (p.holds_any_device_file()) return "holds an NVIDIA device file";
-  if (amd_compute(snapshot, p)) return "ROCm compute: holds /dev/kfd or has a KFD context";
+  if (snapshot.rocm_compute(p)) return "ROCm compute: holds /dev/kfd or has a KFD context";
   return {};
 }
 
 // A process of the user holding only AMD or Intel display and render nodes.
 bool drm_graphics_only(const Snapshot& snapshot, const ProcessInfo& p) {
-  return p.holds_any_drm_file() && !p.holds_any_device_file() && !amd_compute(snapshot, p);
+  return p.holds_any_drm_file() && !p.holds_any_device_file() && !snapshot.rocm_compute(p);
 }
 
 }  // namespace

@@ -224,6 +224,18 @@ const HolderView* Snapshot::holder(pid_t pid) const {
   return nullptr;
 }
 
+bool Snapshot::rocm_compute(const ProcessInfo& p) const {
+  const bool holds_kfd = std::any_of(p.drm_files.begin(), p.drm_files.end(),
+                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
+  if (holds_kfd) return true;
+  return !in_child_pid_namespace && std::any_of(drm.kfd_processes.begin(), drm.kfd_processes.end(),
+                                                [&](const drm::KfdProcess& k) { return k.pid == p.pid; });
+}
+
+std::map<std::string, std::uint64_t> Snapshot::drm_memory_of(pid_t pid) const {
+  return drm::device_memory_of_process(drm, pid, /*kfd_pids_are_local=*/!in_child_pid_namespace);
+}
+
 SnapshotOptions default_snapshot_options() {
   SnapshotOptions options;
   if (const char* dev = std::getenv("GPUREAP_DEV_DIR"); dev != nullptr && dev[0] != '\0') {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -149,6 +150,15 @@ struct Snapshot {
   bool lists(pid_t pid) const;
   // The holder view of `pid`, or null when it holds no GPU device file.
   const HolderView* holder(pid_t pid) const;
+  // ROCm compute on an AMD GPU: `p` holds /dev/kfd or has a KFD context. A render or card node
+  // alone proves nothing: a desktop, a browser and a compositor hold those too. KFD names a
+  // process by its PID in the initial PID namespace (kfd_process.c names the directory "%d" of
+  // lead_thread->pid, the global PID): in a child namespace (gpureap in a container) the same
+  // number is another process here, so only the descriptor counts there.
+  bool rocm_compute(const ProcessInfo& p) const;
+  // The device memory `pid` holds on each AMD or Intel GPU (drm::device_memory_of_process),
+  // its KFD contexts read only where KFD's PIDs are this namespace's.
+  std::map<std::string, std::uint64_t> drm_memory_of(pid_t pid) const;
 };
 
 struct SnapshotOptions {
