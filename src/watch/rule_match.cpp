@@ -56,7 +56,7 @@ bool condition_fits_kind(Condition condition, CandidateKind kind) {
   switch (condition) {
     case Condition::Orphan: return kind == CandidateKind::Orphan;
     case Condition::Zombie: return kind == CandidateKind::Zombie;
-    default: return kind == CandidateKind::GpuProcess;
+    default: return kind == CandidateKind::GpuProcess || kind == CandidateKind::RocmProcess;
   }
 }
 

@@ -37,9 +37,11 @@ double unix_now() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
-std::string gpu_list(const std::vector<unsigned>& gpus) {
+// NVIDIA's GPUs by index, then AMD's and Intel's by PCI address.
+std::string gpu_list(const Candidate& c) {
   std::string out;
-  for (unsigned g : gpus) out += fmt::format("{}{}", out.empty() ? "" : ",", g);
+  for (unsigned g : c.gpus) out += fmt::format("{}{}", out.empty() ? "" : ",", g);
+  for (const auto& [pci, bytes] : c.drm_memory) out += fmt::format("{}{}", out.empty() ? "" : ",", pci);
   return out;
 }
 
@@ -57,7 +59,7 @@ std::string condition_text(const Rule& rule, const Candidate& c) {
       return fmt::format("holds {} of GPU memory, more than {}", format_bytes(c.memory_bytes()),
                          format_bytes(rule.memory_above_bytes));
     case Condition::Orphan:
-      return fmt::format("holds GPU {} for a job that is over ({})", gpu_list(c.gpus), orphan_evidence_name(c.orphan_evidence));
+      return fmt::format("holds GPU {} for a job that is over ({})", gpu_list(c), orphan_evidence_name(c.orphan_evidence));
     case Condition::Zombie: return fmt::format("a zombie its parent {} has not reaped", c.parent);
   }
   return "";
@@ -286,7 +288,7 @@ class WatchDaemon {
                 {"pid", std::to_string(c.pid)},
                 {"kind", std::string(candidate_kind_name(c.kind))},
                 {"user", c.user},
-                {"gpus", gpu_list(c.gpus)},
+                {"gpus", gpu_list(c)},
                 {"memory", format_bytes(c.memory_bytes())},
                 {"age", format_short_duration(c.age_seconds)},
                 {"due_in", rule.action == RuleAction::Terminate ? format_short_duration(d.grace_left_seconds) : ""},
