@@ -92,13 +92,17 @@ std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_roo
   return unread;
 }
 
-DrmReading read_drm(const DrmReadOptions& options, const ProcessTable& table) {
-  DrmReading reading;
-  reading.devices = read_drm_devices(options.sysfs_root);
+std::vector<DrmDevice> read_gpu_devices(const std::string& sysfs_root) {
+  std::vector<DrmDevice> devices = read_drm_devices(sysfs_root);
   // NVIDIA's come from NVML; virtual and display-only adapters (bochs, virtio, ASPEED's BMC
   // display) hold no compute memory worth a row.
-  std::erase_if(reading.devices,
-                [](const DrmDevice& d) { return d.vendor != GpuVendor::Amd && d.vendor != GpuVendor::Intel; });
+  std::erase_if(devices, [](const DrmDevice& d) { return d.vendor != GpuVendor::Amd && d.vendor != GpuVendor::Intel; });
+  return devices;
+}
+
+DrmReading read_drm(const DrmReadOptions& options, const ProcessTable& table) {
+  DrmReading reading;
+  reading.devices = read_gpu_devices(options.sysfs_root);
   reading.kfd_nodes = read_kfd_topology(options.sysfs_root);
   if (reading.devices.empty() && reading.kfd_nodes.empty()) return reading;
   std::vector<pid_t> holders;

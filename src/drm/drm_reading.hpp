@@ -61,6 +61,10 @@ std::map<std::string, std::uint64_t> device_memory_of_process(const DrmReading& 
 std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_root, pid_t pid,
                                const std::vector<DeviceFileHandle>& files);
 
+// The AMD and Intel GPUs in sysfs (read_drm_devices less NVIDIA's, which NVML gives, and
+// virtual or display-only adapters).
+std::vector<DrmDevice> read_gpu_devices(const std::string& sysfs_root);
+
 // Devices from sysfs; when there is any that is not NVIDIA's, the clients of every process in
 // `table` holding a DRM file, and the KFD processes. Nothing is read from /proc when the host has
 // no such device, so an NVIDIA-only host pays one directory listing.

@@ -118,6 +118,8 @@ class WatchDaemon {
     if (first.driver_readable) {
       if (std::string gpus = check_policy_gpus(*policy_, first.gpu_uuids); !gpus.empty()) return gpus;
     }
+    note_drm_gpus(first);
+    if (std::string gpus = check_policy_drm_gpus(*policy_, drm_gpus_); !gpus.empty()) return gpus;
     log_.write(LogPriority::Info, "start",
                {{"policy", policy_->source},
                 {"mode", std::string(watch_mode_name(policy_->mode))},
@@ -196,6 +198,7 @@ class WatchDaemon {
     std::optional<EffectivePolicy> effective;
     if (policy) effective = effective_policy(std::move(*policy), options_, error);
     if (effective && last_gpu_uuids_) error = check_policy_gpus(*effective->policy, *last_gpu_uuids_);
+    if (effective && error.empty()) error = check_policy_drm_gpus(*effective->policy, drm_gpus_);
     if (effective && error.empty()) open_audit(effective->audit_log, error);
     if (!effective || !error.empty()) {
       log_.write(LogPriority::Error, "reload-failed", {{"why", error}, {"kept", policy_->source}});
@@ -232,6 +235,14 @@ class WatchDaemon {
       unreadable_gpus_ = look.unreadable_gpus;
     }
     if (look.driver_readable) last_gpu_uuids_ = look.gpu_uuids;
+    note_drm_gpus(look);
+  }
+
+  // The AMD and Intel GPUs of the last full scan, by PCI address.
+  void note_drm_gpus(const Look& look) {
+    if (!look.snapshot) return;
+    drm_gpus_.clear();
+    for (const auto& device : look.snapshot->drm.devices) drm_gpus_.push_back(device.pci_address);
   }
 
   void evaluate(const Look& look) {
@@ -389,6 +400,7 @@ class WatchDaemon {
   std::string driver_problem_;
   std::set<unsigned> unreadable_gpus_;
   std::optional<std::map<unsigned, std::string>> last_gpu_uuids_;
+  std::vector<std::string> drm_gpus_;
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 // clients they hold. A memory rule for one user ends that user's ROCm job and the worker it
 // forked through the kill engine, and the AMD GPU's release is verified; the same user's
 // graphics client on the same render node (no /dev/kfd: never a candidate) and another user's
-// ROCm job run on. A rule naming an NVIDIA GPU by index never matches a ROCm process.
+// ROCm job run on. A rule naming an NVIDIA GPU by index never matches a ROCm process; one
+// naming the AMD GPU by PCI address does, and a PCI address the host lacks is refused.
 #include <pwd.h>
 
 #include <string>
@@ -41,7 +42,8 @@ TEST(WatchDrm, AMemoryRuleEndsTheUsersRocmJobAndSparesItsGraphicsClientAndOtherU
           "[[rule]]\nname = \"big-rocm\"\ncondition = \"memory\"\nmemory_above = \"1GiB\"\nusers = [\"" + kTestUserName +
           "\"]\naction = \"terminate\"\ngrace = \"0s\"\n"
           "[[rule]]\nname = \"nvidia0\"\ncondition = \"over-age\"\nolder_than = \"10ms\"\ngpus = [0]\n"
-          "[[rule]]\nname = \"everyone\"\ncondition = \"over-age\"\nolder_than = \"10ms\"\n");
+          "[[rule]]\nname = \"everyone\"\ncondition = \"over-age\"\nolder_than = \"10ms\"\n"
+          "[[rule]]\nname = \"on-amd\"\ncondition = \"over-age\"\nolder_than = \"10ms\"\ngpus = [\"" + kAmd + "\"]\n");
   BackgroundWatch watch(host, policy);
 
   const auto seen = watch.wait_for("notice", {{"rule", "everyone"}, {"pid", std::to_string(roots_job.pid)}});
@@ -50,6 +52,7 @@ TEST(WatchDrm, AMemoryRuleEndsTheUsersRocmJobAndSparesItsGraphicsClientAndOtherU
   EXPECT_EQ(seen->field("gpus"), kAmd) << seen->raw;
   EXPECT_EQ(seen->field("memory"), "3.0 GiB") << seen->raw;
 
+  EXPECT_TRUE(watch.wait_for("notice", {{"rule", "on-amd"}, {"pid", std::to_string(roots_job.pid)}}));
   const auto matched = watch.wait_for("notice", {{"rule", "big-rocm"}, {"pid", std::to_string(job.pid)}});
   ASSERT_TRUE(matched);
   EXPECT_EQ(matched->field("kind"), "rocm-process") << matched->raw;
@@ -74,6 +77,28 @@ TEST(WatchDrm, AMemoryRuleEndsTheUsersRocmJobAndSparesItsGraphicsClientAndOtherU
   const auto audit = audit_lines(host.state_dir() + "/audit.log");
   EXPECT_TRUE(audited(audit, job.pid, "SIGTERM"));
   for (pid_t pid : {graphics.pid, roots_job.pid}) EXPECT_FALSE(audited_any(audit, pid)) << pid;
+}
+
+TEST(WatchDrm, APciAddressTheHostLacksIsRefusedAndOneItHasIsTaken) {
+  SimHost host({"--gpus", "1"});
+  DrmGpuSpec amd;
+  amd.pci = kAmd;
+  host.add_drm_gpu(amd);
+  const auto rule = [](const std::string& pci) {
+    return std::string(kFast) + "[[rule]]\nname = \"g\"\ncondition = \"over-age\"\nolder_than = \"1h\"\ngpus = [\"" + pci + "\"]\n";
+  };
+  const std::string absent = write_file(host, "absent.toml", rule("0000:05:00.0"));
+  const auto refused = host.gpureap({"watch", "--check-config", absent});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_EQ(refused.err, "gpureap watch: " + absent + ":7:9: rule \"g\": gpus: no AMD or Intel GPU at 0000:05:00.0 on this host (it has: " +
+                             kAmd + ")\n");
+  const auto daemon = host.gpureap({"watch", "--policy", absent});
+  EXPECT_EQ(daemon.exit_code, 2) << daemon.err;
+  EXPECT_EQ(daemon.err, refused.err) << "the same refusal as --check-config's";
+  const std::string present = write_file(host, "present.toml", rule("0000:03:00.0"));
+  const auto check = host.gpureap({"watch", "--check-config", present});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_NE(check.out.find("GPUs " + kAmd), std::string::npos) << check.out;
 }
 
 }  // namespace
