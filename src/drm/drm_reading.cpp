@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <fcntl.h>
 
 #include "drm/fdinfo_record.hpp"
@@ -56,6 +57,31 @@ std::uint64_t driver_vram_allowance(std::optional<std::uint64_t> vram_total) {
   return std::max<std::uint64_t>(512ull << 20, vram_total.value_or(0) / 50);
 }
 
+std::map<std::string, std::uint64_t> device_memory_of_process(const DrmReading& reading, pid_t pid,
+                                                              bool owns_kfd_context) {
+  std::map<std::string, std::uint64_t> out;
+  const auto known = [&](const std::string& pci) {
+    return std::any_of(reading.devices.begin(), reading.devices.end(),
+                       [&](const DrmDevice& d) { return d.pci_address == pci; });
+  };
+  for (const DrmClient* client : reading.clients.clients_held_by(pid)) {
+    if (known(client->pdev)) out[client->pdev] += device_memory_bytes(client->stats).value_or(0);
+  }
+  if (!owns_kfd_context) return out;
+  const std::map<std::string, std::uint64_t> through_clients = out;
+  for (const auto& process : reading.kfd_processes) {
+    if (process.pid != pid) continue;
+    for (const auto& memory : process.vram) {
+      for (const auto& node : reading.kfd_nodes) {
+        if (node.gpu_id != memory.gpu_id || !known(node.pci_address)) continue;
+        // On a GPU it holds a client of, they are counted through the client already.
+        if (memory.vram_bytes > 0 && through_clients.count(node.pci_address) == 0) out[node.pci_address] += memory.vram_bytes;
+      }
+    }
+  }
+  return out;
+}
+
 std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_root, pid_t pid,
                                const std::vector<DeviceFileHandle>& files) {
   std::size_t unread = 0;
@@ -86,13 +112,17 @@ std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_roo
   return unread;
 }
 
-DrmReading read_drm(const DrmReadOptions& options, const ProcessTable& table) {
-  DrmReading reading;
-  reading.devices = read_drm_devices(options.sysfs_root);
+std::vector<DrmDevice> read_gpu_devices(const std::string& sysfs_root) {
+  std::vector<DrmDevice> devices = read_drm_devices(sysfs_root);
   // NVIDIA's come from NVML; virtual and display-only adapters (bochs, virtio, ASPEED's BMC
   // display) hold no compute memory worth a row.
-  std::erase_if(reading.devices,
-                [](const DrmDevice& d) { return d.vendor != GpuVendor::Amd && d.vendor != GpuVendor::Intel; });
+  std::erase_if(devices, [](const DrmDevice& d) { return d.vendor != GpuVendor::Amd && d.vendor != GpuVendor::Intel; });
+  return devices;
+}
+
+DrmReading read_drm(const DrmReadOptions& options, const ProcessTable& table) {
+  DrmReading reading;
+  reading.devices = read_gpu_devices(options.sysfs_root);
   reading.kfd_nodes = read_kfd_topology(options.sysfs_root);
   if (reading.devices.empty() && reading.kfd_nodes.empty()) return reading;
   std::vector<pid_t> holders;

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,10 +63,24 @@ ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_a
 // kill before it attributes a drop of the device's figure to its targets.
 std::uint64_t driver_vram_allowance(std::optional<std::uint64_t> vram_total);
 
+// The device memory `pid` holds, by PCI address of the reading's devices: each DRM client it
+// holds a descriptor of, once (its device memory, 0 when the client reports none), and KFD
+// allocations on a GPU where it holds no client (through a client they are counted there
+// already). `owns_kfd_context`: whether the KFD context listed under `pid` is this process's:
+// it holds /dev/kfd (the kernel keeps a context while any descriptor of its /dev/kfd file is
+// left, under its leader's PID, which may be reused) and gpureap is not in a child PID namespace
+// (KFD's PIDs are the initial namespace's). Without it KFD is not read.
+std::map<std::string, std::uint64_t> device_memory_of_process(const DrmReading& reading, pid_t pid,
+                                                              bool owns_kfd_context);
+
 // Reads <proc_root>/<pid>/fdinfo/<fd> of each card and render descriptor of `files` (bounded
 // to kMaxFdinfoBytes) into `ledger`; returns how many could not be read or parsed.
 std::size_t add_fdinfo_clients(ClientLedger& ledger, const std::string& proc_root, pid_t pid,
                                const std::vector<DeviceFileHandle>& files);
+
+// The AMD and Intel GPUs in sysfs (read_drm_devices less NVIDIA's, which NVML gives, and
+// virtual or display-only adapters).
+std::vector<DrmDevice> read_gpu_devices(const std::string& sysfs_root);
 
 // Devices from sysfs; when there is any that is not NVIDIA's, the clients of every process in
 // `table` holding a DRM file, and the KFD processes. Nothing is read from /proc when the host has

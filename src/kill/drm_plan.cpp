@@ -18,18 +18,6 @@ namespace {
 
 bool plan_has(const std::vector<pid_t>& pids, pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); }
 
-// Whether the process at `pid` holds /dev/kfd: only then is a KFD context listed under that PID
-// its own. The kernel names the directory by the leader's PID in the initial PID namespace and
-// keeps it while any descriptor of its /dev/kfd file is left (a forked worker's), after the
-// leader is gone and its PID free for reuse; in a child PID namespace the number is not ours.
-bool owns_kfd_context(const Snapshot& snapshot, pid_t pid) {
-  if (snapshot.in_child_pid_namespace) return false;
-  const ProcessInfo* process = snapshot.table.find(pid);
-  return process != nullptr && std::any_of(process->drm_files.begin(), process->drm_files.end(), [](const DeviceFileHandle& f) {
-           return f.kind == DeviceFileKind::Kfd;
-         });
-}
-
 PlannedDrmGpu& gpu_entry(std::map<std::string, PlannedDrmGpu>& gpus, const drm::DrmDevice& device) {
   auto& gpu = gpus[device.pci_address];
   if (gpu.pci_address.empty()) {
@@ -65,19 +53,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
   // Each target's memory, for the plan's table: every client it holds (each once), and KFD
   // allocations it made outside a client of that GPU.
   for (auto& target : plan.targets) {
-    for (const drm::DrmClient* client : reading.clients.clients_held_by(target.pid)) {
-      if (plan_device_at(reading, client->pdev) == nullptr) continue;
-      target.drm_memory[client->pdev] += drm::device_memory_bytes(client->stats).value_or(0);
-    }
-    for (const auto& process : reading.kfd_processes) {
-      if (process.pid != target.pid || !owns_kfd_context(snapshot, target.pid)) continue;
-      for (const auto& device : reading.devices) {
-        if (target.drm_memory.count(device.pci_address) != 0) continue;
-        if (const auto bytes = drm::kfd_vram_on(reading, process, device.pci_address); bytes && *bytes > 0) {
-          target.drm_memory[device.pci_address] += *bytes;
-        }
-      }
-    }
+    for (const auto& [pci, bytes] : snapshot.drm_memory_of(target.pid)) target.drm_memory[pci] += bytes;
   }
   if (signalled.empty()) return;
 
@@ -113,7 +89,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
     }
   }
   for (const auto& process : reading.kfd_processes) {
-    if (!plan_has(signalled, process.pid) || !owns_kfd_context(snapshot, process.pid)) continue;
+    if (!plan_has(signalled, process.pid) || !snapshot.owns_kfd_context(process.pid)) continue;
     for (const auto& device : reading.devices) {
       const auto bytes = drm::kfd_vram_on(reading, process, device.pci_address);
       if (!bytes) continue;  // no context on this GPU

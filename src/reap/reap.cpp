@@ -41,27 +41,19 @@ std::string gpu_words(const std::set<unsigned>& gpus) {
   return out;
 }
 
-// ROCm compute on an AMD GPU: /dev/kfd held. A render or card node alone proves nothing: a
-// desktop, a browser and a compositor hold those too. A KFD context listed under a PID proves
-// nothing of the process at that PID now: the kernel keeps the directory (named by the leader's
-// PID in the initial PID namespace) while any descriptor of its /dev/kfd file is left, after the
-// leader is gone and its PID free for reuse.
-bool amd_compute(const ProcessInfo& p) {
-  return std::any_of(p.drm_files.begin(), p.drm_files.end(),
-                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
-}
-
 // Why a process of the user counts as a GPU user, or "" when it does not.
 std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, const std::set<unsigned>& used) {
   if (listed_by_driver(snapshot, p.pid)) return fmt::format("the driver lists it on GPU {}", gpu_words(used));
   if (!used.empty()) return fmt::format("holds the device file of GPU {}", gpu_words(used));
   if (p.holds_any_device_file()) return "holds an NVIDIA device file";
-  if (amd_compute(p)) return "ROCm compute: holds /dev/kfd";
+  if (snapshot.rocm_compute(p)) return "ROCm compute: holds /dev/kfd";
   return {};
 }
 
 // A process of the user holding only AMD or Intel display and render nodes.
-bool drm_graphics_only(const ProcessInfo& p) { return p.holds_any_drm_file() && !p.holds_any_device_file() && !amd_compute(p); }
+bool drm_graphics_only(const Snapshot& snapshot, const ProcessInfo& p) {
+  return p.holds_any_drm_file() && !p.holds_any_device_file() && !snapshot.rocm_compute(p);
+}
 
 }  // namespace
 
@@ -135,7 +127,7 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
       if (!used.empty()) why += "; uses GPU " + gpu_words(used);
     } else {
       why = gpu_user_reason(snapshot, *p, used);
-      if (why.empty() && drm_graphics_only(*p)) {
+      if (why.empty() && drm_graphics_only(snapshot, *p)) {
         out.spared.push_back({pid, p->command(),
                               "holds only AMD or Intel display or render nodes: a desktop or graphics client, not "
                               "provably a job's (its cgroup would prove it: --cgroup)"});

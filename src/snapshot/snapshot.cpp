@@ -235,6 +235,21 @@ const HolderView* Snapshot::holder(pid_t pid) const {
   return nullptr;
 }
 
+bool Snapshot::rocm_compute(const ProcessInfo& p) const {
+  return std::any_of(p.drm_files.begin(), p.drm_files.end(),
+                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
+}
+
+bool Snapshot::owns_kfd_context(pid_t pid) const {
+  if (in_child_pid_namespace) return false;
+  const ProcessInfo* p = table.find(pid);
+  return p != nullptr && rocm_compute(*p);
+}
+
+std::map<std::string, std::uint64_t> Snapshot::drm_memory_of(pid_t pid) const {
+  return drm::device_memory_of_process(drm, pid, owns_kfd_context(pid));
+}
+
 SnapshotOptions default_snapshot_options() {
   SnapshotOptions options;
   if (const char* dev = std::getenv("GPUREAP_DEV_DIR"); dev != nullptr && dev[0] != '\0') {

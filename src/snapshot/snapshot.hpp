@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -149,6 +150,18 @@ struct Snapshot {
   bool lists(pid_t pid) const;
   // The holder view of `pid`, or null when it holds no GPU device file.
   const HolderView* holder(pid_t pid) const;
+  // ROCm compute on an AMD GPU: `p` holds /dev/kfd. A render or card node alone proves nothing:
+  // a desktop, a browser and a compositor hold those too. Nor does a KFD context listed under
+  // its PID: the kernel names the directory by the leader's PID in the initial PID namespace
+  // (kfd_process.c, "%d" of lead_thread->pid) and keeps it while any descriptor of its /dev/kfd
+  // file is left (a forked worker's), after the leader is gone and its PID free for reuse.
+  bool rocm_compute(const ProcessInfo& p) const;
+  // Whether the KFD context listed under `pid` is that process's: it holds /dev/kfd, and this
+  // is not a child PID namespace (where KFD's numbers name no process here).
+  bool owns_kfd_context(pid_t pid) const;
+  // The device memory `pid` holds on each AMD or Intel GPU (drm::device_memory_of_process),
+  // its KFD context read only when it owns it.
+  std::map<std::string, std::uint64_t> drm_memory_of(pid_t pid) const;
 };
 
 // The part of the orphan proof that needs no driver listing (ROCm's KFD processes use it too):

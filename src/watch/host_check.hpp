@@ -1,5 +1,6 @@
 // What `watch --check-config` checks beyond the file, as the daemon does at start: the GPUs the
-// rules name against the driver of this host, when there is one.
+// rules name against the driver of this host, when there is one, and those named by PCI address
+// against its AMD and Intel GPUs in sysfs.
 #pragma once
 
 #include <string>

@@ -72,6 +72,55 @@ FollowedProcess follow(CandidateKind kind, const ProcessInfo& info, UserNames& n
   return f;
 }
 
+// The outermost ancestor of `p` among `pids` (sorted), or 0.
+pid_t outermost_ancestor_in(const ProcessTable& table, const ProcessInfo& p, const std::vector<pid_t>& pids) {
+  pid_t found = 0;
+  const ProcessInfo* at = &p;
+  for (int depth = 0; depth < 4096 && at->ppid > 1; ++depth) {
+    if (std::binary_search(pids.begin(), pids.end(), at->ppid)) found = at->ppid;
+    at = table.find(at->ppid);
+    if (at == nullptr) break;
+  }
+  return found;
+}
+
+// ROCm compute processes: each job's root a candidate (or, when the driver lists it, the GPU
+// process it is already, with its AMD memory added), the ROCm processes it forked its workers.
+void follow_rocm(const Snapshot& snapshot, UserNames& names, std::vector<FollowedProcess>& out,
+                 std::map<pid_t, std::size_t>& index) {
+  std::vector<pid_t> rocm;
+  for (const auto& [pid, info] : snapshot.table.processes()) {
+    if (info.state != 'Z' && pid != snapshot.self_pid && snapshot.rocm_compute(info)) rocm.push_back(pid);
+  }
+  std::sort(rocm.begin(), rocm.end());
+  std::vector<std::pair<pid_t, pid_t>> workers;  // (worker, its job's root)
+  for (const pid_t pid : rocm) {
+    const ProcessInfo& info = *snapshot.table.find(pid);
+    if (const pid_t root = outermost_ancestor_in(snapshot.table, info, rocm); root != 0) {
+      workers.emplace_back(pid, root);
+      continue;
+    }
+    auto it = index.find(pid);
+    if (it == index.end()) {
+      it = index.emplace(pid, out.size()).first;
+      out.push_back(follow(CandidateKind::RocmProcess, info, names));
+    }
+    FollowedProcess& job = out[it->second];
+    if (job.facts.kind == CandidateKind::GpuProcess || job.facts.kind == CandidateKind::RocmProcess) {
+      job.facts.drm_memory = snapshot.drm_memory_of(pid);
+    }
+  }
+  for (const auto& [pid, root] : workers) {
+    const auto it = index.find(root);
+    if (it == index.end() || index.count(pid)) continue;
+    FollowedProcess& job = out[it->second];
+    if (job.cpu_ticks.count(pid)) continue;  // the driver's job's worker already
+    const ProcessInfo& info = *snapshot.table.find(pid);
+    job.workers.emplace_back(pid, info.start_time_ticks);
+    job.cpu_ticks[pid] = ticks_of(info);
+  }
+}
+
 void read_driver_facts(const DriverReading& reading, Look& look) {
   look.driver_readable = !reading.error.has_value();
   if (reading.error) look.driver_problem = "the driver could not count the GPUs";
@@ -88,6 +137,7 @@ std::string_view candidate_kind_name(CandidateKind kind) {
     case CandidateKind::GpuProcess: return "gpu-process";
     case CandidateKind::Orphan: return "orphan";
     case CandidateKind::Zombie: return "zombie";
+    case CandidateKind::RocmProcess: return "rocm-process";
   }
   return "gpu-process";
 }
@@ -95,6 +145,7 @@ std::string_view candidate_kind_name(CandidateKind kind) {
 std::uint64_t Candidate::memory_bytes() const {
   std::uint64_t total = 0;
   for (const auto& [gpu, bytes] : gpu_memory) total += bytes;
+  for (const auto& [pci, bytes] : drm_memory) total += bytes;
   return total;
 }
 
@@ -135,6 +186,7 @@ std::vector<FollowedProcess> follow_snapshot(Snapshot& snapshot, UserNames& name
       out.push_back(std::move(f));
     }
   }
+  follow_rocm(snapshot, names, out, index);
   for (const auto& [pid, info] : snapshot.table.processes()) {
     if (info.state != 'Z' || index.count(pid) || !gpu_related_zombie(snapshot, info)) continue;
     index[pid] = out.size();
@@ -160,7 +212,8 @@ std::optional<Candidate> judge(FollowedProcess& followed, const DriverReading* r
   std::uint64_t ticks = 0;
   for (const auto& [member, t] : followed.cpu_ticks) ticks += t;
   c.cpu_seconds = static_cast<double>(ticks) / ticks_per_second();
-  if (c.kind == CandidateKind::Zombie) return c;
+  // A ROCm process is judged on what the last full scan read of it: NVML has nothing to add.
+  if (c.kind == CandidateKind::Zombie || c.kind == CandidateKind::RocmProcess) return c;
   // Without the driver a GPU process cannot be judged; an orphan's evidence still stands, but
   // not the memory its dead owner's listing shows.
   if (reading == nullptr) {

@@ -44,9 +44,15 @@ enum class CandidateKind {
   GpuProcess,  // the driver lists it, and it is the process here that holds the GPU (identity ok)
   Orphan,      // holds a GPU's device file and its job is provably over (HolderRole::Orphan)
   Zombie,      // an unreaped zombie of a GPU process (or listed, or holding device files)
+  // ROCm compute on an AMD GPU (Snapshot::rocm_compute: it holds /dev/kfd, never a KFD
+  // context listed under its PID nor a render or card node alone), the root of its job: a ROCm process
+  // whose ancestor is one too is that job's forked worker. Found at full scans, where its
+  // memory is read too (the DRM clients' fdinfo needs the scan's descriptors).
+  RocmProcess,
 };
 
-std::string_view candidate_kind_name(CandidateKind kind);  // "gpu-process", "orphan", "zombie"
+// "gpu-process", "orphan", "zombie", "rocm-process"
+std::string_view candidate_kind_name(CandidateKind kind);
 
 // A process as rules see it.
 struct Candidate {
@@ -62,8 +68,13 @@ struct Candidate {
   double start_unix = 0;
   double age_seconds = 0;
   std::map<unsigned, std::uint64_t> gpu_memory;  // listed memory per GPU index (an orphan: the context it keeps)
-  std::vector<unsigned> gpus;                    // GPU indices it uses
-  std::optional<unsigned> sm_util_percent;       // highest over its GPUs; nullopt when the driver cannot say
+  std::vector<unsigned> gpus;                    // GPU indices it uses (NVIDIA's)
+  // AMD and Intel GPUs by PCI address: the device memory of the DRM clients it holds (each
+  // once) and its KFD allocations outside them, as the last full scan read them.
+  std::map<std::string, std::uint64_t> drm_memory;
+  // Highest over its GPUs; nullopt when the driver cannot say (always for a ROCm process:
+  // unknown, never idle).
+  std::optional<unsigned> sm_util_percent;
   double cpu_seconds = 0;                        // its own CPU time and its GPU workers', so far
   pid_t parent = 0;                              // zombie: the parent that must reap it
   std::uint64_t parent_start_ticks = 0;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "drm/fdinfo_record.hpp"
 #include "kill/config_file.hpp"
 #include "proc/proc_io.hpp"
 #include "accounts/account_lookup.hpp"
@@ -195,17 +196,23 @@ class PolicyReader {
 
   std::vector<GpuRef> gpus(const toml::node& node, std::string_view key) const {
     std::vector<GpuRef> out;
-    for (const auto& item : array(node, key, "GPU indices or UUIDs")) {
+    for (const auto& item : array(node, key, "GPU indices, UUIDs or PCI addresses")) {
       if (item.is_integer()) {
-        out.push_back({static_cast<unsigned>(integer(item, key, 0, 4095)), "", toml_where(source_, item)});
+        out.push_back({static_cast<unsigned>(integer(item, key, 0, 4095)), "", toml_where(source_, item), ""});
         continue;
       }
-      std::string text = string(item, key, "an array of GPU indices (0) or UUIDs (\"GPU-...\")");
+      std::string text =
+          string(item, key, "an array of GPU indices (0), UUIDs (\"GPU-...\") or PCI addresses (\"0000:03:00.0\")");
       std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (text.size() <= 4 || (text.rfind("gpu-", 0) != 0 && text.rfind("mig-", 0) != 0)) {
-        fail(item, fmt::format("{}: \"{}\" is not a GPU index or UUID (\"GPU-...\")", key, sanitize_for_terminal(text)));
+      if (auto pci = drm::canonical_pci_address(text)) {
+        out.push_back({std::nullopt, "", toml_where(source_, item), std::move(*pci)});
+        continue;
       }
-      out.push_back({std::nullopt, text, toml_where(source_, item)});
+      if (text.size() <= 4 || (text.rfind("gpu-", 0) != 0 && text.rfind("mig-", 0) != 0)) {
+        fail(item, fmt::format("{}: \"{}\" is not a GPU index, UUID (\"GPU-...\") or PCI address (\"0000:03:00.0\")",
+                               key, sanitize_for_terminal(text)));
+      }
+      out.push_back({std::nullopt, text, toml_where(source_, item), ""});
     }
     return out;
   }
@@ -400,6 +407,7 @@ std::string check_policy_gpus(const Policy& policy, const std::map<unsigned, std
   if (known.empty()) known = "none";
   for (const Rule& rule : policy.rules) {
     for (const GpuRef& ref : rule.match.gpus) {
+      if (!ref.pci.empty()) continue;  // check_policy_drm_gpus
       std::size_t matches = 0;
       for (const auto& [index, uuid] : gpu_uuids) {
         if (ref.index ? *ref.index == index : uuid.compare(0, ref.uuid.size(), ref.uuid) == 0) ++matches;
@@ -411,6 +419,19 @@ std::string check_policy_gpus(const Policy& policy, const std::map<unsigned, std
         return fmt::format("{}: rule \"{}\": gpus: {} {}", ref.where, rule.name, sanitize_for_terminal(ref.uuid),
                            matches == 0 ? "names no GPU on this host" : "names more than one GPU");
       }
+    }
+  }
+  return {};
+}
+
+std::string check_policy_drm_gpus(const Policy& policy, const std::vector<std::string>& pci_addresses) {
+  for (const Rule& rule : policy.rules) {
+    for (const GpuRef& ref : rule.match.gpus) {
+      if (ref.pci.empty() || std::find(pci_addresses.begin(), pci_addresses.end(), ref.pci) != pci_addresses.end()) continue;
+      std::string known;
+      for (const auto& pci : pci_addresses) known += fmt::format("{}{}", known.empty() ? "" : ", ", pci);
+      return fmt::format("{}: rule \"{}\": gpus: no AMD or Intel GPU at {} on this host (it has: {})", ref.where, rule.name,
+                         ref.pci, known.empty() ? "none" : known);
     }
   }
   return {};

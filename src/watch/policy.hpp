@@ -40,11 +40,13 @@ struct NamedId {
   unsigned id = 0;   // uid or gid
 };
 
-// A GPU by index, or by UUID (a prefix naming one GPU, as --gpus takes it).
+// An NVIDIA GPU by index, or by UUID (a prefix naming one GPU, as --gpus takes it); an AMD or
+// Intel GPU by PCI address.
 struct GpuRef {
   std::optional<unsigned> index;
   std::string uuid;   // lower case, "gpu-..." or "mig-..."
   std::string where;  // "<file>:<line>:<column>", for the error when this host has no such GPU
+  std::string pci;    // "0000:03:00.0", lower case; index and uuid are empty then
 };
 
 // Which processes a rule is about; every field given must hold (AND), each list is an OR.
@@ -128,6 +130,9 @@ inline constexpr unsigned kMaxRules = 256;
 // "" when every GPU the rules name is among `gpu_uuids` (index -> lower-case UUID, as the
 // driver counts them); else one line naming the first that is not, with its place in the file.
 std::string check_policy_gpus(const Policy& policy, const std::map<unsigned, std::string>& gpu_uuids);
+// The same for the AMD and Intel GPUs the rules name by PCI address, against the host's
+// (`pci_addresses`, as sysfs lists them).
+std::string check_policy_drm_gpus(const Policy& policy, const std::vector<std::string>& pci_addresses);
 
 std::optional<Policy> parse_policy(std::string_view text, const std::string& source, std::string& error);
 std::optional<Policy> load_policy(const std::string& path, std::string& error);

@@ -36,6 +36,7 @@ bool executable_listed(const std::vector<std::string>& paths, const Candidate& c
 
 bool on_gpu(const std::vector<GpuRef>& gpus, const Candidate& c, const std::map<unsigned, std::string>& uuids) {
   return std::any_of(gpus.begin(), gpus.end(), [&](const GpuRef& ref) {
+    if (!ref.pci.empty()) return c.drm_memory.count(ref.pci) > 0;
     return std::any_of(c.gpus.begin(), c.gpus.end(), [&](unsigned index) {
       if (ref.index) return *ref.index == index;
       const auto it = uuids.find(index);
@@ -56,7 +57,7 @@ bool condition_fits_kind(Condition condition, CandidateKind kind) {
   switch (condition) {
     case Condition::Orphan: return kind == CandidateKind::Orphan;
     case Condition::Zombie: return kind == CandidateKind::Zombie;
-    default: return kind == CandidateKind::GpuProcess;
+    default: return kind == CandidateKind::GpuProcess || kind == CandidateKind::RocmProcess;
   }
 }
 

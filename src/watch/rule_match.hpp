@@ -23,12 +23,14 @@ class GroupMemberships {
   std::map<uid_t, std::vector<gid_t>> groups_;
 };
 
-// idle, over-age and memory judge GPU processes; orphan, orphans; zombie, zombies.
+// idle, over-age and memory judge GPU and ROCm processes; orphan, orphans; zombie, zombies.
 bool condition_fits_kind(Condition condition, CandidateKind kind);
 
 bool excluded_by(const ProcessExclusion& exclusion, const Candidate& candidate, GroupMemberships& groups);
 
-// `gpu_uuids`: index -> lower-case UUID, for GPUs named by UUID.
+// `gpu_uuids`: index -> lower-case UUID, for GPUs named by UUID. A GPU named by index or UUID
+// is NVIDIA's: it matches no ROCm process; one named by PCI address matches a process holding
+// memory (a DRM client or a KFD context) on the AMD or Intel GPU at that address.
 bool rule_selects(const Rule& rule, const ProcessExclusion& global, const Candidate& candidate,
                   const std::map<unsigned, std::string>& gpu_uuids, GroupMemberships& groups);
 

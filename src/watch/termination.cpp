@@ -95,13 +95,23 @@ TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, co
   } else if (target != plan.targets.end() && target->permission_denied) {
     result.message = target->permission_text;
   }
-  result.verified = !report.gpus.empty() && std::all_of(report.gpus.begin(), report.gpus.end(),
-                                                         [](const GpuVerification& g) { return g.verified; });
+  // Verified when every GPU it held, NVIDIA's and AMD's or Intel's, showed the release.
+  const auto verified = [](const auto& g) { return g.verified; };
+  result.verified = (!report.gpus.empty() || !report.drm_gpus.empty()) &&
+                    std::all_of(report.gpus.begin(), report.gpus.end(), verified) &&
+                    std::all_of(report.drm_gpus.begin(), report.drm_gpus.end(), verified);
   std::string gpus;
   for (const auto& g : report.gpus) {
     if (g.verified) result.freed_bytes += g.freed_bytes.value_or(0);
     gpus += fmt::format("{}GPU {}: {}", gpus.empty() ? "" : "; ", g.index,
                         g.verified ? format_bytes(g.freed_bytes) + " freed" : g.message);
+  }
+  for (const auto& g : report.drm_gpus) {
+    // Without the driver's VRAM figure (i915, xe) the clients' memory is what came back.
+    const std::uint64_t freed = g.freed_bytes.value_or(g.expected_free_bytes);
+    if (g.verified) result.freed_bytes += freed;
+    gpus += fmt::format("{}{} GPU {}: {}", gpus.empty() ? "" : "; ", g.vendor, g.pci_address,
+                        g.verified ? format_bytes(freed) + " freed, release verified" : g.message);
   }
   if (result.message.empty()) result.message = gpus;
   else if (!gpus.empty()) result.message += "; " + gpus;

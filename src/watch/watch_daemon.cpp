@@ -37,9 +37,11 @@ double unix_now() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
-std::string gpu_list(const std::vector<unsigned>& gpus) {
+// NVIDIA's GPUs by index, then AMD's and Intel's by PCI address.
+std::string gpu_list(const Candidate& c) {
   std::string out;
-  for (unsigned g : gpus) out += fmt::format("{}{}", out.empty() ? "" : ",", g);
+  for (unsigned g : c.gpus) out += fmt::format("{}{}", out.empty() ? "" : ",", g);
+  for (const auto& [pci, bytes] : c.drm_memory) out += fmt::format("{}{}", out.empty() ? "" : ",", pci);
   return out;
 }
 
@@ -57,7 +59,7 @@ std::string condition_text(const Rule& rule, const Candidate& c) {
       return fmt::format("holds {} of GPU memory, more than {}", format_bytes(c.memory_bytes()),
                          format_bytes(rule.memory_above_bytes));
     case Condition::Orphan:
-      return fmt::format("holds GPU {} for a job that is over ({})", gpu_list(c.gpus), orphan_evidence_name(c.orphan_evidence));
+      return fmt::format("holds GPU {} for a job that is over ({})", gpu_list(c), orphan_evidence_name(c.orphan_evidence));
     case Condition::Zombie: return fmt::format("a zombie its parent {} has not reaped", c.parent);
   }
   return "";
@@ -116,6 +118,8 @@ class WatchDaemon {
     if (first.driver_readable) {
       if (std::string gpus = check_policy_gpus(*policy_, first.gpu_uuids); !gpus.empty()) return gpus;
     }
+    note_drm_gpus(first);
+    if (std::string gpus = check_policy_drm_gpus(*policy_, drm_gpus_); !gpus.empty()) return gpus;
     log_.write(LogPriority::Info, "start",
                {{"policy", policy_->source},
                 {"mode", std::string(watch_mode_name(policy_->mode))},
@@ -194,6 +198,7 @@ class WatchDaemon {
     std::optional<EffectivePolicy> effective;
     if (policy) effective = effective_policy(std::move(*policy), options_, error);
     if (effective && last_gpu_uuids_) error = check_policy_gpus(*effective->policy, *last_gpu_uuids_);
+    if (effective && error.empty()) error = check_policy_drm_gpus(*effective->policy, drm_gpus_);
     if (effective && error.empty()) open_audit(effective->audit_log, error);
     if (!effective || !error.empty()) {
       log_.write(LogPriority::Error, "reload-failed", {{"why", error}, {"kept", policy_->source}});
@@ -230,6 +235,14 @@ class WatchDaemon {
       unreadable_gpus_ = look.unreadable_gpus;
     }
     if (look.driver_readable) last_gpu_uuids_ = look.gpu_uuids;
+    note_drm_gpus(look);
+  }
+
+  // The AMD and Intel GPUs of the last full scan, by PCI address.
+  void note_drm_gpus(const Look& look) {
+    if (!look.snapshot) return;
+    drm_gpus_.clear();
+    for (const auto& device : look.snapshot->drm.devices) drm_gpus_.push_back(device.pci_address);
   }
 
   void evaluate(const Look& look) {
@@ -286,7 +299,7 @@ class WatchDaemon {
                 {"pid", std::to_string(c.pid)},
                 {"kind", std::string(candidate_kind_name(c.kind))},
                 {"user", c.user},
-                {"gpus", gpu_list(c.gpus)},
+                {"gpus", gpu_list(c)},
                 {"memory", format_bytes(c.memory_bytes())},
                 {"age", format_short_duration(c.age_seconds)},
                 {"due_in", rule.action == RuleAction::Terminate ? format_short_duration(d.grace_left_seconds) : ""},
@@ -387,6 +400,7 @@ class WatchDaemon {
   std::string driver_problem_;
   std::set<unsigned> unreadable_gpus_;
   std::optional<std::map<unsigned, std::string>> last_gpu_uuids_;
+  std::vector<std::string> drm_gpus_;
 };
 
 }  // namespace

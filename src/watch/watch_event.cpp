@@ -48,6 +48,9 @@ std::string watch_event_json(const WatchEvent& event) {
       {"gpus", p.gpus},
       {"gpu_memory_bytes", p.memory_bytes()},
   };
+  nlohmann::ordered_json drm_gpus = nlohmann::ordered_json::array();
+  for (const auto& [pci, bytes] : p.drm_memory) drm_gpus.push_back({{"pci_bus_id", pci}, {"memory_bytes", bytes}});
+  process["drm_gpus"] = std::move(drm_gpus);
   process["container"] = p.container ? nlohmann::ordered_json{{"runtime", p.container->runtime},
                                                                {"id", p.container->id},
                                                                {"pod_uid", p.container->pod_uid}}

@@ -170,5 +170,38 @@ TEST(DrmReading, RealHoldersOfRenderAndCardNodes) {
   fs::remove_all(sys, ignored);
 }
 
+// A process's device memory per GPU: each client it holds once (a forked worker sharing it
+// shows the same), KFD allocations only where it holds no client of that GPU (through the
+// client they are counted already), nothing on a GPU that is not the reading's (NVIDIA's), and
+// no KFD context at all where KFD's PIDs are not this namespace's.
+TEST(DrmReading, DeviceMemoryOfAProcessCountsEachClientOnceAndKfdOnlyOutsideClients) {
+  const std::string a = "0000:03:00.0";
+  const std::string b = "0000:04:00.0";
+  DrmReading reading;
+  for (const auto& pci : {a, b}) {
+    DrmDevice device;
+    device.pci_address = pci;
+    reading.devices.push_back(device);
+  }
+  reading.kfd_nodes = {{111, a}, {222, b}};
+  const auto client = [](const std::string& pdev, int id, int kib) {
+    return *parse_drm_fdinfo("drm-driver:\tamdgpu\ndrm-pdev:\t" + pdev + "\ndrm-client-id:\t" + std::to_string(id) +
+                             "\ndrm-memory-vram:\t" + std::to_string(kib) + " KiB\n");
+  };
+  reading.clients.add(100, 5, client(a, 217, 2 * 1024 * 1024));
+  reading.clients.add(100, 6, client(a, 217, 2 * 1024 * 1024));  // a dup of the same client
+  reading.clients.add(101, 5, client(a, 217, 2 * 1024 * 1024));  // its forked worker's
+  reading.clients.add(100, 7, client("0000:65:00.0", 9, 4 * 1024 * 1024));  // not this reading's GPU
+  reading.kfd_processes = {{100, 7, {{111, 2ull << 30}, {222, 1ull << 30}}}, {300, 8, {{111, 512ull << 20}}}};
+
+  using Memory = std::map<std::string, std::uint64_t>;
+  EXPECT_EQ(device_memory_of_process(reading, 100, true), (Memory{{a, 2ull << 30}, {b, 1ull << 30}}));
+  EXPECT_EQ(device_memory_of_process(reading, 101, true), (Memory{{a, 2ull << 30}}));
+  EXPECT_EQ(device_memory_of_process(reading, 300, true), (Memory{{a, 512ull << 20}}));
+  EXPECT_EQ(device_memory_of_process(reading, 100, false), (Memory{{a, 2ull << 30}}));
+  EXPECT_EQ(device_memory_of_process(reading, 300, false), Memory{});
+  EXPECT_EQ(device_memory_of_process(reading, 999, true), Memory{});
+}
+
 }  // namespace
 }  // namespace gpureap::drm

@@ -262,6 +262,25 @@ TEST(WatchPolicy, GpusNamedAreCheckedAgainstTheHost) {
             std::string::npos);
 }
 
+TEST(WatchPolicy, GpusByPciAddressNameAmdOrIntelGpusCheckedAgainstSysfs) {
+  std::string error;
+  const auto policy = parse("[[rule]]\nname = \"g\"\ncondition = \"memory\"\nmemory_above = \"1GiB\"\ngpus = [0, \"0000:0A:00.0\"]\n", error);
+  ASSERT_TRUE(policy) << error;
+  const auto& gpus = policy->rules.at(0).match.gpus;
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[1].pci, "0000:0a:00.0");
+  EXPECT_FALSE(gpus[1].index);
+  EXPECT_EQ(gpus[1].uuid, "");
+  EXPECT_EQ(check_policy_gpus(*policy, {{0, "gpu-aa01"}}), "") << "NVIDIA's check leaves PCI addresses to sysfs";
+  EXPECT_EQ(check_policy_drm_gpus(*policy, {"0000:03:00.0", "0000:0a:00.0"}), "");
+  const std::string missing = check_policy_drm_gpus(*policy, {});
+  EXPECT_EQ(missing.rfind("policy.toml:5:", 0), 0u) << missing;
+  EXPECT_NE(missing.find(": rule \"g\": gpus: no AMD or Intel GPU at 0000:0a:00.0 on this host (it has: none)"), std::string::npos)
+      << missing;
+  EXPECT_FALSE(parse("[[rule]]\nname = \"g\"\ncondition = \"orphan\"\ngpus = [\"0000:0a:00\"]\n", error));
+  EXPECT_NE(error.find("is not a GPU index, UUID (\"GPU-...\") or PCI address"), std::string::npos) << error;
+}
+
 TEST(ByteSize, SizesAsPeopleWriteThem) {
   EXPECT_EQ(parse_byte_size("4096", 1ull << 50), 4096u);
   EXPECT_EQ(parse_byte_size("512MiB", 1ull << 50), 512ull << 20);

@@ -85,8 +85,10 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
   watch->footer(
       "Every interval gpureap looks at the GPUs and their processes (the driver, and /proc for what can have\n"
       "changed; all of /proc again every full_scan_interval, and within a look or two of any end that can make\n"
-      "an orphan or a zombie) and applies the policy's rules. A rule matches on\n"
-      "user, group, command line (RE2), GPU, container or pod and GPU memory, has one condition (idle: the\n"
+      "an orphan or a zombie) and applies the policy's rules to the processes NVIDIA's driver lists and to\n"
+      "ROCm jobs on AMD GPUs (/dev/kfd or a KFD context; their memory read at full scans, their utilisation\n"
+      "unknown). A rule matches on user, group, command line (RE2), GPU (NVIDIA's index or UUID, an AMD or\n"
+      "Intel GPU's PCI address), container or pod and GPU memory, has one condition (idle: the\n"
       "driver's per-process SM utilisation and CPU time both low for a duration; over-age; memory; orphan: a\n"
       "holder whose job is provably over, never PPID 1; zombie) and one action: log, notify (a command run\n"
       "without a shell, the event as JSON on its stdin; a webhook), or terminate: the owner is notified, and\n"
@@ -139,8 +141,8 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
 }
 
 // Every check the daemon makes before its first look, without starting it: the file, the
-// audit log it would need, the HTTP module a webhook needs, and (with a driver) the GPUs the
-// rules name. Legal values that make a policy do nothing get a warning.
+// audit log it would need, the HTTP module a webhook needs, the AMD and Intel GPUs the rules
+// name by PCI address and (with a driver) NVIDIA's. Legal values that make a policy do nothing get a warning.
 static int check_config(const WatchOptions& options) {
   std::string error;
   auto policy = load_policy(options.check_config, error);

@@ -32,7 +32,10 @@ std::string listed(const std::vector<std::string>& parts) {
 
 std::string gpus(const std::vector<GpuRef>& refs) {
   std::string out;
-  for (const auto& r : refs) out += fmt::format("{}{}", out.empty() ? "" : ", ", r.index ? std::to_string(*r.index) : sanitize_for_terminal(r.uuid));
+  for (const auto& r : refs) {
+    const std::string name = r.index ? std::to_string(*r.index) : !r.pci.empty() ? r.pci : sanitize_for_terminal(r.uuid);
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+  }
   return out;
 }
 
