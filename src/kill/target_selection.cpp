@@ -138,8 +138,41 @@ class Selector {
         selected.reason = fmt::format("the driver lists it on {}{}", listed_text(pid), filter_words());
         add(std::move(selected));
       }
+      // AMD GPUs have no driver list: ROCm jobs, by their /dev/kfd, stand for listed processes.
+      // A --gpu filter names NVIDIA's GPUs: it selects none of them.
+      if (criteria_.gpus.empty()) select_rocm_jobs();
     }
     if (criteria_.holders) select_holders();
+  }
+
+  // Each ROCm job's root (a process holding /dev/kfd whose ancestors hold none): its forked
+  // workers join through the tree. A render or card node alone never selects a process.
+  void select_rocm_jobs() {
+    std::vector<pid_t> pids;
+    for (const auto& [pid, info] : snapshot_.table.processes()) {
+      if (info.state != 'Z' && !info.kernel_thread && snapshot_.rocm_compute(info)) pids.push_back(pid);
+    }
+    std::sort(pids.begin(), pids.end());
+    for (const pid_t pid : pids) {
+      const ProcessInfo& info = *snapshot_.table.find(pid);
+      bool worker = false;
+      for (pid_t up = info.ppid; up > 1 && !worker;) {
+        const ProcessInfo* parent = snapshot_.table.find(up);
+        if (parent == nullptr) break;
+        worker = snapshot_.rocm_compute(*parent);
+        up = parent->ppid;
+      }
+      if (worker || !linux_filters_match(&info)) continue;
+      std::string memory;
+      for (const auto& [pci, bytes] : snapshot_.drm_memory_of(pid)) {
+        memory += fmt::format("{}AMD GPU {} ({})", memory.empty() ? "" : ", ", pci, format_bytes(bytes));
+      }
+      SelectedProcess selected;
+      selected.pid = pid;
+      selected.reason = fmt::format("ROCm compute: holds /dev/kfd{}{}", memory.empty() ? "" : "; on " + memory,
+                                    filter_words());
+      add(std::move(selected));
+    }
   }
 
   // Unlisted holders whose job is provably over (an orphan with evidence, or the keeper of an

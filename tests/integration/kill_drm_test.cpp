@@ -149,5 +149,41 @@ TEST(KillDrm, AClientStillHeldByAProcessOutsideThePlanIsNotCalledFreed) {
       << gpu->dump(2);
 }
 
+// `kill --user` selects the user's ROCm jobs (by /dev/kfd: AMD GPUs have no driver list) with
+// their forked workers; the same user's graphics client on the same render node and root's ROCm
+// job are left running. A --gpu filter names NVIDIA's GPUs and selects none of them.
+TEST(KillDrm, KillUserTakesTheUsersRocmJobNotItsGraphicsClient) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root: another user's processes";
+  const passwd* pw = test_user();
+  ASSERT_NE(pw, nullptr);
+  TwoAmdGpus amd;
+  SimHost& host = amd.host;
+  auto job = host.start_drm_client({"--node", "renderD128", "--vram", "2GiB", "--kfd", "--workers", "1"}, pw->pw_uid);
+  auto graphics = host.start_drm_client({"--node", "renderD128", "--vram", "256MiB"}, pw->pw_uid);
+  auto roots_job = host.start_drm_client({"--node", "renderD128", "--vram", "1GiB", "--kfd"});
+  ASSERT_EQ(job.workers.size(), 1u);
+
+  int rc = -1;
+  const auto by_gpu = host.gpureap_json({"kill", "--user", kTestUserName, "--gpu", "0", "--dry-run", "--json"}, &rc);
+  EXPECT_EQ(kill_target(by_gpu, job.pid), nullptr) << by_gpu.dump(2);
+
+  const auto report = host.gpureap_json({"kill", "--user", kTestUserName, "--yes", "--timeout", "2", "--json"}, &rc);
+  EXPECT_EQ(rc, 0) << report.dump(2);
+  const auto* root = kill_target(report, job.pid);
+  ASSERT_NE(root, nullptr) << report.dump(2);
+  EXPECT_NE((*root)["reason"].get<std::string>().find("ROCm compute: holds /dev/kfd"), std::string::npos) << root->dump();
+  ASSERT_NE(kill_target(report, job.workers[0]), nullptr) << report.dump(2);
+  for (pid_t pid : {job.pid, job.workers[0]}) {
+    EXPECT_TRUE(eventually([&] { return !running(pid); })) << "PID " << pid << " survived";
+  }
+  for (pid_t pid : {graphics.pid, roots_job.pid}) {
+    EXPECT_TRUE(running(pid)) << "bystander " << pid << " was ended";
+    EXPECT_EQ(kill_target(report, pid), nullptr) << pid << report.dump(2);
+  }
+  const auto* gpu = drm_gpu(report, kFirst);
+  ASSERT_NE(gpu, nullptr) << report.dump(2);
+  EXPECT_TRUE((*gpu)["verified"].get<bool>()) << gpu->dump(2);
+}
+
 }  // namespace
 }  // namespace gpureap::test

@@ -86,8 +86,10 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   kill->footer(
       "Targets: the PIDs named, plus the GPU processes matching every filter given (--gpu, --user,\n"
       "--name, --container; --all for every GPU process; --holders adds holders of the GPUs' device\n"
-      "files whose job has provably ended, such as a killed job's workers; never a running job's). By default each target's descendants that\n"
-      "hold GPU device files or share its process group are included (--no-tree to turn off).\n"
+      "files whose job has provably ended, such as a killed job's workers; never a running job's). On AMD\n"
+      "GPUs, which have no driver list, the GPU processes are ROCm jobs, by their /dev/kfd (never a\n"
+      "render or card node alone); --gpu names NVIDIA's GPUs only. By default each target's descendants\n"
+      "that hold GPU device files or share its process group are included (--no-tree to turn off).\n"
       "Never signalled: PID <= 1, gpureap and its ancestors, kernel threads, driver PIDs whose\n"
       "identity is foreign or mismatch, and protected processes (display servers,\n"
       "nvidia-persistenced, nv-hostengine/DCGM, nvidia-smi: root-owned, by executable name; --protect\n"
@@ -183,7 +185,9 @@ int run_kill(KillOptions options) {
 
   SnapshotSource source(default_snapshot_options());
   auto snapshot = source.take();
-  const bool driver_needed = !options.criteria.gpus.empty() || options.criteria.all;
+  // --all on a host with AMD or Intel GPUs still has their ROCm jobs to select without NVML.
+  const bool driver_needed =
+      !options.criteria.gpus.empty() || (options.criteria.all && snapshot->drm.devices.empty());
   if (!snapshot->driver.loaded && driver_needed) {
     std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
     return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
