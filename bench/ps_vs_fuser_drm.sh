@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark: `gpureap ps --json` against `fuser -v` on the DRM device files of a host with AMD
 # GPUs and no NVIDIA driver, plus N extra sleeping processes, for several N in one run; the
-# sibling of ps_vs_fuser.sh (NVIDIA). The GPUs are a sysfs tree (GPUREAP_SYS_DIR: two amdgpu
-# GPUs, each with a card and a render node) and their nodes are plain files in the state dir
-# (GPUREAP_DEV_DIR) held by real processes: 8 jobs per GPU whose 2 forked workers inherit the
+# sibling of ps_vs_fuser.sh (NVIDIA). The GPUs are the simulator's amdgpu driver (sim/drm: two
+# GPUs, each with a card and a render node, sysfs under GPUREAP_SYS_DIR, nodes under
+# GPUREAP_DEV_DIR), held by real processes: 8 jobs per GPU whose 2 forked workers inherit the
 # render descriptor. Their fdinfo (GPUREAP_FDINFO_DIR) is in the drm-usage-stats format on the
 # first GPU and in amdgpu's format before Linux 5.19 on the second. What is simulated: sysfs and
 # the fdinfo text; the processes, their descriptors and the /proc walk are real.
@@ -16,7 +16,7 @@ runs=${2:-15}
 build=${GPUREAP_BUILD:-$root/build}
 [[ "$sizes" =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "bench: SIZES must be numbers separated by commas, e.g. 100,2000 (got '$sizes')" >&2; exit 2; }
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "bench: RUNS must be a positive number (got '$runs')" >&2; exit 2; }
-[ -x "$build/src/gpureap" ] && [ -x "$build/sim/gpusim" ] || "$root/scripts/build.sh" release >/dev/null
+[ -x "$build/src/gpureap" ] && [ -x "$build/sim/gpusim" ] && [ -x "$build/sim/gpusim-drm-client" ] || "$root/scripts/build.sh" release >/dev/null
 command -v hyperfine >/dev/null || { echo "bench: hyperfine not installed (scripts/setup-deps.sh installs it)" >&2; exit 2; }
 IFS=, read -r -a size_list <<<"$sizes"
 mapfile -t size_list < <(printf '%s\n' "${size_list[@]}" | sort -n -u)
@@ -27,52 +27,35 @@ sim_host_begin
 export GPUREAP_NVML_LIBRARY=/nonexistent GPUREAP_SYS_DIR="$state/sys" GPUREAP_FDINFO_DIR="$state/fdinfo"
 
 gpus=(0000:03:00.0 0000:43:00.0)
-for i in 0 1; do
-  pci=${gpus[$i]}
-  mkdir -p "$state/sys/devices/$pci" "$state/dev/dri"
-  printf 'DRIVER=amdgpu\nPCI_SLOT_NAME=%s\n' "$pci" >"$state/sys/devices/$pci/uevent"
-  echo 0x1002 >"$state/sys/devices/$pci/vendor"
-  echo 68702699520 >"$state/sys/devices/$pci/mem_info_vram_total"
-  echo 17716740096 >"$state/sys/devices/$pci/mem_info_vram_used"
-  for node in "card$i:$i" "renderD$((128 + i)):$((128 + i))"; do
-    name=${node%%:*}
-    mkdir -p "$state/sys/class/drm/$name"
-    echo "226:${node##*:}" >"$state/sys/class/drm/$name/dev"
-    ln -s "$state/sys/devices/$pci" "$state/sys/class/drm/$name/device"
-    : >"$state/dev/dri/$name"
-  done
-done
+"$build/sim/gpusim" --state "$state" drm-add --pci "${gpus[0]}" --vram 64GiB --card 0 --render 128 >/dev/null
+"$build/sim/gpusim" --state "$state" drm-add --pci "${gpus[1]}" --vram 64GiB --card 1 --render 129 --fdinfo legacy >/dev/null
 files=("$state"/dev/dri/card0 "$state"/dev/dri/card1 "$state"/dev/dri/renderD128 "$state"/dev/dri/renderD129)
 
-# 8 jobs per GPU, each a bash holding the render node as fd 3 and 2 sleeps that inherit it.
+# The simulated amdgpu driver writes the fdinfo and VRAM figures for the real processes; it is
+# stopped once they are written, so that its cycles take no CPU from the timing.
+setsid "$build/sim/gpusim" --state "$state" drm-driver </dev/null >/dev/null 2>&1 &
+driver=$!
+sim_host_pgids+=("$driver")
+# 8 jobs per GPU, each a client of its render node with 2 forked workers that inherit it.
 for i in 0 1; do
-  setsid bash -c 'for ((j = 0; j < 8; j++)); do (exec 3<"$1"; sleep 3600 & sleep 3600 & wait) & done; wait' \
-    sim-host "$state/dev/dri/renderD$((128 + i))" </dev/null >/dev/null 2>&1 &
-  sim_host_pgids+=($!)
-done
-for ((t = 0; t < 200; t++)); do
-  holders=$(for f in "$state"/dev/dri/renderD12[89]; do fuser "$f" 2>/dev/null; done | wc -w)
-  [ "$holders" -ge 48 ] && break
-  sleep 0.05
-done
-[ "$holders" -ge 48 ] || { echo "bench: the DRM holders did not start ($holders of 48)" >&2; exit 1; }
-# Their fdinfo as the kernel would print it: one client per job (its workers share it).
-for i in 0 1; do
-  pci=${gpus[$i]}
-  for pid in $(fuser "$state/dev/dri/renderD$((128 + i))" 2>/dev/null); do
-    job=$pid
-    parent=$(awk '{print $4}' "/proc/$pid/stat")
-    [ "$(readlink "/proc/$parent/fd/3" 2>/dev/null)" = "$state/dev/dri/renderD$((128 + i))" ] && job=$parent
-    mkdir -p "$state/fdinfo/$pid/fdinfo"
-    if [ "$i" = 0 ]; then
-      printf 'pos:\t0\nflags:\t02100002\npasid:\t%s\ndrm-driver:\tamdgpu\ndrm-pdev:\t%s\ndrm-client-id:\t%s\ndrm-memory-vram:\t2097152 KiB\ndrm-memory-gtt:\t8192 KiB\ndrm-memory-cpu:\t0 KiB\ndrm-engine-gfx:\t107322799 ns\n' \
-        "$((32768 + job % 1000))" "$pci" "$job" >"$state/fdinfo/$pid/fdinfo/3"
-    else
-      printf 'pos:\t0\nflags:\t02100002\npdev:\t%s\npasid:\t%s\nvram mem:\t2097152 kB\ngtt mem:\t8192 kB\ncpu mem:\t0 kB\ngfx0:\t3.7%%\n' \
-        "$pci" "$job" >"$state/fdinfo/$pid/fdinfo/3"
-    fi
+  for ((j = 0; j < 8; j++)); do
+    setsid "$build/sim/gpusim-drm-client" --state "$state" --node "renderD$((128 + i))" --vram 2GiB --workers 2 \
+      </dev/null >"$state/client.$i.$j" 2>&1 &
+    sim_host_pgids+=($!)
   done
 done
+for ((t = 0; t < 200; t++)); do
+  [ "$(cat "$state"/client.* 2>/dev/null | grep -c READY)" -ge 16 ] && break
+  sleep 0.05
+done
+[ "$(cat "$state"/client.* | grep -c READY)" -ge 16 ] || { echo "bench: the DRM clients did not start" >&2; exit 1; }
+for ((t = 0; t < 200; t++)); do
+  [ "$(find "$state/fdinfo" -type f | wc -l)" -ge 48 ] && break
+  sleep 0.05
+done
+[ "$(find "$state/fdinfo" -type f | wc -l)" -ge 48 ] || { echo "bench: the driver did not write their fdinfo" >&2; exit 1; }
+kill -TERM "$driver"
+wait "$driver" 2>/dev/null || true
 
 printf 'host: %s cores, load average %s; 2 AMD GPUs (sysfs and fdinfo simulated), 48 processes holding their render nodes; %s runs per command\n' \
   "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$runs"
