@@ -126,6 +126,17 @@ int gpureap::run_command_line(int argc, char** argv) {
     }
     return otherwise;
   };
+  // `--user=` with nothing after '=': CLI11 would take the next word as its value (`kill
+  // --user="$UNSET" 4242` would select uid 4242's processes). Refused, as `--user ""` is.
+  for (int i = 2; i < parsed_argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;
+    if (word.size() > 3 && word.substr(0, 2) == "--" && word.back() == '=' && word.find('=') == word.size() - 1) {
+      std::cerr << "gpureap " << first << ": " << gpureap::sanitize_for_terminal(word)
+                << " has an empty value (give one, or leave the option out)\n";
+      return named != nullptr && named->failure_status ? *named->failure_status : gpureap::exit_code::kUsage;
+    }
+  }
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -90,9 +90,16 @@ DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmRe
   const std::uint64_t used = *device->vram_used;
   const std::uint64_t explained = drm::explained_vram(now, planned.pci_address).total();
   const std::uint64_t unexplained = used > explained ? used - explained : 0;
+  // The ending clients' shared memory is allowed for only as far as clients still open show
+  // shared memory now: an importer that keeps it reports it as shared; a client of the targets
+  // kept open unseen (in flight in a socket) shows nothing, and is not excused by it.
+  std::uint64_t shared_open = 0;
+  for (const drm::DrmClient* client : now.clients.clients_of(planned.pci_address)) {
+    shared_open += drm::shared_device_bytes(client->stats).value_or(0);
+  }
   const bool unsettled_base = planned.unexplained_base > planned.driver_allowance;
-  const std::uint64_t limit =
-      (unsettled_base ? planned.driver_allowance : planned.unexplained_base) + planned.shared_ending;
+  const std::uint64_t limit = (unsettled_base ? planned.driver_allowance : planned.unexplained_base) +
+                              std::min(planned.shared_ending, shared_open);
   state.unexplained_now = unexplained;
   if (unexplained > limit) {
     state.unattributable = unsettled_base;

@@ -169,7 +169,7 @@ class Selector {
       }
       SelectedProcess selected;
       selected.pid = pid;
-      selected.reason = fmt::format("ROCm compute: holds /dev/kfd{}{}", memory.empty() ? "" : "; on " + memory,
+      selected.reason = fmt::format("ROCm compute: holds /dev/kfd and has its own KFD context{}{}", memory.empty() ? "" : "; on " + memory,
                                     filter_words());
       add(std::move(selected));
     }

@@ -41,18 +41,34 @@ std::string gpu_words(const std::set<unsigned>& gpus) {
   return out;
 }
 
+// The nearest ancestor of `p` that is a ROCm job's root (rocm_compute), when `p` holds /dev/kfd
+// itself (a forked worker inherits it, without a KFD context of its own); 0 otherwise.
+pid_t rocm_job_of(const Snapshot& snapshot, const ProcessInfo& p) {
+  if (!Snapshot::holds_kfd(p)) return 0;
+  for (pid_t up = p.ppid; up > 1;) {
+    const ProcessInfo* parent = snapshot.table.find(up);
+    if (parent == nullptr) return 0;
+    if (snapshot.rocm_compute(*parent)) return up;
+    up = parent->ppid;
+  }
+  return 0;
+}
+
 // Why a process of the user counts as a GPU user, or "" when it does not.
 std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, const std::set<unsigned>& used) {
   if (listed_by_driver(snapshot, p.pid)) return fmt::format("the driver lists it on GPU {}", gpu_words(used));
   if (!used.empty()) return fmt::format("holds the device file of GPU {}", gpu_words(used));
   if (p.holds_any_device_file()) return "holds an NVIDIA device file";
-  if (snapshot.rocm_compute(p)) return "ROCm compute: holds /dev/kfd";
+  if (snapshot.rocm_compute(p)) return "ROCm compute: holds /dev/kfd and has its own KFD context";
+  if (const pid_t job = rocm_job_of(snapshot, p); job != 0) {
+    return fmt::format("worker of ROCm job {}: holds the /dev/kfd it inherited", job);
+  }
   return {};
 }
 
 // A process of the user holding only AMD or Intel display and render nodes.
 bool drm_graphics_only(const Snapshot& snapshot, const ProcessInfo& p) {
-  return p.holds_any_drm_file() && !p.holds_any_device_file() && !snapshot.rocm_compute(p);
+  return p.holds_any_drm_file() && !p.holds_any_device_file() && !snapshot.rocm_compute(p) && rocm_job_of(snapshot, p) == 0;
 }
 
 }  // namespace

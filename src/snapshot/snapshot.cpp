@@ -235,13 +235,18 @@ const HolderView* Snapshot::holder(pid_t pid) const {
   return nullptr;
 }
 
-bool Snapshot::rocm_compute(const ProcessInfo& p) const {
+bool Snapshot::holds_kfd(const ProcessInfo& p) {
   return std::any_of(p.drm_files.begin(), p.drm_files.end(),
                      [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
 }
 
+bool Snapshot::rocm_compute(const ProcessInfo& p) const {
+  if (in_child_pid_namespace || !holds_kfd(p)) return false;
+  return std::any_of(drm.kfd_processes.begin(), drm.kfd_processes.end(),
+                     [&](const drm::KfdProcess& k) { return k.pid == p.pid; });
+}
+
 bool Snapshot::owns_kfd_context(pid_t pid) const {
-  if (in_child_pid_namespace) return false;
   const ProcessInfo* p = table.find(pid);
   return p != nullptr && rocm_compute(*p);
 }

@@ -150,14 +150,18 @@ struct Snapshot {
   bool lists(pid_t pid) const;
   // The holder view of `pid`, or null when it holds no GPU device file.
   const HolderView* holder(pid_t pid) const;
-  // ROCm compute on an AMD GPU: `p` holds /dev/kfd. A render or card node alone proves nothing:
-  // a desktop, a browser and a compositor hold those too. Nor does a KFD context listed under
-  // its PID: the kernel names the directory by the leader's PID in the initial PID namespace
-  // (kfd_process.c, "%d" of lead_thread->pid) and keeps it while any descriptor of its /dev/kfd
-  // file is left (a forked worker's), after the leader is gone and its PID free for reuse.
+  // Whether `p` holds a descriptor of /dev/kfd. Proves nothing alone: a descriptor can be
+  // inherited (a forked worker's) or passed over a socket to any process that accepts one.
+  static bool holds_kfd(const ProcessInfo& p);
+  // ROCm compute on an AMD GPU: `p` holds /dev/kfd and has a KFD context of its own. kfd_open
+  // creates the context for the opener (kfd_create_process(current)), and the kernel names its
+  // directory by the leader's PID in the initial PID namespace (kfd_process.c, "%d" of
+  // lead_thread->pid), keeping it while any descriptor of that /dev/kfd file is left. So a
+  // process handed a descriptor has none, a worker that inherited one has none (its job's root
+  // has), and in a child PID namespace nothing here can be matched: there this is never true.
+  // A render or card node proves nothing: a desktop, a browser and a compositor hold those.
   bool rocm_compute(const ProcessInfo& p) const;
-  // Whether the KFD context listed under `pid` is that process's: it holds /dev/kfd, and this
-  // is not a child PID namespace (where KFD's numbers name no process here).
+  // Whether the KFD context listed under `pid` is that process's: rocm_compute of it.
   bool owns_kfd_context(pid_t pid) const;
   // The device memory `pid` holds on each AMD or Intel GPU (drm::device_memory_of_process),
   // its KFD context read only when it owns it.

@@ -107,11 +107,12 @@ TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, co
                         g.verified ? format_bytes(g.freed_bytes) + " freed" : g.message);
   }
   for (const auto& g : report.drm_gpus) {
-    // Without the driver's VRAM figure (i915, xe) the clients' memory is what came back.
-    const std::uint64_t freed = g.freed_bytes.value_or(g.expected_free_bytes);
+    // Verified only where the driver reports a VRAM figure (amdgpu); the message names the GPU.
+    const std::uint64_t freed = g.freed_bytes.value_or(0);
     if (g.verified) result.freed_bytes += freed;
-    gpus += fmt::format("{}{} GPU {}: {}", gpus.empty() ? "" : "; ", g.vendor, g.pci_address,
-                        g.verified ? format_bytes(freed) + " freed, release verified" : g.message);
+    gpus += (gpus.empty() ? "" : "; ") +
+            (g.verified ? fmt::format("{} GPU {}: {} freed, release verified", g.vendor, g.pci_address, format_bytes(freed))
+                        : g.message);
   }
   if (result.message.empty()) result.message = gpus;
   else if (!gpus.empty()) result.message += "; " + gpus;

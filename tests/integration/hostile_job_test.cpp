@@ -119,10 +119,19 @@ TEST(HostileJob, AnEmptyValueIsAUsageErrorNotAWiderSelection) {
         std::vector<std::string>{"reap", "--uid", me, "--gpus", "0", "--baseline-mib", ""}}) {
     expect_one_line(host.gpureap(args), 2, "empty value");
   }
+  // `--user="$UNSET" PID`: the '=' form must not take the next word as the value.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"kill", "--user=", me, "--yes"},
+        std::vector<std::string>{"kill", "--name=", std::to_string(on0.pid), "--yes"},
+        std::vector<std::string>{"reap", "--user=", me}}) {
+    expect_one_line(host.gpureap(args), 2, "empty value");
+  }
   EXPECT_TRUE(running(on0.pid) && running(on1.pid)) << "an empty value signalled";
   const std::string marker = host.state_dir() + "/started";
   for (const char* option : {"--hang-timeout", "--report", "--evidence-dir"}) {
     expect_one_line(host.gpureap({"run", option, "", "--", "/usr/bin/touch", marker}), 125, "empty value");
+    expect_one_line(host.gpureap({"run", std::string(option) + "=", "--", "/usr/bin/touch", marker}), 125,
+                    "empty value");
   }
   EXPECT_FALSE(std::filesystem::exists(marker));
 }

@@ -185,5 +185,29 @@ TEST(KillDrm, KillUserTakesTheUsersRocmJobNotItsGraphicsClient) {
   EXPECT_TRUE((*gpu)["verified"].get<bool>()) << gpu->dump(2);
 }
 
+// A process that holds /dev/kfd without a KFD context of its own (one handed a descriptor over a
+// socket, as a service that keeps what it receives would hold it: kfd_open makes the context
+// for the opener) is no ROCm job: kill's and reap's user filters leave it alone.
+TEST(KillDrm, AProcessHandedADevKfdDescriptorIsNoRocmJob) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root: another user's processes";
+  const passwd* pw = test_user();
+  ASSERT_NE(pw, nullptr);
+  TwoAmdGpus amd;
+  SimHost& host = amd.host;
+  const std::string dev = std::filesystem::canonical(host.dev_dir()).string();
+  const NodeHolder victim(dev + "/kfd", /*with_worker=*/false, pw->pw_uid);
+  ASSERT_GT(victim.fd, 0);
+  host.drm_settle();
+  EXPECT_FALSE(std::filesystem::exists(host.state_dir() + "/sys/class/kfd/kfd/proc/" + std::to_string(victim.pid)));
+  int rc = -1;
+  const auto kill = host.gpureap_json({"kill", "--user", kTestUserName, "--dry-run", "--json"}, &rc);
+  EXPECT_EQ(kill_target(kill, victim.pid), nullptr) << kill.dump(2);
+  const auto all = host.gpureap_json({"kill", "--all", "--dry-run", "--json"}, &rc);
+  EXPECT_EQ(kill_target(all, victim.pid), nullptr) << all.dump(2);
+  const auto reap = host.gpureap_json({"reap", "--user", kTestUserName, "--dry-run", "--json"}, &rc);
+  EXPECT_EQ(kill_target(reap, victim.pid), nullptr) << reap.dump(2);
+  EXPECT_TRUE(running(victim.pid));
+}
+
 }  // namespace
 }  // namespace gpureap::test

@@ -51,13 +51,14 @@ PlannedTarget target(pid_t pid) {
 }
 
 // A trainer (100) and its forked worker (101) share client 7 (2 GiB, 256 MiB of it shared with
-// another process's client); a bystander (200) has client 9 (1 GiB).
+// the bystander); the bystander (200) has client 9: 1 GiB of its own and the 256 MiB it
+// imported, which drm-total counts in both clients and the device's figure once.
 Snapshot trainer_and_bystander(std::uint64_t used) {
   Snapshot snapshot;
   snapshot.drm = amd_reading(used);
   snapshot.drm.clients.add(100, 5, client_record(7, "2 GiB", "256 MiB"));
   snapshot.drm.clients.add(101, 5, client_record(7, "2 GiB", "256 MiB"));
-  snapshot.drm.clients.add(200, 4, client_record(9, "1 GiB"));
+  snapshot.drm.clients.add(200, 4, client_record(9, "1280 MiB", "256 MiB"));
   return snapshot;
 }
 
@@ -75,7 +76,7 @@ TEST(KillDrmPlan, ClientsHeldByTargetsAloneAreExpectedToGoWithTheirPrivateMemory
   EXPECT_EQ(gpu.ending[0].holders, (std::vector<pid_t>{100, 101}));
   EXPECT_TRUE(gpu.kept.empty());
   EXPECT_EQ(gpu.expected_free_bytes, 2 * kGiB - 256 * kMiB);
-  EXPECT_EQ(gpu.others_bytes, 1 * kGiB);
+  EXPECT_EQ(gpu.others_bytes, 1280 * kMiB);
   EXPECT_EQ(gpu.baseline_used, 3 * kGiB + 128 * kMiB);
   EXPECT_EQ(gpu.target_pids, (std::vector<pid_t>{100, 101}));
   EXPECT_EQ(plan.targets[0].drm_memory.at(kPci), 2 * kGiB);
@@ -119,7 +120,7 @@ TEST(KillDrmRelease, NotReleasedWhileAnyProcessStillHoldsTheClient) {
   const KillPlan plan = planned_trainer(trainer_and_bystander(3 * kGiB));
   drm::DrmReading now = amd_reading(1 * kGiB);  // the figure dropped already
   now.clients.add(101, 5, client_record(7, "2 GiB", "256 MiB"));  // the worker lives on
-  now.clients.add(200, 4, client_record(9, "1 GiB"));
+  now.clients.add(200, 4, client_record(9, "1280 MiB", "256 MiB"));
   const auto state = drm_release_state(plan.drm_gpus[0], now);
   EXPECT_FALSE(state.released);
   EXPECT_EQ(state.still_held_by, (std::vector<pid_t>{101}));
@@ -128,7 +129,7 @@ TEST(KillDrmRelease, NotReleasedWhileAnyProcessStillHoldsTheClient) {
 TEST(KillDrmRelease, NotReleasedUntilTheDriversFigureDropsByThePrivateMemory) {
   const KillPlan plan = planned_trainer(trainer_and_bystander(3 * kGiB + 128 * kMiB));
   drm::DrmReading now = amd_reading(3 * kGiB + 128 * kMiB);  // clients gone, buffers not yet freed
-  now.clients.add(200, 4, client_record(9, "1 GiB"));
+  now.clients.add(200, 4, client_record(9, "1280 MiB", "256 MiB"));
   EXPECT_FALSE(drm_release_state(plan.drm_gpus[0], now).released);
   now.devices[0].vram_used = 1 * kGiB + 128 * kMiB + 256 * kMiB;  // the shared part stays with its importer
   const auto state = drm_release_state(plan.drm_gpus[0], now);
@@ -139,7 +140,7 @@ TEST(KillDrmRelease, NotReleasedUntilTheDriversFigureDropsByThePrivateMemory) {
 TEST(KillDrmRelease, ABystanderGrowingMeanwhileIsAllowedFor) {
   const KillPlan plan = planned_trainer(trainer_and_bystander(3 * kGiB));
   drm::DrmReading now = amd_reading(3 * kGiB - 256 * kMiB);  // dropped by 1.75 GiB, the bystander grew by 1 GiB
-  now.clients.add(200, 4, client_record(9, "2 GiB"));
+  now.clients.add(200, 4, client_record(9, "2304 MiB", "256 MiB"));
   EXPECT_FALSE(drm_release_state(plan.drm_gpus[0], now).released);
   now.devices[0].vram_used = 2 * kGiB + 256 * kMiB;  // 1.75 GiB freed, 1 GiB grown
   const auto state = drm_release_state(plan.drm_gpus[0], now);
@@ -173,7 +174,7 @@ TEST(KillDrmRelease, AKfdContextStillListedHoldsTheRelease) {
   ASSERT_EQ(plan.drm_gpus[0].kfd_pids, (std::vector<pid_t>{100}));
   EXPECT_EQ(plan.drm_gpus[0].expected_free_bytes, 2 * kGiB - 256 * kMiB);  // counted through its client already
   drm::DrmReading now = amd_reading(1 * kGiB + 256 * kMiB);  // the bystander, and the shared part
-  now.clients.add(200, 4, client_record(9, "1 GiB"));
+  now.clients.add(200, 4, client_record(9, "1280 MiB", "256 MiB"));
   now.kfd_nodes = snapshot.drm.kfd_nodes;
   now.kfd_processes = snapshot.drm.kfd_processes;
   const auto state = drm_release_state(plan.drm_gpus[0], now);
@@ -189,6 +190,21 @@ TEST(KillDrmRelease, AKfdContextStillListedHoldsTheRelease) {
   std::filesystem::remove_all(root);
 }
 
+TEST(KillDrmRelease, SharedMemoryNoOpenClientShowsIsNotExcused) {
+  // A client whose 2 GiB are all marked shared, kept open unseen after the kill (in flight in a
+  // unix socket): its memory is all still in the figure, and no open client shows it as shared.
+  Snapshot snapshot;
+  snapshot.drm = amd_reading(2 * kGiB + 128 * kMiB);
+  snapshot.drm.clients.add(100, 5, client_record(7, "2 GiB", "2 GiB"));
+  const KillPlan plan = planned_trainer(snapshot);
+  EXPECT_EQ(plan.drm_gpus[0].expected_free_bytes, 0u);
+  drm::DrmReading now = amd_reading(2 * kGiB + 128 * kMiB);
+  EXPECT_FALSE(drm_release_state(plan.drm_gpus[0], now).released);
+  // An importer that keeps it shows it as shared: then the 2 GiB staying is what was expected.
+  now.clients.add(300, 4, client_record(11, "2 GiB", "2 GiB"));
+  EXPECT_TRUE(drm_release_state(plan.drm_gpus[0], now).released);
+}
+
 TEST(KillDrmRelease, AnotherClientEndingMeanwhileIsNotTakenForTheTargets) {
   const KillPlan plan = planned_trainer(trainer_and_bystander(3 * kGiB + 128 * kMiB));
   drm::DrmReading now = amd_reading(2 * kGiB + 128 * kMiB);  // dropped by 1 GiB: the bystander's
@@ -199,9 +215,9 @@ TEST(KillDrmRelease, AnotherClientEndingMeanwhileIsNotTakenForTheTargets) {
 TEST(KillDrmRelease, FreesInFlightBeforeTheKillAreNotTakenForTheTargets) {
   // 1 GiB of an earlier client was still being freed when the snapshot was taken.
   const KillPlan plan = planned_trainer(trainer_and_bystander(4 * kGiB + 128 * kMiB));
-  EXPECT_EQ(plan.drm_gpus[0].unexplained_base, 1 * kGiB + 128 * kMiB);
+  EXPECT_EQ(plan.drm_gpus[0].unexplained_base, 1 * kGiB + 128 * kMiB - 256 * kMiB);  // its shared part counted twice
   drm::DrmReading now = amd_reading(3 * kGiB + 128 * kMiB);  // that 1 GiB went; the trainer's not yet
-  now.clients.add(200, 4, client_record(9, "1 GiB"));
+  now.clients.add(200, 4, client_record(9, "1280 MiB", "256 MiB"));
   const auto state = drm_release_state(plan.drm_gpus[0], now);
   EXPECT_FALSE(state.released);
   EXPECT_TRUE(state.unattributable);
@@ -230,7 +246,7 @@ TEST(KillDrmRelease, WithoutADeviceFigureTheReleaseIsNeverCalledVerified) {
   const KillPlan plan = planned_trainer(snapshot);
   drm::DrmReading now = snapshot.drm;
   now.clients = drm::ClientLedger();
-  now.clients.add(200, 4, client_record(9, "1 GiB"));
+  now.clients.add(200, 4, client_record(9, "1280 MiB", "256 MiB"));
   const auto state = drm_release_state(plan.drm_gpus[0], now);
   EXPECT_FALSE(state.released);
   EXPECT_TRUE(state.no_figure);

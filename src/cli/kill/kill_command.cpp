@@ -87,7 +87,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
       "Targets: the PIDs named, plus the GPU processes matching every filter given (--gpu, --user,\n"
       "--name, --container; --all for every GPU process; --holders adds holders of the GPUs' device\n"
       "files whose job has provably ended, such as a killed job's workers; never a running job's). On AMD\n"
-      "GPUs, which have no driver list, the GPU processes are ROCm jobs, by their /dev/kfd (never a\n"
+      "GPUs, which have no driver list, the GPU processes are ROCm jobs, by their /dev/kfd and KFD context (never a\n"
       "render or card node alone); --gpu names NVIDIA's GPUs only. By default each target's descendants\n"
       "that hold GPU device files or share its process group are included (--no-tree to turn off).\n"
       "Never signalled: PID <= 1, gpureap and its ancestors, kernel threads, driver PIDs whose\n"
@@ -221,6 +221,10 @@ int run_kill(KillOptions options) {
   report.settings.timeout_s = options.timeout_s;
   report.settings.escalate = !options.no_escalate;
   report.settings.verify = !options.no_verify;
+  if (!snapshot->driver.loaded && options.criteria.all) {
+    // --all went on for the AMD and Intel GPUs; what NVML would have listed is not in the plan.
+    report.notes.push_back("NVIDIA GPUs not read, their processes not selected: " + snapshot->driver.message);
+  }
   report.settings.dry_run = options.dry_run;
   report.settings.group = options.criteria.group;
   report.settings.tree = options.criteria.tree;
@@ -233,6 +237,12 @@ int run_kill(KillOptions options) {
     for (pid_t pid : plan.missing) missing += (missing.empty() ? " (no such process: " : ", ") + std::to_string(pid);
     if (!missing.empty()) missing += ")";
     std::cerr << "gpureap kill: nothing matched the selection" << missing << "\n";
+    if (!snapshot->driver.loaded && options.criteria.all) {
+      // Nothing on the AMD and Intel GPUs, and NVIDIA's could not be read: not "nothing matched".
+      std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
+      return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
+                                                                      : exit_code::kDriverInitFailed;
+    }
     return exit_code::kNothingSelected;
   }
 
