@@ -32,7 +32,9 @@ FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid, std::vector<DeviceFileHandl
           }
           return false;
         }
-        if (auto handle = classify_fd_link(name, *target, dev_dir_)) {
+        auto handle = classify_fd_link(name, *target, dev_dir_);
+        if (handle && is_procfs_ && !nodes_.is_that_node(fd_dir.get(), name, handle->path)) handle.reset();
+        if (handle) {
           held.push_back(std::move(*handle));
           result = FdProbe::DeviceFile;
         } else if (result != FdProbe::DeviceFile) {

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include "proc/device_node_check.hpp"
 #include "proc/proc_io.hpp"
 
 namespace gpureap::procfs {
@@ -34,6 +35,7 @@ class DeviceFdProbe {
   bool is_procfs_;
   ReadBuffer buffer_;
   DirLister lister_;
+  DeviceNodeCheck nodes_;
 };
 
 }  // namespace gpureap::procfs

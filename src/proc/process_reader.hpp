@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "proc/device_node_check.hpp"
 #include "proc/fd_look_memory.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/process_info.hpp"
@@ -73,6 +74,7 @@ class ProcessReader {
   DirLister lister_;
   const FdLookMemory* memory_ = nullptr;
   std::vector<std::pair<pid_t, FdLookMemory::Details>>* kept_ = nullptr;
+  DeviceNodeCheck nodes_;
 };
 
 }  // namespace gpureap::procfs

@@ -1,0 +1,27 @@
+// Whether a descriptor's open file is the GPU device node its /proc link names. The link is a
+// path, and any user can put a file at that path in a mount namespace of its own (a tmpfs or a
+// bind mount in an unprivileged user namespace) and hand the descriptor to another process. So
+// the open file must be the node itself: for character devices the same device number (a
+// container's own /dev has its own nodes of the same devices), otherwise the same inode (the
+// simulator's nodes are regular files). A node that is gone here (unlinked while held) leaves a
+// character device as the only evidence.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace gpureap::procfs {
+
+class DeviceNodeCheck {
+ public:
+  // `name` is the descriptor's entry in the open fd/ directory `fd_dir`; `path` its link target.
+  bool is_that_node(int fd_dir, const char* name, const std::string& path);
+
+ private:
+  std::unordered_map<std::string, std::optional<struct stat>> node_stats_;  // by path, read once
+};
+
+}  // namespace gpureap::procfs
