@@ -50,9 +50,7 @@ std::optional<KfdLeftBehind> kfd_left_behind(const Snapshot& snapshot, const Pro
   // leader is gone and the PID free for reuse: a process at that PID holding no /dev/kfd is not
   // shown to be its owner (it may have closed it, or be a stranger with the number), and is
   // never offered to be ended.
-  const bool holds_kfd = std::any_of(process->drm_files.begin(), process->drm_files.end(),
-                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
-  if (!holds_kfd && process->state != 'Z') {
+  if (!Snapshot::holds_kfd(*process) && process->state != 'Z') {
     return KfdLeftBehind{"pid-holds-no-kfd",
                          "names a process that holds no /dev/kfd: the context is kept by another descriptor of its "
                          "/dev/kfd file (a worker it forked), or the PID now names another process",

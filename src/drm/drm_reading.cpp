@@ -17,6 +17,13 @@ const DrmDevice* DrmReading::device_with_minor(unsigned minor) const {
   return nullptr;
 }
 
+const DrmDevice* DrmReading::device_at(const std::string& pci_address) const {
+  for (const auto& device : devices) {
+    if (device.pci_address == pci_address) return &device;
+  }
+  return nullptr;
+}
+
 std::optional<std::uint64_t> kfd_vram_on(const DrmReading& reading, const KfdProcess& process,
                                          const std::string& pci_address) {
   std::optional<std::uint64_t> sum;
@@ -60,12 +67,8 @@ std::uint64_t driver_vram_allowance(std::optional<std::uint64_t> vram_total) {
 std::map<std::string, std::uint64_t> device_memory_of_process(const DrmReading& reading, pid_t pid,
                                                               bool owns_kfd_context) {
   std::map<std::string, std::uint64_t> out;
-  const auto known = [&](const std::string& pci) {
-    return std::any_of(reading.devices.begin(), reading.devices.end(),
-                       [&](const DrmDevice& d) { return d.pci_address == pci; });
-  };
   for (const DrmClient* client : reading.clients.clients_held_by(pid)) {
-    if (known(client->pdev)) out[client->pdev] += device_memory_bytes(client->stats).value_or(0);
+    if (reading.device_at(client->pdev) != nullptr) out[client->pdev] += device_memory_bytes(client->stats).value_or(0);
   }
   if (!owns_kfd_context) return out;
   const std::map<std::string, std::uint64_t> through_clients = out;
@@ -73,7 +76,7 @@ std::map<std::string, std::uint64_t> device_memory_of_process(const DrmReading& 
     if (process.pid != pid) continue;
     for (const auto& memory : process.vram) {
       for (const auto& node : reading.kfd_nodes) {
-        if (node.gpu_id != memory.gpu_id || !known(node.pci_address)) continue;
+        if (node.gpu_id != memory.gpu_id || reading.device_at(node.pci_address) == nullptr) continue;
         // On a GPU it holds a client of, they are counted through the client already.
         if (memory.vram_bytes > 0 && through_clients.count(node.pci_address) == 0) out[node.pci_address] += memory.vram_bytes;
       }

@@ -37,6 +37,7 @@ struct DrmReading {
   std::size_t fdinfo_unread = 0;
 
   const DrmDevice* device_with_minor(unsigned minor) const;
+  const DrmDevice* device_at(const std::string& pci_address) const;  // null when not among `devices`
 };
 
 // The VRAM a KFD process has allocated on the device at `pci_address` (its vram_<gpu_id> files

@@ -33,13 +33,6 @@ void add_target_pid(PlannedDrmGpu& gpu, pid_t pid) {
   if (!plan_has(gpu.target_pids, pid)) gpu.target_pids.push_back(pid);
 }
 
-const drm::DrmDevice* plan_device_at(const drm::DrmReading& reading, const std::string& pci) {
-  for (const auto& device : reading.devices) {
-    if (device.pci_address == pci) return &device;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
@@ -59,7 +52,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
 
   std::map<std::string, PlannedDrmGpu> gpus;
   for (const auto& client : reading.clients.clients()) {
-    const drm::DrmDevice* device = plan_device_at(reading, client.pdev);
+    const drm::DrmDevice* device = reading.device_at(client.pdev);
     if (device == nullptr) continue;
     const std::vector<pid_t> holders = client.pids();
     if (std::none_of(holders.begin(), holders.end(), [&](pid_t pid) { return plan_has(signalled, pid); })) continue;
@@ -109,7 +102,7 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       ending_ids.insert(c.identity);
       gpu.shared_ending += c.shared_bytes;
     }
-    const drm::DrmDevice* device = plan_device_at(reading, pci);
+    const drm::DrmDevice* device = reading.device_at(pci);
     gpu.driver_allowance = drm::driver_vram_allowance(device != nullptr ? device->vram_total : std::nullopt);
     if (gpu.baseline_used) {
       const std::uint64_t explained = drm::explained_vram(reading, pci).total();

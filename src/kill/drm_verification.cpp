@@ -17,13 +17,6 @@ using Clock = std::chrono::steady_clock;
 
 bool release_has(const std::vector<pid_t>& pids, pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); }
 
-const drm::DrmDevice* release_device_at(const drm::DrmReading& reading, const std::string& pci) {
-  for (const auto& device : reading.devices) {
-    if (device.pci_address == pci) return &device;
-  }
-  return nullptr;
-}
-
 // Is `planned` still held in `now`? A drm-client-id is never given to another client, so any
 // holder of it means it is still open. A pasid (amdgpu before 5.19) is freed with its client and
 // may be handed to a new one: there it counts only while one of the original holders shows it.
@@ -53,7 +46,7 @@ std::string pid_list(const std::vector<pid_t>& pids, const char* separator) {
 
 DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmReading& now) {
   DrmReleaseState state;
-  const drm::DrmDevice* device = release_device_at(now, planned.pci_address);
+  const drm::DrmDevice* device = now.device_at(planned.pci_address);
   if (device == nullptr) {
     state.device_missing = true;
     return state;
@@ -106,10 +99,7 @@ DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmRe
     return state;
   }
   state.released = true;
-  std::uint64_t others_now = 0;
-  for (const drm::DrmClient* client : now.clients.clients_of(planned.pci_address)) {
-    others_now += drm::device_memory_bytes(client->stats).value_or(0);
-  }
+  const std::uint64_t others_now = now.clients.device_memory_of(planned.pci_address).value_or(0);
   const std::uint64_t baseline = *planned.baseline_used;
   // The targets' share of the drop: the figure's fall corrected by others' change either way.
   const long double freed = static_cast<long double>(baseline) - static_cast<long double>(used) +
@@ -175,7 +165,7 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
     }
     v.still_held_by = state.still_held_by;
     v.kfd_left = state.kfd_left;
-    const drm::DrmDevice* device = release_device_at(*last, planned.pci_address);
+    const drm::DrmDevice* device = last->device_at(planned.pci_address);
     if (planned.baseline_used && device != nullptr && device->vram_used) {
       const auto baseline = *planned.baseline_used;
       const auto used = *device->vram_used;

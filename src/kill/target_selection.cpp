@@ -155,14 +155,8 @@ class Selector {
     std::sort(pids.begin(), pids.end());
     for (const pid_t pid : pids) {
       const ProcessInfo& info = *snapshot_.table.find(pid);
-      bool worker = false;
-      for (pid_t up = info.ppid; up > 1 && !worker;) {
-        const ProcessInfo* parent = snapshot_.table.find(up);
-        if (parent == nullptr) break;
-        worker = snapshot_.rocm_compute(*parent);
-        up = parent->ppid;
-      }
-      if (worker || !linux_filters_match(&info)) continue;
+      // A worker of another ROCm job's root joins with it, through the tree.
+      if (snapshot_.rocm_ancestor(info) != 0 || !linux_filters_match(&info)) continue;
       std::string memory;
       for (const auto& [pci, bytes] : snapshot_.drm_memory_of(pid)) {
         memory += fmt::format("{}AMD GPU {} ({})", memory.empty() ? "" : ", ", pci, format_bytes(bytes));

@@ -44,14 +44,7 @@ std::string gpu_words(const std::set<unsigned>& gpus) {
 // The nearest ancestor of `p` that is a ROCm job's root (rocm_compute), when `p` holds /dev/kfd
 // itself (a forked worker inherits it, without a KFD context of its own); 0 otherwise.
 pid_t rocm_job_of(const Snapshot& snapshot, const ProcessInfo& p) {
-  if (!Snapshot::holds_kfd(p)) return 0;
-  for (pid_t up = p.ppid; up > 1;) {
-    const ProcessInfo* parent = snapshot.table.find(up);
-    if (parent == nullptr) return 0;
-    if (snapshot.rocm_compute(*parent)) return up;
-    up = parent->ppid;
-  }
-  return 0;
+  return Snapshot::holds_kfd(p) ? snapshot.rocm_ancestor(p) : 0;
 }
 
 // Why a process of the user counts as a GPU user, or "" when it does not.

@@ -251,6 +251,16 @@ bool Snapshot::owns_kfd_context(pid_t pid) const {
   return p != nullptr && rocm_compute(*p);
 }
 
+pid_t Snapshot::rocm_ancestor(const ProcessInfo& p) const {
+  for (pid_t up = p.ppid; up > 1;) {
+    const ProcessInfo* parent = table.find(up);
+    if (parent == nullptr) return 0;
+    if (rocm_compute(*parent)) return up;
+    up = parent->ppid;
+  }
+  return 0;
+}
+
 std::map<std::string, std::uint64_t> Snapshot::drm_memory_of(pid_t pid) const {
   return drm::device_memory_of_process(drm, pid, owns_kfd_context(pid));
 }

@@ -163,6 +163,9 @@ struct Snapshot {
   bool rocm_compute(const ProcessInfo& p) const;
   // Whether the KFD context listed under `pid` is that process's: rocm_compute of it.
   bool owns_kfd_context(pid_t pid) const;
+  // The nearest ancestor of `p` that is rocm_compute (the root of the ROCm job `p` was forked
+  // in); 0 when none is.
+  pid_t rocm_ancestor(const ProcessInfo& p) const;
   // The device memory `pid` holds on each AMD or Intel GPU (drm::device_memory_of_process),
   // its KFD context read only when it owns it.
   std::map<std::string, std::uint64_t> drm_memory_of(pid_t pid) const;

@@ -58,12 +58,7 @@ std::string drm_holder_user(const Snapshot& snapshot, pid_t pid) {
 // PID free for reuse. The process at that PID is shown only when it holds /dev/kfd itself; in a
 // child PID namespace the number is not this namespace's.
 const ProcessInfo* kfd_owner(const Snapshot& snapshot, pid_t pid) {
-  if (snapshot.in_child_pid_namespace) return nullptr;
-  const ProcessInfo* p = snapshot.table.find(pid);
-  if (p == nullptr) return nullptr;
-  const bool holds_kfd = std::any_of(p->drm_files.begin(), p->drm_files.end(),
-                                     [](const DeviceFileHandle& f) { return f.kind == DeviceFileKind::Kfd; });
-  return holds_kfd ? p : nullptr;
+  return snapshot.owns_kfd_context(pid) ? snapshot.table.find(pid) : nullptr;
 }
 
 std::string kfd_user(const Snapshot& snapshot, pid_t pid) {
