@@ -90,8 +90,8 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
 void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 void check_run_supervisors(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
-// MPS: idle and faulted servers (asking their control daemon), and the pipe directory CUDA
-// programs here use ($CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps) left by a dead daemon.
+// MPS: idle servers, and the pipe directory CUDA programs here use ($CUDA_MPS_PIPE_DIRECTORY,
+// else /tmp/nvidia-mps) left by a dead daemon; from sockets and files, running no program.
 void check_mps(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis);
 // MPS clients of one user waiting for another user's server to lose its clients (read from
 // the kernel's socket table; only when a daemon holds a connection other than its server's).

@@ -11,7 +11,7 @@ constexpr FindingId kAllFindingIds[] = {
     FindingId::ReleaseInProgress, FindingId::MemoryLeak,          FindingId::MemoryUnexplained,
     FindingId::Zombie,          FindingId::DState,                FindingId::Xid,
     FindingId::LeftoverSysvShm, FindingId::LeftoverSysvSem,       FindingId::LeftoverPosixShm,
-    FindingId::RunSupervisorGone, FindingId::MpsServerIdle,         FindingId::MpsServerFault,
+    FindingId::RunSupervisorGone, FindingId::MpsServerIdle,
     FindingId::MpsStalePipeDirectory, FindingId::MpsClientWaiting,    FindingId::DrmMemoryUnexplained,
     FindingId::KfdProcessLeftBehind,
 };
@@ -43,7 +43,6 @@ std::string_view finding_id_name(FindingId id) {
     case FindingId::LeftoverPosixShm: return "leftover-posix-shm";
     case FindingId::RunSupervisorGone: return "run-supervisor-gone";
     case FindingId::MpsServerIdle: return "mps-server-idle";
-    case FindingId::MpsServerFault: return "mps-server-fault";
     case FindingId::MpsStalePipeDirectory: return "mps-stale-pipe-directory";
     case FindingId::MpsClientWaiting: return "mps-client-waiting";
     case FindingId::DrmMemoryUnexplained: return "drm-memory-unexplained";

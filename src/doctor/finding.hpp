@@ -52,7 +52,6 @@ enum class FindingId {
   LeftoverPosixShm,
   RunSupervisorGone,  // a `gpureap run` job's cgroup whose supervisor was killed
   MpsServerIdle,      // an MPS server holding memory with no client
-  MpsServerFault,     // an MPS server a client's death left faulted
   MpsStalePipeDirectory,  // an MPS pipe directory whose control daemon is gone
   MpsClientWaiting,   // MPS clients of one user queued behind another user's server
   DrmMemoryUnexplained,  // an AMD GPU's VRAM in use beyond what its DRM clients and KFD processes report

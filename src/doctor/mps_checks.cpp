@@ -1,86 +1,70 @@
-// NVIDIA MPS: a server that holds memory with no client, a server that a client's death left
-// faulted (its clients' work is lost and it takes no new client until they have all exited),
-// and a pipe directory that outlived its control daemon.
+// NVIDIA MPS: a server that holds memory with no client, and a pipe directory that outlived its
+// control daemon. Diagnosis runs no program: what it says comes from the snapshot's proven roles
+// (snapshot/mps_roles.hpp), the kernel's socket table and the pipe directory's files. A server
+// a client's death left faulted is known only to the control daemon (`get_server_status`,
+// which means running its front end): doctor does not report it.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "doctor/doctor.hpp"
-#include "kill/mps_terminate.hpp"
-#include "proc/pid_files.hpp"
+#include "proc/pinned_process.hpp"
 #include "proc/proc_io.hpp"
+#include "proc/unix_sockets.hpp"
 #include "text/human_format.hpp"
 #include "text/shell_quote.hpp"
 
 namespace gpureap {
 namespace {
 
-constexpr std::chrono::milliseconds kControlTimeout{3000};
+// The files NVIDIA's control daemons create in the pipe directory: R535 the first four, R550
+// also the pid file (docs/simulator.md, gpu-memory-facts.md §7).
+constexpr const char* kPipeFiles[] = {"control", "control_privileged", "control_lock", "log",
+                                      "nvidia-cuda-mps-control.pid"};
 
-std::string quit_command(const std::string& pipe_dir) {
-  return fmt::format("echo quit | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control", shell_quote(pipe_dir));
+// Connections of the server other than to its control daemon: clients, listed by the driver
+// or not yet. nullopt when the kernel's tables cannot tell.
+std::optional<std::size_t> server_connections(const Snapshot& snapshot, const GpuProcessView& server) {
+  const MpsControlDaemon* daemon = snapshot.mps_daemon(*server.mps_control_daemon);
+  if (daemon == nullptr || server.linux_process == nullptr) return std::nullopt;
+  const std::string& proc_root = snapshot.table.options().proc_root;
+  std::string why;
+  const auto pinned_server = procfs::PinnedProcess::pin(proc_root, static_cast<pid_t>(server.driver.pid),
+                                                       server.linux_process->start_time_ticks, why);
+  const auto pinned_daemon = procfs::PinnedProcess::pin(proc_root, daemon->pid, daemon->start_time_ticks, why);
+  const auto table = procfs::read_unix_sockets();
+  if (!pinned_server || !pinned_daemon || !table) return std::nullopt;
+  const auto daemon_sockets = pinned_daemon->socket_inodes();
+  std::size_t connections = 0;
+  for (const std::uint64_t ino : pinned_server->socket_inodes()) {
+    const auto it = table->find(ino);
+    if (it != table->end() && it->second.peer != 0 && daemon_sockets.count(it->second.peer) == 0) ++connections;
+  }
+  return connections;
 }
 
-void check_server(const Snapshot& snapshot, const GpuProcessView& server, Diagnosis& diagnosis) {
+void check_idle_server(const Snapshot& snapshot, const GpuProcessView& server, Diagnosis& diagnosis) {
   const pid_t pid = static_cast<pid_t>(server.driver.pid);
-  std::optional<MpsControl> control;
-  std::string why;
-  if (server.mps_control_daemon) control = find_mps_control(*server.mps_control_daemon, snapshot.table.options().proc_root, why);
-  std::vector<pid_t> clients;
   for (const auto& v : snapshot.processes) {
-    if (v.mps_server == pid && v.gpu_index == server.gpu_index) clients.push_back(static_cast<pid_t>(v.driver.pid));
+    if (v.mps_server == pid) return;  // a client the driver lists
   }
-  std::string status;
-  if (control) status = mps_command(*control, fmt::format("get_server_status {}", pid), kControlTimeout, why).value_or("");
-  while (!status.empty() && (status.back() == '\n' || status.back() == ' ')) status.pop_back();
-  const std::string pipe = control ? control->pipe_dir : std::string("<its pipe directory>");
-
-  if (status == "FAULT") {
-    Finding f;
-    f.id = FindingId::MpsServerFault;
-    f.severity = Severity::Critical;
-    f.gpu = server.gpu_index;
-    std::string list;
-    for (pid_t c : clients) list += (list.empty() ? "" : " ") + std::to_string(c);
-    f.summary = fmt::format("MPS server {} is faulted: a client ended with work outstanding; {} client{} left", pid,
-                            clients.size(), clients.size() == 1 ? "" : "s");
-    f.details.push_back(
-        "A fatal error in one client reaches every client of the server: their GPU work is lost, and the server "
-        "takes no new client (cudaErrorMpsServerNotReady) until all of them have exited; then it recovers.");
-    if (!list.empty()) f.details.push_back("Clients still attached: " + list);
-    f.evidence["server_pid"] = pid;
-    f.evidence["control_daemon_pid"] = *server.mps_control_daemon;
-    f.evidence["pipe_directory"] = pipe;
-    f.evidence["clients"] = clients;
-    f.remedies.push_back({"", Risk::None, "wait for the affected clients to exit by themselves: the server then recovers", false});
-    if (!list.empty()) {
-      f.remedies.push_back({"gpureap kill " + list, Risk::Medium,
-                            "end the affected clients (their GPU work is already lost); the server recovers once they "
-                            "are gone",
-                            false});
-    }
-    f.remedies.push_back({quit_command(pipe), Risk::High,
-                          "stop the control daemon and its servers: every MPS client on it loses its GPU work", false});
-    diagnosis.findings.push_back(std::move(f));
-    return;
-  }
-  // Idle: listed with memory, no client listed against it, on a driver that lists clients.
-  if (!clients.empty() || !server.driver.used_memory || *server.driver.used_memory == 0) return;
-  if (status.empty() && server.mps_clients == 0 && !server.mps_control_daemon) return;  // nothing more is known
-  if (control) {
-    const std::string listed = mps_command(*control, fmt::format("get_client_list {}", pid), kControlTimeout, why).value_or("x");
-    if (listed.find_first_not_of(" \n") != std::string::npos) return;  // clients the driver does not list
-  }
+  if (!server.driver.used_memory || *server.driver.used_memory == 0 || !server.mps_control_daemon) return;
+  const auto connections = server_connections(snapshot, server);
+  if (!connections || *connections > 0) return;  // a client the driver does not list yet, or unknown
   Finding f;
   f.id = FindingId::MpsServerIdle;
   f.severity = Severity::Info;
   f.gpu = server.gpu_index;
   f.summary = fmt::format("MPS server {} holds {} with no client", pid, format_bytes(server.driver.used_memory));
   f.details.push_back("The control daemon keeps a server until the daemon quits, or until a client of another user "
-                      "needs the GPU; its memory stays in use meanwhile.");
+                      "needs the GPU; its memory stays in use meanwhile. No process is connected to it (the "
+                      "kernel's socket table).");
   f.evidence["server_pid"] = pid;
-  f.evidence["control_daemon_pid"] = server.mps_control_daemon ? nlohmann::json(*server.mps_control_daemon) : nlohmann::json(nullptr);
+  f.evidence["control_daemon_pid"] = *server.mps_control_daemon;
   f.evidence["bytes"] = *server.driver.used_memory;
   f.remedies.push_back({"", Risk::None, "leave it: the next client of the same user starts faster", false});
   f.remedies.push_back({fmt::format("gpureap kill {}", pid), Risk::Low,
@@ -88,30 +72,43 @@ void check_server(const Snapshot& snapshot, const GpuProcessView& server, Diagno
   diagnosis.findings.push_back(std::move(f));
 }
 
+// The pipe directory in $CUDA_MPS_PIPE_DIRECTORY (else /tmp/nvidia-mps), only when root owns it
+// and nobody else can write it: anything in a directory a user can write is that user's to say,
+// and root is never pointed at it. Stale: its `control` socket file is there and no socket of
+// this network namespace listens on it (sock_diag: bound to that very file).
 void check_pipe_directory(Diagnosis& diagnosis) {
   const char* env = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  const std::string dir = env != nullptr && *env != '\0' ? env : "/tmp/nvidia-mps";
-  std::string why;
-  const auto text = procfs::read_bounded_file(dir + "/nvidia-cuda-mps-control.pid", 64, "MPS pid file", why);
-  if (!text) return;  // no daemon was ever started there (or it quit cleanly)
-  const pid_t pid = std::atoi(text->c_str());
-  if (pid > 1) {
-    const auto stat = procfs::read_stat("/proc", pid);
-    if (stat && stat->state != 'Z' && stat->comm == "nvidia-cuda-mps") return;  // its daemon runs
+  const std::string dir = env != nullptr && *env == '/' ? env : "/tmp/nvidia-mps";
+  const procfs::unique_fd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat dir_info {};
+  if (!dir_fd || ::fstat(dir_fd.get(), &dir_info) != 0) return;
+  if (dir_info.st_uid != 0 || (dir_info.st_mode & (S_IWGRP | S_IWOTH)) != 0) return;
+  struct stat control {};
+  if (::fstatat(dir_fd.get(), "control", &control, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(control.st_mode)) return;
+  const auto table = procfs::read_unix_sockets();
+  if (!table) return;  // unknown: nothing said
+  for (const auto& [ino, socket] : *table) {
+    if (socket.listening && socket.file_dev == control.st_dev && socket.file_ino == control.st_ino) return;
+  }
+  std::string left;
+  for (const char* name : kPipeFiles) {
+    struct stat file {};
+    if (::fstatat(dir_fd.get(), name, &file, AT_SYMLINK_NOFOLLOW) == 0) left += " " + shell_quote(dir + "/" + name);
   }
   Finding f;
   f.id = FindingId::MpsStalePipeDirectory;
   f.severity = Severity::Warning;
-  f.summary = fmt::format("MPS pipe directory {} outlived its control daemon (PID {} is gone)", dir, pid);
-  f.details.push_back("The daemon did not quit cleanly (killed, or its host container stopped): its pid file and socket "
+  f.summary = fmt::format("MPS pipe directory {} outlived its control daemon (nothing listens on its control socket)",
+                          dir);
+  f.details.push_back("The daemon did not quit cleanly (killed, or its host container stopped): its socket files "
                       "remain. CUDA programs then run without MPS, and a daemon started again with the same "
                       "directory replaces them.");
+  f.details.push_back("Seen from this network namespace: a daemon in another one (a container's) is not seen.");
   f.evidence["pipe_directory"] = dir;
-  f.evidence["daemon_pid"] = pid;
   f.remedies.push_back({fmt::format("CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control -d", shell_quote(dir)), Risk::Low,
                         "start the control daemon again where the clients look for it", false});
-  f.remedies.push_back({fmt::format("rm {} {}", shell_quote(dir + "/nvidia-cuda-mps-control.pid"), shell_quote(dir + "/control")), Risk::Low,
-                        "remove what the dead daemon left, when MPS is no longer wanted here", false});
+  f.remedies.push_back({"rm" + left, Risk::Low, "remove what the dead daemon left, when MPS is no longer wanted here",
+                        false});
   diagnosis.findings.push_back(std::move(f));
 }
 
@@ -119,7 +116,7 @@ void check_pipe_directory(Diagnosis& diagnosis) {
 
 void check_mps(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis& diagnosis) {
   for (const auto& v : snapshot.processes) {
-    if (v.mps_role == MpsRole::Server) check_server(snapshot, v, diagnosis);
+    if (v.mps_role == MpsRole::Server) check_idle_server(snapshot, v, diagnosis);
   }
   if (options.check_mps_waiting) check_mps_waiting_clients(snapshot, diagnosis);
   check_pipe_directory(diagnosis);

@@ -3,8 +3,8 @@
 // every client of the current server has exited (NVIDIA's MPS documentation). The tie is the
 // kernel's socket table: a process whose socket's connected peer the daemon holds, still there
 // a moment later (a front-end command's connection lasts milliseconds), of a UID other than
-// the server's. Nothing here signals anything.
-#include <dirent.h>
+// the server's. Nothing here signals anything or runs any program.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,7 +19,7 @@
 
 #include "accounts/user_names.hpp"
 #include "doctor/doctor.hpp"
-#include "proc/pid_files.hpp"
+#include "proc/pinned_process.hpp"
 #include "proc/unix_sockets.hpp"
 
 namespace gpureap {
@@ -36,65 +36,62 @@ struct Waiter {
   std::uint64_t socket = 0;
 };
 
-std::string exe_of(const std::string& proc_root, pid_t pid) {
-  char buf[4096];
-  const ssize_t n = ::readlink(fmt::format("{}/{}/exe", proc_root, pid).c_str(), buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
-std::vector<pid_t> all_pids(const std::string& proc_root) {
-  std::vector<pid_t> pids;
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (dir == nullptr) return pids;
-  while (const dirent* entry = ::readdir(dir)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (end != entry->d_name && *end == '\0' && pid > 0) pids.push_back(static_cast<pid_t>(pid));
-  }
-  ::closedir(dir);
-  return pids;
-}
-
 // The peers of the daemon's sockets other than its server's end: who is connected to it now.
-std::set<std::uint64_t> connected_to_daemon(const std::map<std::uint64_t, std::uint64_t>& peer_of,
+std::set<std::uint64_t> connected_to_daemon(const procfs::UnixSocketTable& table,
                                             const std::set<std::uint64_t>& daemon_sockets,
                                             const std::set<std::uint64_t>& server_sockets) {
   std::set<std::uint64_t> out;
   for (const std::uint64_t ino : daemon_sockets) {
-    const auto peer = peer_of.find(ino);
-    if (peer != peer_of.end() && !server_sockets.count(peer->second)) out.insert(peer->second);
+    const auto it = table.find(ino);
+    if (it != table.end() && it->second.peer != 0 && !server_sockets.count(it->second.peer)) out.insert(it->second.peer);
   }
   return out;
 }
 
+// The identity of the file a pinned process runs, or nullopt.
+std::optional<std::pair<dev_t, ino_t>> executable_of(const procfs::PinnedProcess& process) {
+  const procfs::unique_fd exe = process.open_executable();
+  struct stat file {};
+  if (!exe || ::fstat(exe.get(), &file) != 0) return std::nullopt;
+  return std::make_pair(file.st_dev, file.st_ino);
+}
+
 // Processes of another UID than the server's that hold a connection to the daemon for longer
-// than a command takes. The daemon's own program (its front-end) is left out.
-std::vector<Waiter> waiting_clients(const std::string& proc_root, pid_t daemon, pid_t server, uid_t server_uid,
-                                    UserNames& users) {
-  auto peers = procfs::unix_socket_peers();
-  if (!peers) return {};
-  const auto daemon_sockets = procfs::socket_inodes(proc_root, daemon);
-  const auto server_sockets = procfs::socket_inodes(proc_root, server);
-  const auto wanted = connected_to_daemon(*peers, daemon_sockets, server_sockets);
+// than a command takes. The daemon's own program (its front end) is left out. Every process is
+// read through its pinned /proc directory, the start time the snapshot saw checked.
+std::vector<Waiter> waiting_clients(const Snapshot& snapshot, const MpsControlDaemon& daemon,
+                                    const GpuProcessView& server, UserNames& users) {
+  const std::string& proc_root = snapshot.table.options().proc_root;
+  std::string why;
+  const auto pinned_daemon = procfs::PinnedProcess::pin(proc_root, daemon.pid, daemon.start_time_ticks, why);
+  const auto pinned_server = procfs::PinnedProcess::pin(proc_root, static_cast<pid_t>(server.driver.pid),
+                                                       server.linux_process->start_time_ticks, why);
+  auto table = procfs::read_unix_sockets();
+  if (!pinned_daemon || !pinned_server || !table) return {};
+  const auto server_sockets = pinned_server->socket_inodes();
+  const auto wanted = connected_to_daemon(*table, pinned_daemon->socket_inodes(), server_sockets);
   if (wanted.empty()) return {};
-  const std::string front_end = exe_of(proc_root, daemon);
+  const auto front_end = executable_of(*pinned_daemon);
+  const uid_t server_uid = server.linux_process->uid;
   std::vector<Waiter> found;
-  for (const pid_t pid : all_pids(proc_root)) {
-    if (pid == daemon || pid == server) continue;
-    for (const std::uint64_t ino : procfs::socket_inodes(proc_root, pid)) {
+  for (const auto& [pid, info] : snapshot.table.processes()) {
+    if (pid == daemon.pid || pid == static_cast<pid_t>(server.driver.pid)) continue;
+    const auto process = procfs::PinnedProcess::pin(proc_root, pid, info.start_time_ticks, why);
+    if (!process) continue;
+    for (const std::uint64_t ino : process->socket_inodes()) {
       if (!wanted.count(ino)) continue;
-      const auto status = procfs::read_status(proc_root, pid);
+      const auto status = process->status();
       if (!status || status->effective_uid == server_uid) break;
-      if (!front_end.empty() && exe_of(proc_root, pid) == front_end) break;
+      if (front_end && executable_of(*process) == front_end) break;
       found.push_back(Waiter{pid, status->effective_uid, users.name(status->effective_uid), status->name, ino});
       break;
     }
   }
   if (found.empty()) return found;
   std::this_thread::sleep_for(kSettle);
-  peers = procfs::unix_socket_peers();
-  if (!peers) return {};
-  const auto still = connected_to_daemon(*peers, procfs::socket_inodes(proc_root, daemon), server_sockets);
+  table = procfs::read_unix_sockets();
+  if (!table || !pinned_daemon->still_there()) return {};
+  const auto still = connected_to_daemon(*table, pinned_daemon->socket_inodes(), server_sockets);
   std::erase_if(found, [&](const Waiter& w) { return !still.count(w.socket); });
   return found;
 }
@@ -163,10 +160,10 @@ void check_mps_waiting_clients(const Snapshot& snapshot, Diagnosis& diagnosis) {
   std::set<pid_t> seen;
   for (const auto& v : snapshot.processes) {
     if (v.mps_role != MpsRole::Server || !v.mps_control_daemon || v.linux_process == nullptr) continue;
+    const MpsControlDaemon* daemon = snapshot.mps_daemon(*v.mps_control_daemon);
     const pid_t server = static_cast<pid_t>(v.driver.pid);
-    if (!seen.insert(server).second) continue;  // listed once per GPU: reported once
-    const auto waiting = waiting_clients(snapshot.table.options().proc_root, *v.mps_control_daemon, server,
-                                         v.linux_process->uid, users);
+    if (daemon == nullptr || !seen.insert(server).second) continue;  // listed once per GPU: reported once
+    const auto waiting = waiting_clients(snapshot, *daemon, v, users);
     if (waiting.empty()) continue;
     std::vector<pid_t> clients;
     for (const auto& c : snapshot.processes) {

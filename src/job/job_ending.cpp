@@ -111,8 +111,8 @@ bool out_of_descriptors(const PinResult& pin) {
 // the ladder descriptors of its own: pinned all at once, they would leave it none, and every
 // member would read as "already gone" while it runs on. A member that cannot be pinned even alone
 // goes into `ended` as a survivor: it was not signalled, and must not vanish from the report.
-// Both MPS programs' names cut to these 15 bytes. The name alone is enough to spare a process
-// (sparing is the safe direction, as kill does), never to end one.
+// Both MPS programs' names cut to these 15 bytes. The name only says that a full snapshot is
+// worth taking: a role comes from the snapshot's proof alone (snapshot/mps_roles.hpp).
 bool named_mps(const JobMember& member) { return member.stat.comm == "nvidia-cuda-mps"; }
 
 // A control daemon or server the job started ends with the job only when every client it serves
@@ -125,7 +125,7 @@ void spare_shared_mps_daemons(const Snapshot& snapshot, const Members& left, std
     const bool server = std::any_of(snapshot.processes.begin(), snapshot.processes.end(), [&](const auto& v) {
       return v.mps_role == MpsRole::Server && static_cast<pid_t>(v.driver.pid) == pid;
     });
-    if (!server && !named_mps(member)) continue;
+    if (!server && snapshot.mps_daemon(pid) == nullptr) continue;
     const ProcessInfo* process = snapshot.table.find(pid);
     if (process == nullptr || process->start_time_ticks != member.stat.start_time_ticks) continue;
     std::vector<pid_t> outside = mps_clients_served_by(snapshot, pid, true);
@@ -176,7 +176,7 @@ std::set<pid_t> end_mps_clients(const EndingSettings& settings, const Members& l
     spared.insert(pid);
     report.ended.push_back(TargetOutcome{
         .pid = pid,
-        .outcome = KillOutcome::Survived,
+        .outcome = KillOutcome::Refused,
         .detail = fmt::format("{}, or signal it anyway with `gpureap kill {} --force`", ending.refusal, pid)});
   }
   return spared;

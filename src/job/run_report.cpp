@@ -15,7 +15,7 @@ const char* job_end_name(JobEnd end) {
 bool RunReport::left_behind() const {
   for (const auto& t : ended) {
     if (t.outcome == KillOutcome::Survived || t.outcome == KillOutcome::StuckInD ||
-        t.outcome == KillOutcome::PermissionDenied) {
+        t.outcome == KillOutcome::PermissionDenied || t.outcome == KillOutcome::Refused) {
       return true;
     }
   }

@@ -17,23 +17,26 @@
 namespace gpureap {
 namespace {
 
+// A target that will be signalled: actionable (or a zombie, which a signal cannot harm) and not
+// an MPS client held back because its terminate_client failed.
+bool will_signal(const PlannedTarget& t, const std::set<pid_t>& held_back) {
+  return (t.actionable() || t.zombie()) && held_back.count(t.pid) == 0;
+}
+
 // Group mode: the engine signals a whole group only when everything we saw in it may be
 // signalled; otherwise members are signalled one by one and the rest are reported.
-std::set<pid_t> whole_groups(const KillPlan& plan, const Snapshot& snapshot) {
+std::set<pid_t> whole_groups(const KillPlan& plan, const Snapshot& snapshot, const std::set<pid_t>& held_back) {
   std::set<pid_t> groups;
   std::set<pid_t> blocked;
   const pid_t own_group = getpgrp();
   for (const auto& t : plan.targets) {
-    if (t.pgid <= 1) continue;
-    if (t.actionable() || t.zombie()) {
-      groups.insert(t.pgid);
-    }
+    if (t.pgid > 1 && will_signal(t, held_back)) groups.insert(t.pgid);
   }
   for (const auto& [member_pid, info] : snapshot.table.processes()) {
     const pid_t pid = member_pid;  // a structured binding cannot be captured before C++20 in clang 14
     if (!groups.count(info.pgid)) continue;
     const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
-    if (it == plan.targets.end() || !(it->actionable() || it->zombie())) blocked.insert(info.pgid);
+    if (it == plan.targets.end() || !will_signal(*it, held_back)) blocked.insert(info.pgid);
   }
   groups.erase(own_group);
   for (pid_t g : blocked) groups.erase(g);
@@ -43,7 +46,8 @@ std::set<pid_t> whole_groups(const KillPlan& plan, const Snapshot& snapshot) {
 // The engine's sweep signals every descendant of a swept target, including ones the plan left
 // out. Sweep only where no descendant (and no member of its process group) is refused,
 // forbidden or protected.
-bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, const PlanPolicy& policy) {
+bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, const PlanPolicy& policy,
+                   const std::set<pid_t>& held_back) {
   // The sweep freezes with SIGSTOP. If the group leader dies while a member is stopped, the
   // kernel sends the now orphaned process group SIGHUP and SIGCONT: every member, spared ones
   // included. So no freeze where the target's group holds a process that must be spared.
@@ -53,7 +57,7 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
       const pid_t pid = member_pid;  // captured below: clang 14 cannot capture a structured binding
       if (info.pgid != root_process->pgid || pid == root) continue;
       const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
-      if (it != plan.targets.end() ? (!it->actionable() && !it->zombie()) : (!policy.force && policy.protect.match(info))) {
+      if (it != plan.targets.end() ? !will_signal(*it, held_back) : (!policy.force && policy.protect.match(info))) {
         return false;
       }
     }
@@ -61,7 +65,7 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
   for (const pid_t pid : snapshot.table.descendants_of(root)) {
     const auto it = std::find_if(plan.targets.begin(), plan.targets.end(), [&](const PlannedTarget& t) { return t.pid == pid; });
     if (it != plan.targets.end()) {
-      if (!it->actionable() && !it->zombie()) return false;
+      if (!will_signal(*it, held_back)) return false;
       continue;
     }
     const ProcessInfo* process = snapshot.table.find(pid);
@@ -77,16 +81,15 @@ bool sweep_is_safe(pid_t root, const KillPlan& plan, const Snapshot& snapshot, c
 }
 
 // An MPS client: terminate_client through its control daemon before any signal. False when
-// that failed and the client must not be signalled (its outcome then says why).
+// that failed and the client must not be signalled: its outcome is then a refusal saying why.
 bool end_mps_work_first(const PlannedTarget& t, const PlanPolicy& policy, const ExecutionOptions& options,
                         KillReport& report, TargetOutcome& outcome) {
-  const MpsClientLink link{t.pid, t.mps_server, t.mps_control_daemon};
-  const MpsClientEnding ending = end_mps_client_work(link, policy.force, options.engine.timeout, options.engine.proc_root);
+  const MpsClientEnding ending = end_mps_client_work(t.mps_link, policy.force, options.engine.timeout, options.engine.proc_root);
   if (ending.may_signal) {
     report.notes.push_back(ending.note);
     return true;
   }
-  outcome.outcome = KillOutcome::Survived;
+  outcome.outcome = KillOutcome::Refused;
   outcome.detail = ending.refusal + ", or add --force";
   return false;
 }
@@ -137,21 +140,44 @@ AuditHooks audit_hooks(const AuditLog* audit) {
 void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const Snapshot& snapshot,
                   const PlanPolicy& policy, const ExecutionOptions& options, const AuditLog* audit,
                   KillReport& report) {
-  const std::set<pid_t> groups = options.group ? whole_groups(plan, snapshot) : std::set<pid_t>{};
+  std::map<pid_t, std::size_t> index_of;
+  for (std::size_t i = 0; i < plan.targets.size(); ++i) index_of[plan.targets[i].pid] = i;
+  // MPS clients first, before anything is signalled: one whose terminate_client failed is held
+  // back from everything that follows — its own ladder, a whole-group signal, any tree sweep.
+  std::set<pid_t> held_back;
+  for (const auto& [pid, pin] : pins) {
+    const PlannedTarget& t = plan.targets[index_of[pid]];
+    if (pin.status == PinStatus::Ok && t.mps_client &&
+        !end_mps_work_first(t, policy, options, report, report.targets[index_of[pid]])) {
+      held_back.insert(pid);
+    }
+  }
+  // A server signalled would end the work of a held-back client: it is held back too.
+  for (const auto& t : plan.targets) {
+    if (!t.mps_server_role || !t.actionable()) continue;
+    std::vector<pid_t> kept = mps_clients_served_by(snapshot, t.pid, false);
+    std::erase_if(kept, [&](pid_t client) { return held_back.count(client) == 0; });
+    if (kept.empty()) continue;
+    held_back.insert(t.pid);
+    auto& outcome = report.targets[index_of[t.pid]];
+    outcome.outcome = KillOutcome::Refused;
+    outcome.detail = fmt::format("not signalled: MPS server {} serves {}, whose work could not be ended first; "
+                                 "ending the server would end it too",
+                                 t.pid, pids_with_users(snapshot, kept));
+  }
+  const std::set<pid_t> groups = options.group ? whole_groups(plan, snapshot, held_back) : std::set<pid_t>{};
   std::set<pid_t> group_given;
   std::vector<EscalationTarget> escalation;
   std::vector<EscalationTarget> servers;  // MPS servers: after every other target has ended
-  std::map<pid_t, std::size_t> index_of;
-  for (std::size_t i = 0; i < plan.targets.size(); ++i) index_of[plan.targets[i].pid] = i;
   for (auto& [pid, pin] : pins) {
     auto& outcome = report.targets[index_of[pid]];
     const PlannedTarget& t = plan.targets[index_of[pid]];
     switch (pin.status) {
       case PinStatus::Ok: {
-        if (t.mps_client && !end_mps_work_first(t, policy, options, report, outcome)) break;
+        if (held_back.count(pid)) break;
         EscalationTarget target;
         target.ref = std::move(pin.ref);
-        target.sweep_descendants = options.tree && sweep_is_safe(pid, plan, snapshot, policy);
+        target.sweep_descendants = options.tree && sweep_is_safe(pid, plan, snapshot, policy, held_back);
         if (options.tree && !target.sweep_descendants) {
           report.notes.push_back(fmt::format(
               "descendants of {} were not swept during the kill because one of them must not be signalled: "

@@ -139,8 +139,8 @@ void check_permission(PlannedTarget& target, const ProcessInfo* process, const P
 // MPS: a client carries its server (and that server's control daemon) for terminate_client.
 // A server is ended only when selected itself, and only with every client it serves ending in
 // the same plan: signalling it ends the work of all of them. The control daemon, or a server,
-// reached through a tree or a process group is never signalled (its name is enough to spare
-// it: sparing is the safe direction).
+// reached through a tree or a process group is never signalled. Only proven roles count
+// (snapshot/mps_roles.hpp): a process merely named like MPS is an ordinary holder.
 void apply_mps(KillPlan& plan, const Snapshot& snapshot) {
   auto actionable_target = [&](pid_t pid) {
     return std::any_of(plan.targets.begin(), plan.targets.end(),
@@ -153,15 +153,12 @@ void apply_mps(KillPlan& plan, const Snapshot& snapshot) {
     }
     if (const auto link = find_mps_client(snapshot, target.pid)) {
       target.mps_client = true;
-      target.mps_server = link->server;
-      target.mps_control_daemon = link->control_daemon;
+      target.mps_link = *link;
     }
   }
   for (auto& target : plan.targets) {
     if (target.refusal != Refusal::None) continue;
-    const ProcessInfo* process = snapshot.table.find(target.pid);
-    const bool named = process != nullptr && process->comm == "nvidia-cuda-mps";
-    if ((target.mps_server_role || named) && target.via) {
+    if ((target.mps_server_role || snapshot.mps_daemon(target.pid) != nullptr) && target.via) {
       target.refusal = Refusal::MpsServer;
       target.refusal_text = fmt::format(
           "PID {} is an MPS server or control daemon reached through PID {}'s tree or group: it is never ended as "

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include "kill/mps_client_ending.hpp"
 #include "kill/protected_processes.hpp"
 #include "kill/target_selection.hpp"
 #include "snapshot/snapshot.hpp"
@@ -61,9 +62,8 @@ struct PlannedTarget {
 
   // MPS (snapshot/mps_roles.hpp): a client's server and that server's control daemon, proven
   // by the kernel's socket table; ended through terminate_client before any signal.
-  bool mps_client = false;  // listed by the MPS call (whether or not its server was found)
-  std::optional<pid_t> mps_server;
-  std::optional<pid_t> mps_control_daemon;
+  bool mps_client = false;  // listed by the MPS call (whether or not its server was proven)
+  MpsClientLink mps_link;   // its proven server and daemon, for terminate_client
   bool mps_server_role = false;  // it is an MPS server: signalled after the plan's clients
 
   bool zombie() const { return state == 'Z'; }

@@ -12,13 +12,19 @@ std::optional<MpsClientLink> find_mps_client(const Snapshot& snapshot, pid_t pid
   std::optional<MpsClientLink> link;
   for (const auto& view : snapshot.processes) {
     if (static_cast<pid_t>(view.driver.pid) != pid || view.mps_role != MpsRole::Client) continue;
-    if (!link) link = MpsClientLink{pid, std::nullopt, std::nullopt};
+    if (!link) {
+      link = MpsClientLink{};
+      link->client = pid;
+      if (view.linux_process != nullptr) link->client_start_ticks = view.linux_process->start_time_ticks;
+    }
     if (!view.mps_server) continue;
     link->server = view.mps_server;
     for (const auto& s : snapshot.processes) {
-      if (static_cast<pid_t>(s.driver.pid) == *view.mps_server && s.mps_control_daemon) {
-        link->control_daemon = s.mps_control_daemon;
+      if (static_cast<pid_t>(s.driver.pid) != *view.mps_server || !s.mps_control_daemon || s.linux_process == nullptr) {
+        continue;
       }
+      link->server_start_ticks = s.linux_process->start_time_ticks;
+      if (const MpsControlDaemon* daemon = snapshot.mps_daemon(*s.mps_control_daemon)) link->control_daemon = *daemon;
     }
   }
   return link;
@@ -55,9 +61,10 @@ MpsClientEnding end_mps_client_work(const MpsClientLink& link, bool force, std::
                                     const std::string& proc_root) {
   MpsTerminateResult ended;
   if (!link.server) {
-    ended.detail = "its MPS server was not found (no connection of it to a server the driver lists)";
+    ended.detail = "its MPS server is not proven (no connection of it to a listed server that a proven control daemon started)";
   } else if (link.control_daemon) {
-    ended = terminate_mps_client(*link.control_daemon, *link.server, link.client, proc_root,
+    ended = terminate_mps_client(*link.control_daemon, PinTarget{*link.server, link.server_start_ticks},
+                                 PinTarget{link.client, link.client_start_ticks}, proc_root,
                                  std::max(timeout, std::chrono::milliseconds(1000)));
   } else {
     ended.detail = fmt::format("the control daemon of MPS server {} was not found", *link.server);

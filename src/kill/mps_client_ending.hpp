@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,8 +20,10 @@ namespace gpureap {
 // An MPS client and what ending it needs, as the snapshot proved them (kernel socket table).
 struct MpsClientLink {
   pid_t client = 0;
-  std::optional<pid_t> server;          // nullopt: no connection of it to a listed server
-  std::optional<pid_t> control_daemon;  // the server's parent nvidia-cuda-mps-control
+  std::uint64_t client_start_ticks = 0;
+  std::optional<pid_t> server;  // nullopt: no connection of it to a proven server
+  std::uint64_t server_start_ticks = 0;
+  std::optional<MpsControlDaemon> control_daemon;  // the proven daemon that started the server
 };
 
 // nullopt when the driver does not list pid as an MPS client in this snapshot.

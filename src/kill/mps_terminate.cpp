@@ -1,52 +1,108 @@
 #include "kill/mps_terminate.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
-#include <cstdlib>
+#include <algorithm>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
-#include "proc/proc_io.hpp"
+#include "proc/pinned_process.hpp"
+#include "proc/unix_sockets.hpp"
+#include "snapshot/mps_roles.hpp"
 #include "spawn/timed_command.hpp"
 
 namespace gpureap {
 namespace {
 
-constexpr std::string_view kPipeVariable = "CUDA_MPS_PIPE_DIRECTORY=";
-constexpr const char* kDefaultPipeDirectory = "/tmp/nvidia-mps";
+// How often the server's client list is asked while the kernel's socket table shows the
+// connection still open: each ask runs the front end once.
+constexpr std::chrono::milliseconds kListInterval{250};
 
-// The daemon's pipe directory: CUDA_MPS_PIPE_DIRECTORY in its environment, else NVIDIA's default.
-std::optional<std::string> pipe_directory(const std::string& proc_root, pid_t daemon, std::string& why) {
-  auto environ_text = procfs::read_bounded_file(fmt::format("{}/{}/environ", proc_root, daemon), 1 << 20,
-                                        "environment of the MPS control daemon", why);
-  if (!environ_text) return std::nullopt;
-  std::string dir = kDefaultPipeDirectory;
-  std::size_t start = 0;
-  while (start < environ_text->size()) {
-    std::size_t end = environ_text->find('\0', start);
-    if (end == std::string::npos) end = environ_text->size();
-    const std::string_view entry(environ_text->data() + start, end - start);
-    if (entry.substr(0, kPipeVariable.size()) == kPipeVariable && entry.size() > kPipeVariable.size()) {
-      dir = std::string(entry.substr(kPipeVariable.size()));
-    }
-    start = end + 1;
+// The front end the daemon proves: its own executable and credentials, and where its pipe
+// directory is reached from here.
+struct FrontEnd {
+  procfs::unique_fd program;
+  Credentials credentials;
+  std::string pipe_dir;
+  pid_t daemon = 0;
+};
+
+std::optional<FrontEnd> front_end_of(const MpsControlDaemon& daemon, const std::string& proc_root, std::string& why) {
+  std::string pin_why;
+  const auto pinned = procfs::PinnedProcess::pin(proc_root, daemon.pid, daemon.start_time_ticks, pin_why);
+  if (!pinned) {
+    why = fmt::format("MPS control daemon {}: {}", daemon.pid, pin_why);
+    return std::nullopt;
   }
-  return dir;
+  const auto sockets = procfs::read_unix_sockets();
+  if (!sockets) {
+    why = "the kernel's socket table cannot be read to prove the MPS control daemon again";
+    return std::nullopt;
+  }
+  const auto pipe = prove_mps_control_daemon(*pinned, *sockets, why);
+  if (!pipe || *pipe != daemon.pipe_dir) {
+    why = pipe ? fmt::format("MPS control daemon {} now listens in {}, not {}", daemon.pid, *pipe, daemon.pipe_dir)
+               : fmt::format("MPS control daemon {} is no longer proven: {}", daemon.pid, why);
+    return std::nullopt;
+  }
+  FrontEnd front;
+  front.daemon = daemon.pid;
+  front.program = pinned->open_executable();
+  struct stat file {};
+  if (!front.program || ::fstat(front.program.get(), &file) != 0) {
+    why = fmt::format("the executable of MPS control daemon {} cannot be opened", daemon.pid);
+    return std::nullopt;
+  }
+  if (!S_ISREG(file.st_mode) || file.st_uid != 0 || (file.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    why = fmt::format("the executable of MPS control daemon {} is not a file of root's that only root can write "
+                      "(owner {}, mode {:04o}): it is not run",
+                      daemon.pid, file.st_uid, file.st_mode & 07777);
+    return std::nullopt;
+  }
+  const auto status = pinned->status();
+  if (!status) {
+    why = fmt::format("MPS control daemon {} has exited", daemon.pid);
+    return std::nullopt;
+  }
+  front.credentials = Credentials{status->real_uid, status->real_gid, status->groups};
+  front.pipe_dir = pipe_dir_from_here(proc_root, daemon.pid, daemon.pipe_dir);
+  return front;
 }
 
-// One command through the daemon's front-end; its answer (stdout and stderr).
-TimedRun control_command(const std::string& program, const std::string& pipe_dir, const std::string& line,
-                         std::chrono::milliseconds timeout) {
+// One command through the front end; its answer (stdout and stderr), nullopt with `why` when
+// it did not run or failed.
+std::optional<std::string> ask(const FrontEnd& front, const std::string& line, std::chrono::milliseconds timeout,
+                               std::string& why) {
   TimedCommand command;
-  command.argv = {program};
+  command.argv = {"nvidia-cuda-mps-control"};
+  command.program_fd = front.program.get();
+  command.run_as = front.credentials;
   command.timeout = timeout;
   command.give_input = true;
   command.input = line + "\n";
-  command.extra_env = {"CUDA_MPS_PIPE_DIRECTORY=" + pipe_dir};
+  command.extra_env = {"CUDA_MPS_PIPE_DIRECTORY=" + front.pipe_dir};
   command.max_output_bytes = 16 * 1024;
-  return run_timed_command(command);
+  const TimedRun run = run_timed_command(command);
+  if (!run.ok()) {
+    why = fmt::format("{} through MPS control daemon {}: {}", line, front.daemon, describe_timed_run(run, timeout));
+    return std::nullopt;
+  }
+  return run.output;
+}
+
+bool names_line(const std::string& text, const std::string& word) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (line == word) return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 std::string first_line(const std::string& text) {
@@ -55,90 +111,80 @@ std::string first_line(const std::string& text) {
   return line;  // the renderer sanitises what it shows
 }
 
+// The client's sockets whose peer the server holds: its connection to the server now.
+std::set<std::uint64_t> connection(const procfs::UnixSocketTable& table, const std::set<std::uint64_t>& client,
+                                   const std::set<std::uint64_t>& server) {
+  std::set<std::uint64_t> out;
+  for (const std::uint64_t ino : client) {
+    const auto it = table.find(ino);
+    if (it != table.end() && it->second.peer != 0 && server.count(it->second.peer)) out.insert(ino);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::optional<MpsControl> find_mps_control(pid_t daemon, const std::string& proc_root, std::string& why) {
-  const auto pipe_dir = pipe_directory(proc_root, daemon, why);
-  if (!pipe_dir) {
-    why = fmt::format("cannot find the pipe directory of MPS control daemon {}: {}", daemon, why);
-    return std::nullopt;
-  }
-  // The pid file proves that the directory is this daemon's, not one a user set up to be asked.
-  std::string pid_why;
-  const auto pid_text =
-      procfs::read_bounded_file(*pipe_dir + "/nvidia-cuda-mps-control.pid", 64, "MPS pid file", pid_why);
-  if (!pid_text || std::atoi(pid_text->c_str()) != daemon) {
-    why = fmt::format("{}/nvidia-cuda-mps-control.pid does not name MPS control daemon {}{}", *pipe_dir, daemon,
-                      pid_text ? "" : ": " + pid_why);
-    return std::nullopt;
-  }
-  char exe_buf[4096];
-  const ssize_t n = ::readlink(fmt::format("{}/{}/exe", proc_root, daemon).c_str(), exe_buf, sizeof exe_buf - 1);
-  if (n <= 0) {
-    why = fmt::format("cannot read the executable of MPS control daemon {}", daemon);
-    return std::nullopt;
-  }
-  const std::string program(exe_buf, static_cast<std::size_t>(n));
-  // It runs as root here: only a program that root's own files are.
-  procfs::unique_fd exe(::open(program.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  const std::string untrusted = exe ? procfs::untrusted_file_reason(exe.get(), program) : "cannot be opened";
-  if (!untrusted.empty()) {
-    why = fmt::format("not run as root: {} {}", program, untrusted);
-    return std::nullopt;
-  }
-  return MpsControl{daemon, program, *pipe_dir};
-}
-
-std::optional<std::string> mps_command(const MpsControl& control, const std::string& line,
-                                       std::chrono::milliseconds timeout, std::string& why) {
-  const TimedRun run = control_command(control.program, control.pipe_dir, line, timeout);
-  if (!run.ok()) {
-    why = fmt::format("{} through MPS control daemon {}: {}", line, control.daemon, describe_timed_run(run, timeout));
-    return std::nullopt;
-  }
-  return run.output;
-}
-
-MpsTerminateResult terminate_mps_client(pid_t daemon, pid_t server, pid_t client, const std::string& proc_root,
+MpsTerminateResult terminate_mps_client(const MpsControlDaemon& daemon, const PinTarget& server,
+                                        const PinTarget& client, const std::string& proc_root,
                                         std::chrono::milliseconds timeout) {
   MpsTerminateResult result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string why;
-  const auto control = find_mps_control(daemon, proc_root, why);
-  if (!control) {
+  const auto front = front_end_of(daemon, proc_root, why);
+  if (!front) {
     result.detail = why;
     return result;
   }
-  const auto answer = mps_command(*control, fmt::format("terminate_client {} {}", server, client), timeout, why);
-  if (!answer || !first_line(*answer).empty()) {
-    result.detail = answer ? fmt::format("terminate_client {} {} through MPS control daemon {} failed: {}", server,
-                                         client, daemon, first_line(*answer))
-                           : why;
+  // The server must be the daemon's own, as the daemon itself lists it.
+  const auto servers = ask(*front, "get_server_list", timeout, why);
+  if (!servers) {
+    result.detail = why;
     return result;
   }
-  // The server lets the client go once its work is ended; the ladder comes after that.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const std::string me = std::to_string(client);
+  if (!names_line(*servers, std::to_string(server.pid))) {
+    result.detail = fmt::format("MPS control daemon {} does not list {} among its servers", daemon.pid, server.pid);
+    return result;
+  }
+  const auto server_process = procfs::PinnedProcess::pin(proc_root, server.pid, server.start_time_ticks, why);
+  if (!server_process) {
+    result.detail = fmt::format("MPS server {}: {}", server.pid, why);
+    return result;
+  }
+  const auto client_process = procfs::PinnedProcess::pin(proc_root, client.pid, client.start_time_ticks, why);
+  if (!client_process) {
+    result.ok = true;
+    result.detail = fmt::format("it had exited before terminate_client ({})", why);
+    return result;
+  }
+  const auto reply = ask(*front, fmt::format("terminate_client {} {}", server.pid, client.pid), timeout, why);
+  const std::string reply_text = reply ? first_line(*reply) : why;
+  const std::string me = std::to_string(client.pid);
+  auto next_list = std::chrono::steady_clock::now();
   for (;;) {
-    const std::string list = mps_command(*control, fmt::format("get_client_list {}", server), timeout, why).value_or("");
-    bool listed = false;
-    std::size_t start = 0;
-    while (start < list.size()) {
-      std::size_t end = list.find('\n', start);
-      if (end == std::string::npos) end = list.size();
-      listed = listed || list.compare(start, end - start, me) == 0;
-      start = end + 1;
+    // The kernel's answer first: the client's connection to the server closed.
+    if (const auto table = procfs::read_unix_sockets()) {
+      const auto server_sockets = server_process->socket_inodes();
+      if (server_process->still_there() && connection(*table, client_process->socket_inodes(), server_sockets).empty()) {
+        break;
+      }
     }
-    if (!listed) break;
+    if (std::chrono::steady_clock::now() >= next_list) {
+      const auto list = ask(*front, fmt::format("get_client_list {}", server.pid), timeout, why);
+      if (list && !names_line(*list, me)) break;
+      next_list = std::chrono::steady_clock::now() + kListInterval;
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
-      result.detail = fmt::format("terminate_client {} {} sent, but the server still lists the client after {} ms",
-                                  server, client, timeout.count());
+      result.detail = fmt::format("terminate_client {} {} through MPS control daemon {} (answer: \"{}\"), but the "
+                                  "server still holds the client after {} ms",
+                                  server.pid, client.pid, daemon.pid, reply_text, timeout.count());
       return result;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   result.ok = true;
-  result.detail = fmt::format("its MPS work was ended through terminate_client {} {} (control daemon {})", server,
-                              client, daemon);
+  result.detail = fmt::format("its MPS work was ended through terminate_client {} {} (control daemon {}): the server "
+                              "let it go",
+                              server.pid, client.pid, daemon.pid);
   return result;
 }
 

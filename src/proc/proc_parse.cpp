@@ -126,6 +126,16 @@ std::optional<StatusFields> parse_status(std::string_view text) {
       fields.effective_uid = uids[1];
       fields.saved_uid = uids.size() > 2 ? uids[2] : uids[1];
       have_uid = true;
+    } else if (key == "Gid") {
+      std::vector<gid_t> gids;
+      if (!parse_number_list(value, gids) || gids.size() < 2) return std::nullopt;
+      fields.real_gid = gids[0];
+      fields.effective_gid = gids[1];
+    } else if (key == "Groups") {
+      // A process may have no supplementary group: an empty list is no error.
+      if (!parse_number_list(value, fields.groups) && value.find_first_not_of(" \t") != std::string_view::npos) {
+        return std::nullopt;
+      }
     } else if (key == "NSpid") {
       std::vector<pid_t> pids;
       if (!parse_number_list(value, pids)) return std::nullopt;

@@ -56,6 +56,9 @@ struct StatusFields {
   uid_t real_uid = 0;
   uid_t effective_uid = 0;
   uid_t saved_uid = 0;         // the kernel's kill permission looks at real and saved
+  gid_t real_gid = 0;
+  gid_t effective_gid = 0;
+  std::vector<gid_t> groups;   // supplementary groups
   std::vector<pid_t> ns_pids;  // NSpid: outermost (this /proc's namespace) first
 };
 

@@ -1,6 +1,8 @@
-// Which AF_UNIX sockets are connected to which: the kernel's own answer (sock_diag), so that a
-// connection between two processes can be proven without trusting any name. Used to tie an
-// MPS client to the MPS server it talks to.
+// Which AF_UNIX sockets exist, which listen at which path and which are connected to which:
+// the kernel's own answer (sock_diag), so that a connection between two processes, or the
+// process serving a socket path, is proven without trusting any name. Used to prove an MPS
+// control daemon (the holder of the socket listening at <pipe>/control) and to tie an MPS
+// client to the server it talks to.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +15,24 @@
 
 namespace gpureap::procfs {
 
-// Socket inode -> the inode of its connected peer, for every connected AF_UNIX socket of this
-// network namespace (NETLINK_SOCK_DIAG, UDIAG_SHOW_PEER). nullopt when the kernel refuses.
-// Bounded: at most `max_sockets` entries are kept (a host with more is answered in part).
-std::optional<std::map<std::uint64_t, std::uint64_t>> unix_socket_peers(std::size_t max_sockets = 1 << 20);
+struct UnixSocket {
+  std::uint64_t peer = 0;      // the connected peer's inode; 0 when not connected
+  bool listening = false;      // TCP_LISTEN: a server socket
+  std::string bound_path;      // the path it was bound to ("" when unbound or abstract)
+  // The socket file's identity at bind time (UNIX_DIAG_VFS), to check that the path still
+  // names this socket: 0 when unbound.
+  std::uint64_t file_dev = 0;
+  std::uint64_t file_ino = 0;
+};
 
-// The socket inodes among <proc_root>/<pid>/fd's links ("socket:[N]"); empty when unreadable.
-std::set<std::uint64_t> socket_inodes(const std::string& proc_root, pid_t pid);
+// Every AF_UNIX socket of this network namespace, by socket inode (NETLINK_SOCK_DIAG, with
+// UDIAG_SHOW_PEER | UDIAG_SHOW_NAME | UDIAG_SHOW_VFS). nullopt when the kernel refuses or
+// stops answering (2 s). Bounded: at most `max_sockets` are kept (a host with more is
+// answered in part).
+using UnixSocketTable = std::map<std::uint64_t, UnixSocket>;
+std::optional<UnixSocketTable> read_unix_sockets(std::size_t max_sockets = 1 << 20);
+
+// The socket inodes among the links of the fd directory `fd_dir` ("socket:[N]").
+std::set<std::uint64_t> socket_inodes_in(int fd_dir);
 
 }  // namespace gpureap::procfs

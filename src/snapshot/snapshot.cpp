@@ -452,6 +452,13 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   return snapshot;
 }
 
+const MpsControlDaemon* Snapshot::mps_daemon(pid_t pid) const {
+  for (const auto& daemon : mps_daemons) {
+    if (daemon.pid == pid) return &daemon;
+  }
+  return nullptr;
+}
+
 std::optional<drm::DrmReading> SnapshotSource::read_drm_only() const {
   ProcScanOptions proc = options_.proc;
   proc.scope = ProcScanScope::Holders;

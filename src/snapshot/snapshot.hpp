@@ -85,7 +85,7 @@ struct GpuProcessView {
   // A client: the server its connection goes to, proven by the kernel's socket table (a
   // socket of this process whose peer a socket of the server is); nullopt when unproven.
   std::optional<pid_t> mps_server;
-  // A server: its parent when that is nvidia-cuda-mps-control (the name is only a label).
+  // A server: the proven control daemon that started it (its parent; see MpsControlDaemon).
   std::optional<pid_t> mps_control_daemon;
   std::size_t mps_clients = 0;  // a server: the clients proven connected to it on this GPU
 };
@@ -129,6 +129,15 @@ struct HolderView {
   bool holds_gpu(unsigned index) const { return std::find(gpus.begin(), gpus.end(), index) != gpus.end(); }
 };
 
+// An MPS control daemon as the kernel proves it: a process of root's that holds the socket
+// listening at <pipe_dir>/control, where that path still names that very socket. No name, pid
+// file or environment proves one: any user can write those.
+struct MpsControlDaemon {
+  pid_t pid = 0;
+  std::uint64_t start_time_ticks = 0;
+  std::string pipe_dir;  // as the daemon bound its socket (absolute, in its mount namespace)
+};
+
 struct Snapshot {
   std::chrono::system_clock::time_point taken_at;
   DriverStatus driver;
@@ -143,11 +152,15 @@ struct Snapshot {
   std::size_t processes_not_inspected = 0;
   // The GPUs NVML does not see (AMD, Intel: DRM devices), their clients and KFD processes.
   drm::DrmReading drm;
+  // The MPS control daemons proven among the parents of the listed processes.
+  std::vector<MpsControlDaemon> mps_daemons;
 
   const GpuView* gpu_by_minor(unsigned minor) const;
   const GpuView* gpu_by_index(unsigned index) const;
   // Whether the driver lists `pid` on any GPU.
   bool lists(pid_t pid) const;
+  // The proven MPS control daemon `pid`, or null.
+  const MpsControlDaemon* mps_daemon(pid_t pid) const;
   // The holder view of `pid`, or null when it holds no GPU device file.
   const HolderView* holder(pid_t pid) const;
   // Whether `p` holds a descriptor of /dev/kfd. Proves nothing alone: a descriptor can be

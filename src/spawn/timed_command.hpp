@@ -14,8 +14,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace gpureap {
 
@@ -24,8 +27,17 @@ namespace gpureap {
 // ("./x", "bin/x") is never run.
 std::string find_executable(const std::string& name);
 
+// Who a program runs as, on behalf of a process whose claim it serves.
+struct Credentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
 struct TimedCommand {
   std::vector<std::string> argv;  // argv[0] as find_executable takes it
+  int program_fd = -1;            // when >= 0: this open file is run, argv[0] only names it
+  std::optional<Credentials> run_as;
   std::chrono::milliseconds timeout{30000};
   // Standard input: /dev/null, or this text (at most a pipe's buffer, 64 KiB) followed by EOF.
   bool give_input = false;

@@ -1,6 +1,5 @@
-// doctor under MPS: an idle server holding memory, a server a client's death left faulted
-// (what to do, safest first), a client of another user waiting for the server's clients to be
-// done, and a pipe directory that outlived its control daemon.
+// doctor under MPS: an idle server holding memory, a client of another user waiting for the
+// server's clients to be done, and a pipe directory that outlived its control daemon.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,7 +15,7 @@
 namespace gpureap::test {
 namespace {
 
-TEST(DoctorMps, IdleServerFaultedServerAndStalePipeDirectory) {
+TEST(DoctorMps, IdleServerAndStalePipeDirectory) {
   SimHost host({"--gpus", "1"});
   MpsDaemon daemon(host, "mps");
   ASSERT_TRUE(daemon.running()) << daemon.error();
@@ -34,28 +33,12 @@ TEST(DoctorMps, IdleServerFaultedServerAndStalePipeDirectory) {
   EXPECT_EQ(idle[0]["evidence"]["server_pid"], server);
   EXPECT_TRUE(findings(report, "mps-stale-pipe-directory").empty()) << report.dump(2);
 
-  auto victim = host.start({"--alloc", "0:1GiB"});
-  auto hung = host.start({"--alloc", "0:1GiB"});
-  ::kill(victim.pid, SIGKILL);  // a bare signal with work outstanding
-  ASSERT_TRUE(eventually([&] { return daemon.command("get_server_status " + std::to_string(server)) == "FAULT"; }));
-  report = doctor_json(host, {}, &rc);
-  EXPECT_EQ(rc, 2) << report.dump(2);
-  auto fault = findings(report, "mps-server-fault", 0);
-  ASSERT_EQ(fault.size(), 1u) << report.dump(2);
-  EXPECT_EQ(fault[0]["severity"], "critical");
-  EXPECT_EQ(fault[0]["evidence"]["clients"], nlohmann::json::array({hung.pid}));
-  ASSERT_GE(fault[0]["remedies"].size(), 3u);
-  EXPECT_EQ(fault[0]["remedies"][0]["risk"], "none");
-  EXPECT_EQ(fault[0]["remedies"][1]["command"], "gpureap kill " + std::to_string(hung.pid));
-  EXPECT_EQ(fault[0]["remedies"][2]["risk"], "high");
-  EXPECT_TRUE(findings(report, "mps-server-idle").empty());
-
   daemon.kill_hard();
   report = doctor_json(host, {}, &rc);
   auto stale = findings(report, "mps-stale-pipe-directory");
   ASSERT_EQ(stale.size(), 1u) << report.dump(2);
   EXPECT_EQ(stale[0]["evidence"]["pipe_directory"], daemon.pipe());
-  EXPECT_EQ(stale[0]["evidence"]["daemon_pid"], daemon.pid());
+  EXPECT_TRUE(has_remedy(stale[0], "rm '" + daemon.pipe() + "/control'")) << stale[0].dump(2);
 }
 
 // gpusim-cuda started as `uid` without waiting for its READY: a client of another user than
@@ -130,7 +113,6 @@ TEST(DoctorMps, AClientOfAnotherUserWaitingForTheServersClientsIsReportedAndNoth
   EXPECT_TRUE(running(server));
   EXPECT_EQ(daemon.command("get_server_status " + std::to_string(server)), "ACTIVE");
   EXPECT_EQ(daemon.command("get_client_list " + std::to_string(server)), std::to_string(client.pid));
-  EXPECT_TRUE(findings(report, "mps-server-fault").empty()) << report.dump(2);
 
   // Once root's client is done the waiting one gets a server of its own user, and the finding goes.
   EXPECT_EQ(daemon.command("terminate_client " + std::to_string(server) + " " + std::to_string(client.pid)), "");

@@ -47,7 +47,7 @@ TEST_P(KillMps, AClientEndsThroughTerminateClientAndTheServerAndTheOtherClientGo
 
 INSTANTIATE_TEST_SUITE_P(Generations, KillMps, ::testing::Values("r470", "r550"));
 
-TEST(KillMpsClient, NotSignalledWhenItsServerCannotBeFoundUnlessForced) {
+TEST(KillMpsClient, NotSignalledWhenItsServerIsNotProvenUnlessForced) {
   SimHost host({"--gpus", "1"});
   // Listed by the MPS call, but connected to no server the driver lists.
   auto client = host.start({"--alloc", "0:1GiB:M"});
@@ -56,8 +56,8 @@ TEST(KillMpsClient, NotSignalledWhenItsServerCannotBeFoundUnlessForced) {
   EXPECT_NE(rc, 0) << report.dump(2);
   const auto* t = kill_target(report, client.pid);
   ASSERT_NE(t, nullptr) << report.dump(2);
-  EXPECT_EQ((*t)["outcome"], "survived");
-  EXPECT_NE((*t)["detail"].get<std::string>().find("its MPS server was not found"), std::string::npos) << report.dump(2);
+  EXPECT_EQ((*t)["outcome"], "refused");
+  EXPECT_NE((*t)["detail"].get<std::string>().find("its MPS server is not proven"), std::string::npos) << report.dump(2);
   EXPECT_TRUE(running(client.pid));
   report = kill_json(host, {std::to_string(client.pid), "--yes", "--force"}, &rc);
   EXPECT_EQ(rc, 0) << report.dump(2);

@@ -131,7 +131,7 @@ TEST(RunJobMpsDaemon, ADaemonTheJobStartedThatServesAnotherJobsClientIsLeftRunni
   EXPECT_EQ(control("get_client_list " + std::to_string(server)), std::to_string(bystander[0]));
 }
 
-TEST(RunJobMpsClient, ALeftoverWhoseServerCannotBeFoundIsLeftRunningAndReportedNotSignalled) {
+TEST(RunJobMpsClient, ALeftoverWhoseServerIsNotProvenIsLeftRunningAndReportedNotSignalled) {
   SimHost host({"--gpus", "1"});
   const std::string audit = host.state_dir() + "/audit.log";
   // Listed by the MPS call, but connected to no server the driver lists.
@@ -143,8 +143,8 @@ TEST(RunJobMpsClient, ALeftoverWhoseServerCannotBeFoundIsLeftRunningAndReportedN
   const auto report = job.report();
   const auto* e = ended_entry(report, client[0]);
   ASSERT_NE(e, nullptr) << report.dump(2);
-  EXPECT_EQ((*e)["outcome"], "survived");
-  EXPECT_NE((*e)["detail"].get<std::string>().find("its MPS server was not found"), std::string::npos) << report.dump(2);
+  EXPECT_EQ((*e)["outcome"], "refused");
+  EXPECT_NE((*e)["detail"].get<std::string>().find("its MPS server is not proven"), std::string::npos) << report.dump(2);
   EXPECT_TRUE(running(client[0]));
   EXPECT_EQ(audited_pids(audit).count(client[0]), 0u);
 }

@@ -153,7 +153,7 @@ std::string mps_note(const GpuProcessView& view) {
     case MpsRole::Server:
       return fmt::format(" [MPS server, {} client{}]", view.mps_clients, view.mps_clients == 1 ? "" : "s");
     case MpsRole::Client:
-      return view.mps_server ? fmt::format(" [MPS client of {}]", *view.mps_server) : " [MPS client, server not found]";
+      return view.mps_server ? fmt::format(" [MPS client of {}]", *view.mps_server) : " [MPS client, server not proven]";
     case MpsRole::None: break;
   }
   return "";
