@@ -19,11 +19,14 @@
 #include <string>
 
 #include "spawn/timed_command.hpp"
+#include "spawn_test_support.hpp"
 
 extern char** environ;
 
 namespace gpureap {
 namespace {
+
+using spawn_test::alive;
 
 class SpawnHostileTest : public ::testing::Test {
  protected:
@@ -43,24 +46,13 @@ class SpawnHostileTest : public ::testing::Test {
     ::chmod(path.c_str(), 0755);
     return path;
   }
-  pid_t read_pid(const std::string& name) const {
-    pid_t pid = 0;
-    std::ifstream(dir_ + "/" + name) >> pid;
-    return pid;
-  }
+  pid_t read_pid(const std::string& name) const { return spawn_test::read_pid(dir_ + "/" + name); }
   bool exists(const std::string& name) const { return std::filesystem::exists(dir_ + "/" + name); }
   std::string dir_;
 };
 
 // Alive and not a zombie. The helper's keeper reaps all it ends before run_timed_command
 // returns, so a descendant still listed here is one that survived.
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const auto close = text.rfind(')');
-  return close != std::string::npos && text.size() > close + 2 && text[close + 2] != 'Z';
-}
 
 // A process of the test's own, started beside the helper: the same user, not its descendant.
 struct Bystander {
