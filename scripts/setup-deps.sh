@@ -2,6 +2,7 @@
 # Installs the Debian 12 packages gpureap needs to build, test and benchmark.
 # Idempotent: does nothing when everything is already installed.
 set -euo pipefail
+trap 'bash "$(dirname "$0")/fetch-nvidia-mps.sh" || true' EXIT  # NVIDIA's real MPS binaries for the tests, also when nothing is missing here
 
 packages=(
   build-essential cmake ninja-build pkg-config

@@ -60,21 +60,23 @@ std::string self_dir() {
 
 class Daemon {
  public:
-  Daemon(Dirs dirs, int listen_fd, int log_fd) : dirs_(std::move(dirs)), listen_fd_(listen_fd), log_fd_(log_fd) {}
+  Daemon(Dirs dirs, int listen_fd, int privileged_fd, int log_fd)
+      : dirs_(std::move(dirs)), listen_fd_(listen_fd), privileged_fd_(privileged_fd), log_fd_(log_fd) {}
 
   int run() {
     for (;;) {
       std::vector<pollfd> fds;
       fds.push_back({listen_fd_, POLLIN, 0});
+      fds.push_back({privileged_fd_, POLLIN, 0});
       for (const Waiting& w : queue_) fds.push_back({w.fd, POLLIN, 0});
       int rc = ::poll(fds.data(), fds.size(), queue_.empty() ? 500 : 50);
       reap();
       if (rc > 0) {
-        for (std::size_t i = fds.size() - 1; i >= 1; --i) {
+        for (std::size_t i = fds.size() - 1; i >= 2; --i) {
           if (fds[i].revents & (POLLHUP | POLLERR | POLLIN)) drop_waiting(fds[i].fd);
         }
-        if (fds[0].revents & POLLIN) {
-          if (!accept_one()) return kExitOk;
+        for (int listener : {0, 1}) {
+          if ((fds[listener].revents & POLLIN) && !accept_one(fds[listener].fd)) return kExitOk;
         }
       }
       serve_queue();
@@ -83,8 +85,8 @@ class Daemon {
 
  private:
   // False after quit.
-  bool accept_one() {
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  bool accept_one(int listener) {
+    int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return true;
     auto msg = recv_msg(fd, 1000);
     auto peer = peer_of(fd);
@@ -309,20 +311,22 @@ class Daemon {
     stop_server();
     for (const Waiting& w : queue_) ::close(w.fd);
     queue_.clear();
-    ::unlink(control_socket(dirs_.pipe).c_str());
+    // As the real daemon: the pid file and the log FIFO go, the sockets and the lock stay.
     ::unlink(pid_file(dirs_.pipe).c_str());
+    ::unlink(log_fifo(dirs_.pipe).c_str());
     append_log(log_fd_, "Control daemon exiting");
   }
 
   Dirs dirs_;
   int listen_fd_;
+  int privileged_fd_;
   int log_fd_;
   std::optional<ServerProc> server_;
   std::vector<Waiting> queue_;
   double active_thread_percentage_ = 100.0;
 };
 
-int make_listener(const std::string& path) {
+int make_listener(const std::string& path, mode_t mode) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) return -1;
@@ -334,12 +338,34 @@ int make_listener(const std::string& path) {
     ::close(fd);
     return -1;
   }
-  ::chmod(path.c_str(), 0666);  // every user's CUDA programs connect
+  ::chmod(path.c_str(), mode);
   return fd;
+}
+
+// Which real daemon to be: $GPUSIM_MPS_VERSION, 535 or 550 (the default). They differ in the
+// pid file: R535 writes none, R550 one of mode 0666 (docs/simulator.md, MPS).
+std::optional<int> release_from_env() {
+  const char* text = std::getenv("GPUSIM_MPS_VERSION");
+  if (text == nullptr || std::string(text).empty()) return 550;
+  const std::string version(text);
+  if (version == "535" || version == "550") return std::stoi(version);
+  return std::nullopt;
+}
+
+// The FIFO and the lock file the real daemon leaves in its pipe directory, with its modes.
+bool make_pipe_files(const std::string& pipe_dir) {
+  ::unlink(log_fifo(pipe_dir).c_str());
+  if (::mkfifo(log_fifo(pipe_dir).c_str(), 0777) != 0 || ::chmod(log_fifo(pipe_dir).c_str(), 0777) != 0) return false;
+  return touch_file(control_lock(pipe_dir), 0666).ok();
 }
 
 int start_daemon(bool background) {
   Dirs dirs = dirs_from_env();
+  const auto release = release_from_env();
+  if (!release) {
+    fmt::print(stderr, "nvidia-cuda-mps-control: GPUSIM_MPS_VERSION must be 535 or 550\n");
+    return kExitUsage;
+  }
   if (std::getenv("GPUSIM_STATE_DIR") == nullptr) {
     fmt::print(stderr, "nvidia-cuda-mps-control: GPUSIM_STATE_DIR is unset: no simulated GPU to serve\n");
     return kExitError;
@@ -373,14 +399,23 @@ int start_daemon(bool background) {
     ::close(ready[0]);
     ::setsid();
   }
-  int listen_fd = make_listener(control_socket(dirs.pipe));
-  if (listen_fd < 0) {
-    fmt::print(stderr, "nvidia-cuda-mps-control: cannot listen on {}: {}\n", control_socket(dirs.pipe), errno_text(errno));
+  // Every user's CUDA programs connect to `control`; `control_privileged` is the owner's.
+  const int listen_fd = make_listener(control_socket(dirs.pipe), 0666);
+  const int privileged_fd = listen_fd < 0 ? -1 : make_listener(privileged_socket(dirs.pipe), 0755);
+  if (listen_fd < 0 || privileged_fd < 0) {
+    fmt::print(stderr, "nvidia-cuda-mps-control: cannot listen in {}: {}\n", dirs.pipe, errno_text(errno));
     return kExitError;
   }
-  if (auto st = write_file_atomic(pid_file(dirs.pipe), std::to_string(::getpid()) + "\n", 0644); !st.ok()) {
-    fmt::print(stderr, "nvidia-cuda-mps-control: {}\n", st.error().message);
+  if (!make_pipe_files(dirs.pipe)) {
+    fmt::print(stderr, "nvidia-cuda-mps-control: cannot create the log FIFO and lock in {}: {}\n", dirs.pipe,
+               errno_text(errno));
     return kExitError;
+  }
+  if (*release >= 550) {
+    if (auto st = write_file_atomic(pid_file(dirs.pipe), std::to_string(::getpid()), 0666); !st.ok()) {
+      fmt::print(stderr, "nvidia-cuda-mps-control: {}\n", st.error().message);
+      return kExitError;
+    }
   }
   int log_fd = ::open(control_log(dirs.log).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   append_log(log_fd, fmt::format("Starting control daemon {} (pipe directory {})", ::getpid(), dirs.pipe));
@@ -395,7 +430,7 @@ int start_daemon(bool background) {
     [[maybe_unused]] ssize_t n = ::write(ready[1], "1", 1);
     ::close(ready[1]);
   }
-  return Daemon(dirs, listen_fd, log_fd).run();
+  return Daemon(dirs, listen_fd, privileged_fd, log_fd).run();
 }
 
 // Each line of stdin is one command; its answer is printed as the daemon gave it.

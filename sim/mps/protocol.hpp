@@ -3,9 +3,11 @@
 // one message and a descriptor handed over with a message never arrives beside another.
 //
 // The pipe and log directories follow NVIDIA's documented variables (docs/simulator.md, MPS):
-// CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps) holds the daemon's socket `control` and its
-// `nvidia-cuda-mps-control.pid`; CUDA_MPS_LOG_DIRECTORY (default /var/log/nvidia-mps) holds
-// control.log and server.log.
+// CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps) holds what the real daemon creates there
+// (measured on Debian's nvidia-cuda-mps 535.261.03 and 550.163.01): the sockets `control`
+// (0666) and `control_privileged` (0755), the file `control_lock` (0666), the FIFO `log`, and
+// from R550 on `nvidia-cuda-mps-control.pid` (0666); CUDA_MPS_LOG_DIRECTORY (default
+// /var/log/nvidia-mps) holds control.log and server.log.
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +25,9 @@ struct Dirs {
 Dirs dirs_from_env();
 
 inline std::string control_socket(const std::string& pipe_dir) { return pipe_dir + "/control"; }
+inline std::string privileged_socket(const std::string& pipe_dir) { return pipe_dir + "/control_privileged"; }
+inline std::string control_lock(const std::string& pipe_dir) { return pipe_dir + "/control_lock"; }
+inline std::string log_fifo(const std::string& pipe_dir) { return pipe_dir + "/log"; }
 inline std::string pid_file(const std::string& pipe_dir) { return pipe_dir + "/nvidia-cuda-mps-control.pid"; }
 inline std::string control_log(const std::string& log_dir) { return log_dir + "/control.log"; }
 inline std::string server_log(const std::string& log_dir) { return log_dir + "/server.log"; }

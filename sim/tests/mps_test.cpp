@@ -75,6 +75,15 @@ Rows rows_of(Nvml& nvml, const char* symbol, std::size_t stride) {
 }
 
 TEST_F(Mps, DaemonStartsNoServerUntilAClientComesAndQuitRemovesItsPipeFiles) {
+  // What the real R550 daemon makes (docs/simulator.md, MPS): a pid file anyone may write.
+  struct stat made {};
+  ASSERT_EQ(::stat((pipe_dir_ + "/nvidia-cuda-mps-control.pid").c_str(), &made), 0);
+  EXPECT_EQ(made.st_mode & 07777, 0666u);
+  ASSERT_EQ(::stat((pipe_dir_ + "/control_privileged").c_str(), &made), 0);
+  EXPECT_TRUE(S_ISSOCK(made.st_mode));
+  EXPECT_EQ(made.st_mode & 07777, 0755u);
+  ASSERT_EQ(::stat((pipe_dir_ + "/log").c_str(), &made), 0);
+  EXPECT_TRUE(S_ISFIFO(made.st_mode));
   EXPECT_EQ(control("get_server_list"), "");
   EXPECT_EQ(control("ps"), "PID ID SERVER DEVICE NAMESPACE COMMAND");
   EXPECT_EQ(control("get_default_active_thread_percentage"), "100.0");
@@ -84,9 +93,12 @@ TEST_F(Mps, DaemonStartsNoServerUntilAClientComesAndQuitRemovesItsPipeFiles) {
   EXPECT_NE(again.err.find("already running"), std::string::npos) << again.err;
   EXPECT_EQ(control("quit"), "");
   EXPECT_TRUE(eventually([&] { return !process_running(daemon_pid_); }));
+  // As the real one: the pid file and the FIFO go, the sockets and the lock stay.
   struct stat st;
-  EXPECT_NE(::stat((pipe_dir_ + "/control").c_str(), &st), 0);
   EXPECT_NE(::stat((pipe_dir_ + "/nvidia-cuda-mps-control.pid").c_str(), &st), 0);
+  EXPECT_NE(::stat((pipe_dir_ + "/log").c_str(), &st), 0);
+  EXPECT_EQ(::stat((pipe_dir_ + "/control").c_str(), &st), 0);
+  EXPECT_EQ(::stat((pipe_dir_ + "/control_lock").c_str(), &st), 0);
   EXPECT_NE(slurp(log_dir_ + "/control.log").find("Starting control daemon"), std::string::npos);
 }
 

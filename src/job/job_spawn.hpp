@@ -1,7 +1,8 @@
-// Starting the job: fork, then in the child its own process group, the terminal's foreground
-// (when gpureap had it), the job's cgroup, the default signal mask, and exec. A failure in the
-// child before exec comes back through a close-on-exec pipe, so "command not found" is told
-// apart from a command that exits 127 itself.
+// Starting the job through the one start (spawn/process_start.hpp): in the child its own
+// process group, the terminal's foreground (when gpureap had it), the job's cgroup, the
+// caller's signal mask, and exec of argv[0] found in PATH. A failure in the child before exec
+// comes back as a stage and an errno, so "command not found" is told apart from a command that
+// exits 127 itself.
 #pragma once
 
 #include <string>

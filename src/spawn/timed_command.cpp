@@ -3,16 +3,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <string_view>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -21,17 +16,14 @@
 #include "proc/proc_io.hpp"
 #include "spawn/spawn_hygiene.hpp"
 
-extern char** environ;
-
 namespace gpureap {
 namespace {
 
 using procfs::unique_fd;
 
-bool executable_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
+// How long past its deadline the keeper may take to end what the program started (a process
+// in uninterruptible sleep dies only when it leaves the kernel) before it is killed itself.
+constexpr std::chrono::seconds kKeeperGrace{2};
 
 TimedRun not_started(std::string why) {
   TimedRun run;
@@ -54,33 +46,52 @@ bool drain(int fd, std::string& out, std::size_t max_bytes) {
   }
 }
 
-}  // namespace
-
-std::string find_executable(const std::string& name) {
-  if (name.empty()) return {};
-  if (name.find('/') != std::string::npos) return name.front() == '/' && executable_file(name) ? name : std::string();
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path != nullptr ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  for (;;) {
-    const auto colon = rest.find(':');
-    const std::string_view dir = rest.substr(0, colon);
-    if (!dir.empty() && dir.front() == '/') {
-      std::string candidate = std::string(dir) + "/" + name;
-      if (executable_file(candidate)) return candidate;
-    }
-    if (colon == std::string_view::npos) return {};
-    rest.remove_prefix(colon + 1);
+std::vector<std::string> helper_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (const char* entry : kHelperEnvironment) {
+    const std::string_view text(entry);
+    const bool replaced = std::any_of(extra.begin(), extra.end(), [&](const std::string& x) {
+      const auto eq = x.find('=');
+      return eq != std::string::npos && text.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1);
+    });
+    if (!replaced) env.emplace_back(text);
   }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
 }
+
+// The name of an open file, for messages: where /proc says it is.
+std::string name_of(int fd, const std::string& fallback) {
+  char target[4096];
+  const ssize_t n = ::readlink(fmt::format("/proc/self/fd/{}", fd).c_str(), target, sizeof target - 1);
+  return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : fallback;
+}
+
+}  // namespace
 
 TimedRun run_timed_command(const TimedCommand& command) {
   if (command.argv.empty()) return not_started("no command");
-  if (command.program_fd >= 0 || command.run_as) return not_started("running a program by descriptor or as another user is not built yet");
-  const std::string program = find_executable(command.argv.front());
-  if (program.empty()) {
-    return not_started(command.argv.front().find('/') == std::string::npos
-                           ? fmt::format("{} is not installed (no absolute PATH entry holds it)", command.argv.front())
-                           : fmt::format("{} is not an executable file given by its absolute path", command.argv.front()));
+  unique_fd opened;
+  int program_fd = command.program_fd;
+  std::string program;
+  if (program_fd >= 0) {
+    program = name_of(program_fd, command.argv.front());
+    if (auto problem = program_file_problem(program_fd, program); !problem.empty()) return not_started(problem);
+  } else {
+    program = find_executable(command.argv.front());
+    if (program.empty()) {
+      return not_started(command.argv.front().find('/') == std::string::npos
+                             ? fmt::format("{} is not installed (no absolute PATH entry holds it)", command.argv.front())
+                             : fmt::format("{} is not an executable file given by its absolute path",
+                                           command.argv.front()));
+    }
+    std::string why;
+    opened = open_program(program, why);
+    if (!opened) return not_started(why);
+    program_fd = opened.get();
+  }
+  if (command.run_as && command.run_as->groups.size() > static_cast<std::size_t>(spawn_child::kMaxGroups)) {
+    return not_started(fmt::format("cannot run {}: more than {} supplementary groups", program, spawn_child::kMaxGroups));
   }
   int in[2] = {-1, -1}, out[2] = {-1, -1};
   if (command.give_input && ::pipe2(in, O_CLOEXEC) != 0) return not_started(std::string("pipe: ") + std::strerror(errno));
@@ -90,57 +101,25 @@ TimedRun run_timed_command(const TimedCommand& command) {
   unique_fd out_read(out[0]), out_write(out[1]);
   const int sink = capture ? out_write.get() : command.output_fd;
   if (sink < 0) return not_started("no output file");
+  unique_fd null_in, null_out;
+  if (!command.give_input) null_in = unique_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (capture && command.capture_stderr_only) null_out = unique_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
 
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  if (command.give_input) {
-    posix_spawn_file_actions_adddup2(&files, in_read.get(), STDIN_FILENO);
-  } else {
-    posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  }
-  if (capture && command.capture_stderr_only) {
-    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  } else {
-    posix_spawn_file_actions_adddup2(&files, sink, STDOUT_FILENO);
-  }
-  posix_spawn_file_actions_adddup2(&files, sink, STDERR_FILENO);
-  // A refusal (an old C library) leaves only close-on-exec descriptors closed: not worth failing.
-  (void)close_inherited_descriptors(files);
-  // gpureap blocks the signals a signalfd reads and ignores SIGPIPE: the helper starts with
-  // neither, and in a group of its own, so that its timeout ends whatever it started.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> args;
-  for (const auto& a : command.argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const bool replaced = std::any_of(command.extra_env.begin(), command.extra_env.end(), [&](const std::string& x) {
-      const auto eq = x.find('=');
-      return eq != std::string::npos && entry.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1);
-    });
-    if (!replaced) env_text.emplace_back(entry);
-  }
-  env_text.insert(env_text.end(), command.extra_env.begin(), command.extra_env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t child = -1;
-  const int spawned = ::posix_spawn(&child, program.c_str(), &files, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
+  StartRequest request;
+  request.argv = command.argv;
+  request.program_fd = program_fd;
+  request.environment = helper_environment(command.extra_env);
+  request.stdin_fd = command.give_input ? in_read.get() : null_in.get();
+  request.stdout_fd = null_out ? null_out.get() : sink;
+  request.stderr_fd = sink;
+  request.run_as = command.run_as;
+  const auto deadline = std::chrono::steady_clock::now() + command.timeout;
+  KeptProgram kept = start_kept(request, deadline);
   in_read = unique_fd();
   out_write = unique_fd();
-  if (spawned != 0) return not_started(fmt::format("cannot run {}: {}", program, std::strerror(spawned)));
+  if (kept.failed_at != StartStage::None) {
+    return not_started(fmt::format("cannot run {}: {}", program, std::strerror(kept.error)));
+  }
 
   TimedRun run;
   run.program = program;
@@ -149,36 +128,49 @@ TimedRun run_timed_command(const TimedCommand& command) {
     (void)!::write(in_write.get(), command.input.data(), command.input.size());
     in_write = unique_fd();
   }
-  // Our own child: its pidfd says when it exits, whatever its descendants keep open.
-  const unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
   if (out_read) ::fcntl(out_read.get(), F_SETFL, O_NONBLOCK);
-  const auto deadline = std::chrono::steady_clock::now() + command.timeout;
-  int status = 0;
-  bool exited = false;
-  while (!(exited = ::waitpid(child, &status, WNOHANG) == child)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd fds[2] = {{pidfd.get(), POLLIN, 0}, {out_read.get(), POLLIN, 0}};
+  // The keeper keeps the deadline; this one only bounds the keeper.
+  const auto backstop = deadline + kKeeperGrace;
+  bool lost = false;
+  for (;;) {
+    if (::waitpid(kept.keeper, nullptr, WNOHANG) == kept.keeper) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(backstop - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(kept.keeper, SIGKILL);  // not reaped yet: the PID is still the keeper's
+      while (::waitpid(kept.keeper, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      lost = true;
+      break;
+    }
+    const int pidfd = kept.keeper_pidfd.get();
+    pollfd fds[2] = {{pidfd, POLLIN, 0}, {out_read.get(), POLLIN, 0}};
     // Without a pidfd (a kernel before 5.3) the wait polls every 10 ms.
-    const int wait_ms = pidfd ? static_cast<int>(std::min<long long>(left.count(), 1000)) : 10;
-    const int ready = ::poll(pidfd ? fds : fds + 1, (pidfd ? 1 : 0) + (out_read ? 1 : 0), wait_ms);
-    if (ready < 0 && errno != EINTR) break;
+    const int wait_ms = pidfd >= 0 ? static_cast<int>(std::min<long long>(left.count(), 1000)) : 10;
+    const int ready = ::poll(pidfd >= 0 ? fds : fds + 1, (pidfd >= 0 ? 1 : 0) + (out_read ? 1 : 0), wait_ms);
+    if (ready < 0 && errno != EINTR) ::usleep(10000);
     if (out_read && !drain(out_read.get(), run.output, command.max_output_bytes)) out_read = unique_fd();
   }
-  if (!exited) {
-    // The leader is not reaped: its PID, and so its group's ID, cannot have been reused.
-    ::kill(-child, SIGKILL);
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-    run.outcome = TimedOutcome::TimedOut;
-  } else if (WIFSIGNALED(status)) {
-    run.outcome = TimedOutcome::Signalled;
-    run.signal = WTERMSIG(status);
-  } else {
-    run.outcome = TimedOutcome::Exited;
-    run.exit_status = WEXITSTATUS(status);
-  }
   if (out_read) (void)drain(out_read.get(), run.output, command.max_output_bytes);  // its last words
+  const KeptEnd end = read_keeper_report(kept.report.get());
+  run.descendants_may_remain = lost || !end.descendants_ended;
+  switch (lost ? KeptOutcome::Lost : end.outcome) {
+    case KeptOutcome::NotStarted: {
+      TimedRun failed = not_started(fmt::format("cannot run {}: {}: {}", program, start_stage_words(end.failed_at),
+                                                std::strerror(end.error)));
+      failed.program = program;
+      return failed;
+    }
+    case KeptOutcome::Exited:
+      run.outcome = TimedOutcome::Exited;
+      run.exit_status = end.exit_status;
+      break;
+    case KeptOutcome::Signalled:
+      run.outcome = TimedOutcome::Signalled;
+      run.signal = end.signal;
+      break;
+    case KeptOutcome::TimedOut:
+    case KeptOutcome::Lost: run.outcome = TimedOutcome::TimedOut; break;
+  }
   return run;
 }
 
@@ -188,7 +180,7 @@ std::string describe_timed_run(const TimedRun& run, std::chrono::milliseconds ti
     case TimedOutcome::Exited: return fmt::format("exit status {}", run.exit_status);
     case TimedOutcome::Signalled: return fmt::format("killed by signal {}", run.signal);
     case TimedOutcome::TimedOut:
-      return fmt::format("did not finish within {:g} s and was killed (its process group too)",
+      return fmt::format("did not finish within {:g} s and was killed (with everything it started)",
                          std::chrono::duration<double>(timeout).count());
   }
   return {};

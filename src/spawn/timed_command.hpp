@@ -1,15 +1,17 @@
-// Running a helper program to its end or its timeout: watch's notification command, run's
-// debugger dumps (py-spy, gdb) and doctor's `nvidia-smi -r`. One way for all three, because
-// each runs as root on a shared machine:
-// - an argument vector, never a shell; the program is an absolute path, or a name found in an
-//   absolute PATH entry (a relative entry, "." or "", is never searched as root);
-// - it inherits only descriptors 0, 1 and 2 (spawn_hygiene), an empty signal mask and the
-//   default disposition of the signals its caller blocks or ignores;
-// - it leads a process group of its own, and at its timeout the whole group is sent SIGKILL
-//   (before the leader is reaped, so the group's ID cannot name anyone else yet): what it
-//   started in the background ends with it;
-// - what it writes is kept up to a bound, never waited for once it has exited (a background
-//   child holding the pipe does not hold gpureap).
+// Running a helper program to its end or its timeout: the MPS front end, run's debugger dumps
+// (py-spy, gdb), watch's notification command and doctor's `nvidia-smi -r`. One way for all,
+// because each runs as root on a shared machine (process_start.hpp does the starting):
+// - an argument vector, never a shell; the program is the descriptor the caller opened, or an
+//   absolute path, or a name found in an absolute PATH entry, opened once and checked on its
+//   descriptor (program_file.hpp), then exec'd by that descriptor, never by a path again;
+// - a clean slate: only descriptors 0, 1 and 2, no signal blocked or ignored, gpureap's own
+//   resource limits undone (spawn_hygiene.hpp), working directory "/", and a minimal
+//   environment (kHelperEnvironment plus extra_env), so nothing of gpureap's caller leaks in;
+// - with the credentials of the process it acts for when run_as says so, and then no way back
+//   up (PR_SET_NO_NEW_PRIVS);
+// - under a keeper (descendant_sweep.hpp): at its timeout its process group is killed, and
+//   whether it ends or times out, everything it started ends too, setsid'd daemons included;
+// - what it writes is kept up to a bound.
 #pragma once
 
 #include <chrono>
@@ -18,25 +20,26 @@
 #include <string>
 #include <vector>
 
-#include <sys/types.h>
+#include "spawn/process_start.hpp"
+#include "spawn/program_file.hpp"
 
 namespace gpureap {
 
-// An executable regular file: `name` itself when it is an absolute path, else the first in an
-// absolute PATH entry (the default PATH when unset). "" when there is none: a relative path
-// ("./x", "bin/x") is never run.
-std::string find_executable(const std::string& name);
-
-// Who a program runs as, on behalf of a process whose claim it serves.
-struct Credentials {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;
+// The environment every helper starts with: the standard PATH (what it runs itself is found
+// where root's programs are) and the C locale (replies gpureap reads, such as the MPS front
+// end's "Server 123 not found", are not translated). HOME, TERM and the rest are not set.
+inline constexpr const char* kHelperEnvironment[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LC_ALL=C",
 };
 
 struct TimedCommand {
-  std::vector<std::string> argv;  // argv[0] as find_executable takes it
-  int program_fd = -1;            // when >= 0: this open file is run, argv[0] only names it
+  std::vector<std::string> argv;  // argv[0] as find_executable takes it, or the name shown with program_fd
+  // When >= 0, exec this open file (O_PATH or O_RDONLY) and look nothing up: argv[0] is only
+  // the name the program is given. The caller keeps the descriptor.
+  int program_fd = -1;
+  // Run with these credentials (setgroups, setgid, setuid, each checked; then no new
+  // privileges): a failure is NotStarted.
   std::optional<Credentials> run_as;
   std::chrono::milliseconds timeout{30000};
   // Standard input: /dev/null, or this text (at most a pipe's buffer, 64 KiB) followed by EOF.
@@ -49,7 +52,7 @@ struct TimedCommand {
   bool capture_stderr_only = false;
   int output_fd = -1;
   std::size_t max_output_bytes = 64 * 1024;
-  // "NAME=value" entries added to (or replacing those of) gpureap's own environment.
+  // "NAME=value" entries added to (or replacing those of) kHelperEnvironment.
   std::vector<std::string> extra_env;
 };
 
@@ -58,17 +61,20 @@ enum class TimedOutcome { NotStarted, Exited, Signalled, TimedOut };
 struct TimedRun {
   TimedOutcome outcome = TimedOutcome::NotStarted;
   std::string error;   // NotStarted: why ("/usr/bin/gdb: Permission denied", "gdb is not installed")
-  std::string program; // the path that was run
+  std::string program; // the file that was run
   int exit_status = 0; // Exited
   int signal = 0;      // Signalled
   std::string output;  // what it wrote, up to max_output_bytes
+  // Only where the kernel cannot list a process's children (no CONFIG_PROC_CHILDREN): what the
+  // program started outside its process group may still run.
+  bool descendants_may_remain = false;
   bool ok() const { return outcome == TimedOutcome::Exited && exit_status == 0; }
 };
 
 TimedRun run_timed_command(const TimedCommand& command);
 
-// "exit status 3", "killed by signal 9", "did not finish within 0.3 s and was killed (its
-// process group too)", or the error it could not start with.
+// "exit status 3", "killed by signal 9", "did not finish within 0.3 s and was killed (with
+// everything it started)", or the error it could not start with.
 std::string describe_timed_run(const TimedRun& run, std::chrono::milliseconds timeout);
 
 }  // namespace gpureap

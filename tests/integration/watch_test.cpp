@@ -418,7 +418,7 @@ TEST(Watch, TheNotificationCommandGetsTheEventAsArgumentsAndJson) {
   // A command line that tries to drive a terminal and to forge a log line.
   auto hostile = host.start({"--alloc", "0:1GiB", "--name", "evil\x1b]0;pwned\x07\nevent=terminate"});
   const std::string script = write_file(host, "notify.sh",
-                                        "#!/bin/sh\nd=$(dirname \"$0\")\nprintf '%s\\n' \"$@\" > \"$d/notify.args.tmp\"\n"
+                                        "#!/bin/sh\nd='" + host.config_dir() + "'\nprintf '%s\\n' \"$@\" > \"$d/notify.args.tmp\"\n"
                                         "cat > \"$d/notify.json.tmp\"\nmv \"$d/notify.json.tmp\" \"$d/notify.json\"\n"
                                         "mv \"$d/notify.args.tmp\" \"$d/notify.args\"\n");
   ASSERT_EQ(chmod(script.c_str(), 0755), 0);
@@ -459,7 +459,7 @@ TEST(Watch, ANotificationCommandPastItsTimeoutIsKilledAndReapedWithWhatItStarted
   // It leaves a child in the background, as `( sleep 300 ) &` does, and then hangs itself.
   const std::string script =
       write_file(host, "hang.sh",
-                 "#!/bin/sh\nd=$(dirname \"$0\")\n/bin/sh -c 'echo $$ > \"$1/background.pid\"; exec sleep 300' sh \"$d\" &\n"
+                 "#!/bin/sh\nd='" + host.config_dir() + "'\n/bin/sh -c 'echo $$ > \"$1/background.pid\"; exec sleep 300' sh \"$d\" &\n"
                  "echo $$ > \"$d/hang.pid\"\nexec sleep 60\n");
   ASSERT_EQ(chmod(script.c_str(), 0755), 0);
   const std::string policy =

@@ -26,7 +26,8 @@ class FakeNvidiaSmi {
     char pattern[] = "/tmp/gpureap-fake-smi-XXXXXX";
     dir_ = ::mkdtemp(pattern) != nullptr ? pattern : "";
     const std::string path = dir_ + "/nvidia-smi";
-    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    // A script runs from its descriptor ($0 is /dev/fd/N): $d names its directory.
+    std::ofstream(path) << "#!/bin/sh\nd='" << dir_ << "'\n" << body << "\n";
     ::chmod(path.c_str(), 0755);
     const char* old = std::getenv("PATH");
     old_path_ = old != nullptr ? old : "/usr/bin:/bin";
@@ -44,7 +45,7 @@ class FakeNvidiaSmi {
 };
 
 TEST(DoctorReset, NvidiaSmiThatOverrunsIsKilledAndReported) {
-  const FakeNvidiaSmi smi("echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 60");
+  const FakeNvidiaSmi smi("echo $$ > \"$d/pid\"; exec sleep 60");
   ASSERT_FALSE(smi.dir().empty());
   const auto start = std::chrono::steady_clock::now();
   const FixResult result = reset_gpu(3, "GPU-3", std::chrono::milliseconds(300));
@@ -58,7 +59,7 @@ TEST(DoctorReset, NvidiaSmiThatOverrunsIsKilledAndReported) {
 }
 
 TEST(DoctorReset, NvidiaSmiThatAnswersIsReported) {
-  const FakeNvidiaSmi smi("echo \"$@\" > \"$(dirname \"$0\")/args\"; echo \"GPU 00000000:3B:00.0 was successfully reset.\"");
+  const FakeNvidiaSmi smi("echo \"$@\" > \"$d/args\"; echo \"GPU 00000000:3B:00.0 was successfully reset.\"");
   const std::string uuid = "GPU-8d3c5c1e-5e2f-4b1a-9c0d-3f2e1d0c9b8a";
   const FixResult result = reset_gpu(0, uuid, std::chrono::seconds(10));
   EXPECT_EQ(result.outcome, FixOutcome::Done) << result.message;
@@ -69,7 +70,7 @@ TEST(DoctorReset, NvidiaSmiThatAnswersIsReported) {
 }
 
 TEST(DoctorReset, AGpuIsNeverNamedByAnIndex) {
-  const FakeNvidiaSmi smi("touch \"$(dirname \"$0\")/ran\"");
+  const FakeNvidiaSmi smi("touch \"$d/ran\"");
   for (const std::string id : {"", "0", "3"}) {
     const FixResult result = reset_gpu(0, id, std::chrono::seconds(10));
     EXPECT_EQ(result.outcome, FixOutcome::Failed);
@@ -79,7 +80,7 @@ TEST(DoctorReset, AGpuIsNeverNamedByAnIndex) {
 }
 
 TEST(DoctorReset, ARelativePathEntryIsNeverSearched) {
-  const FakeNvidiaSmi smi("touch \"$(dirname \"$0\")/ran\"");
+  const FakeNvidiaSmi smi("touch \"$d/ran\"");
   const std::string old_path = std::getenv("PATH");
   const std::string old_cwd = std::filesystem::current_path();
   std::filesystem::current_path(smi.dir());

@@ -16,9 +16,12 @@
 #include <thread>
 
 #include "spawn/timed_command.hpp"
+#include "spawn_test_support.hpp"
 
 namespace gpureap {
 namespace {
+
+using spawn_test::alive;
 
 class TimedCommandTest : public ::testing::Test {
  protected:
@@ -31,21 +34,9 @@ class TimedCommandTest : public ::testing::Test {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
-  pid_t read_pid(const std::string& name) const {
-    pid_t pid = 0;
-    std::ifstream(dir_ + "/" + name) >> pid;
-    return pid;
-  }
+  pid_t read_pid(const std::string& name) const { return spawn_test::read_pid(dir_ + "/" + name); }
   std::string dir_;
 };
-
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const auto close = text.rfind(')');
-  return close != std::string::npos && text.size() > close + 2 && text[close + 2] != 'Z';
-}
 
 TEST_F(TimedCommandTest, AtItsTimeoutTheWholeProcessGroupEnds) {
   // As a notification command that forks `( sleep 300 ) &` and then hangs itself.

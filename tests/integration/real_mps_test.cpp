@@ -1,0 +1,124 @@
+// NVIDIA's real MPS control daemon (Debian's nvidia-cuda-mps 535 and 550, fetched by
+// scripts/fetch-nvidia-mps.sh): what it creates in its pipe directory, and its real front end
+// run the way gpureap runs it (spawn/timed_command.hpp): exec'd by the descriptor of the
+// daemon's own executable, with the daemon's user's credentials, never as root for a user's
+// daemon. CI runs as root with the packages fetched: a skip there fails the run.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "real_mps_daemon.hpp"
+#include "sim_harness.hpp"
+#include "spawn/timed_command.hpp"
+
+namespace gpureap {
+namespace {
+
+struct Version {
+  int major;
+  bool pid_file;                      // R550 writes nvidia-cuda-mps-control.pid, R535 none
+  const char* server_status_answer;  // `get_server_status` without a PID
+};
+constexpr Version kVersions[] = {
+    {535, false, "Unknown command \"get_server_status\"\n"},
+    {550, true, "A server PID is required\n"},
+};
+
+class RealMps : public ::testing::TestWithParam<Version> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    package_ = test::real_mps_package(GetParam().major, why);
+    if (package_.empty()) GTEST_SKIP() << why;
+    if (!test::running_as_root()) GTEST_SKIP() << "needs root: the daemons run as root and as the test user";
+    char pattern[] = "/tmp/gpureap-real-mps-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    ::chmod(dir_.c_str(), 0755);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  // One line through the daemon's front end as gpureap runs it.
+  TimedRun front_end(const test::RealMpsDaemon& daemon, uid_t uid, gid_t gid, const std::string& line) const {
+    const procfs::unique_fd exe(::open(("/proc/" + std::to_string(daemon.pid()) + "/exe").c_str(), O_PATH | O_CLOEXEC));
+    TimedCommand command;
+    command.argv = {"nvidia-cuda-mps-control"};
+    command.program_fd = exe.get();
+    command.run_as = Credentials{uid, gid, {gid}};
+    command.timeout = std::chrono::seconds(10);
+    command.give_input = true;
+    command.input = line + "\n";
+    command.extra_env = {"CUDA_MPS_PIPE_DIRECTORY=" + daemon.pipe()};
+    command.max_output_bytes = 16 * 1024;
+    return run_timed_command(command);
+  }
+  std::string package_;
+  std::string dir_;
+};
+
+mode_t mode_of(const std::string& path, mode_t* type = nullptr) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 07777 + 1;
+  if (type != nullptr) *type = st.st_mode & S_IFMT;
+  return st.st_mode & 07777;
+}
+
+TEST_P(RealMps, ThePipeDirectoryHoldsWhatThisVersionCreates) {
+  test::RealMpsDaemon daemon(package_, dir_ + "/root", 0, 0);
+  ASSERT_TRUE(daemon.running()) << daemon.error();
+  mode_t type = 0;
+  EXPECT_EQ(mode_of(daemon.pipe() + "/control", &type), 0666u);
+  EXPECT_EQ(type, static_cast<mode_t>(S_IFSOCK));
+  EXPECT_EQ(mode_of(daemon.pipe() + "/control_privileged", &type), 0755u);
+  EXPECT_EQ(type, static_cast<mode_t>(S_IFSOCK));
+  EXPECT_EQ(mode_of(daemon.pipe() + "/control_lock", &type), 0666u);
+  EXPECT_EQ(type, static_cast<mode_t>(S_IFREG));
+  mode_of(daemon.pipe() + "/log", &type);
+  EXPECT_EQ(type, static_cast<mode_t>(S_IFIFO));
+  const std::string pid_file = daemon.pipe() + "/nvidia-cuda-mps-control.pid";
+  if (GetParam().pid_file) {
+    // Any user may rewrite it: it proves nothing.
+    EXPECT_EQ(mode_of(pid_file), 0666u);
+    EXPECT_EQ(test::read_text_file(pid_file), std::to_string(daemon.pid()));
+  } else {
+    EXPECT_FALSE(std::filesystem::exists(pid_file)) << "R" << GetParam().major << " writes no pid file";
+  }
+  ASSERT_TRUE(daemon.quit());
+  // quit removes the pid file and the FIFO and leaves the sockets.
+  EXPECT_FALSE(std::filesystem::exists(pid_file));
+  EXPECT_FALSE(std::filesystem::exists(daemon.pipe() + "/log"));
+  EXPECT_TRUE(std::filesystem::exists(daemon.pipe() + "/control"));
+}
+
+TEST_P(RealMps, ItsFrontEndRunAsTheDaemonsUserGivesTheRealReplies) {
+  const passwd* user = test::test_user();
+  ASSERT_NE(user, nullptr);
+  test::RealMpsDaemon daemon(package_, dir_ + "/user", user->pw_uid, user->pw_gid);
+  ASSERT_TRUE(daemon.running()) << daemon.error();
+  const TimedRun servers = front_end(daemon, user->pw_uid, user->pw_gid, "get_server_list");
+  ASSERT_TRUE(servers.ok()) << describe_timed_run(servers, std::chrono::seconds(10)) << ": " << servers.output;
+  EXPECT_EQ(servers.output, "");  // no CUDA client, so no server
+  EXPECT_EQ(servers.program, daemon.control_program());
+  const TimedRun clients = front_end(daemon, user->pw_uid, user->pw_gid, "get_client_list 123");
+  EXPECT_TRUE(clients.ok()) << describe_timed_run(clients, std::chrono::seconds(10));
+  EXPECT_EQ(clients.output, "Server 123 not found\n");
+  const TimedRun status = front_end(daemon, user->pw_uid, user->pw_gid, "get_server_status");
+  EXPECT_EQ(status.output, GetParam().server_status_answer);
+  // The front end ran as the user: the daemon logged the user's commands and is still theirs.
+  EXPECT_NE(test::read_text_file(daemon.log() + "/control.log").find("Cmd:get_client_list 123"), std::string::npos);
+  EXPECT_TRUE(daemon.running());
+}
+
+INSTANTIATE_TEST_SUITE_P(Debian, RealMps, ::testing::ValuesIn(kVersions),
+                         [](const ::testing::TestParamInfo<Version>& info) { return "R" + std::to_string(info.param.major); });
+
+}  // namespace
+}  // namespace gpureap
