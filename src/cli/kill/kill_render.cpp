@@ -91,7 +91,7 @@ std::string outcome_words(const TargetOutcome& o, const KillSettings& settings) 
         "device)",
         o.wchan.empty() ? std::string() : " in " + sanitize_for_terminal(o.wchan));
   }
-  if (o.outcome == KillOutcome::Survived) return settings.escalate ? "survived every signal" : fmt::format("still running after {} (--no-escalate)", settings.signal);
+  if (o.outcome == KillOutcome::Survived) return survivor_words(o, settings);
   if (o.outcome == KillOutcome::PermissionDenied) return "permission denied";
   if (o.outcome == KillOutcome::IdentityChanged) return "skipped: the PID now names another process (PID reuse); nothing sent";
   if (o.outcome == KillOutcome::Refused) return "refused";
