@@ -78,6 +78,8 @@ if(GPUREAP_BUILD_TESTS)
   add_test(NAME packaging.completions_match_help
            COMMAND bash ${GPUREAP_PACKAGING_DIR}/tests/completions-match-help.sh $<TARGET_FILE:gpureap>
                    ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash ${GPUREAP_PACKAGING_DIR}/completions/_gpureap)
+  add_test(NAME packaging.completion_job_words
+           COMMAND bash ${GPUREAP_PACKAGING_DIR}/tests/completion-job-words.sh ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash)
   add_test(NAME packaging.example_config_takes_effect
            COMMAND bash ${GPUREAP_PACKAGING_DIR}/tests/example-config-takes-effect.sh $<TARGET_FILE:gpureap>
                    ${GPUREAP_PACKAGING_DIR}/examples/config.toml)

@@ -8,7 +8,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 variant=${1:-release}
-"$root/scripts/setup-deps.sh"
+# The release build needs only what building gpureap needs; the asan build carries the tests.
+case "$variant" in asan) "$root/scripts/setup-deps.sh" test ;; *) "$root/scripts/setup-deps.sh" build ;; esac
 if [ -z "${CXX:-}" ]; then
   if [ "$variant" = asan ] && command -v clang++ >/dev/null; then export CC=clang CXX=clang++; else export CC=cc CXX=c++; fi
 fi

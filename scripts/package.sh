@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${GPUREAP_PACKAGE_DIR:-$root/build-release}
 
-"$root/scripts/setup-deps.sh"
+"$root/scripts/setup-deps.sh" build
 # SKIP_INSTALL_ALL_DEPENDENCY: packaging builds only what it ships, not the simulator.
 # -O2, as Debian builds packages (gcc 12 at -O3 warns falsely, -Wrestrict, and warnings are errors).
 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \

@@ -1,38 +1,36 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpureap needs to build, test and benchmark.
-# Idempotent: does nothing when everything is already installed.
+# Installs the Debian 12 packages gpureap needs. Usage: scripts/setup-deps.sh [build|test]
+#   build  what building, packaging and running gpureap needs (the quick start, scripts/package.sh)
+#   test   that and what the tests, fuzzers and benchmarks need (the default; scripts/test.sh)
+# No package's service is started or enabled (scripts/install-quietly.sh): the tests start their
+# own Prometheus, munged and slurmd. Idempotent: does nothing when everything is installed.
 set -euo pipefail
-trap 'bash "$(dirname "$0")/fetch-nvidia-mps.sh" || true' EXIT  # NVIDIA's real MPS binaries for the tests, also when nothing is missing here
+root=$(cd "$(dirname "$0")/.." && pwd)
 
-packages=(
+build_packages=(
   build-essential cmake ninja-build pkg-config
   lld   # the faster linker (CMakeLists.txt)
-  clang libclang-rt-dev   # clang compiles the tests and fuzzers (libFuzzer runtime)
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev
-  libgtest-dev libgmock-dev googletest
-  psmisc lsof procps util-linux passwd hyperfine
-  help2man groff-base dpkg-dev zsh
-  jq   # deploy/slurm/prolog.sh reads gpureap ps --json with it (its test runs it)
   libcpp-httplib-dev libssl-dev libcrypt-dev libyaml-cpp-dev  # export: HTTP(S), bcrypt, web-config
   libncurses-dev   # top: the full-screen view
+  help2man groff-base dpkg-dev   # the man pages and the Debian package
+)
+test_packages=(
+  clang libclang-rt-dev   # clang compiles the tests and fuzzers (libFuzzer runtime)
+  libgtest-dev libgmock-dev googletest
+  psmisc lsof procps util-linux passwd hyperfine zsh
+  jq   # deploy/slurm/prolog.sh reads gpureap ps --json with it (its test runs it)
   tmux   # top: its end-to-end tests drive the real binary in a terminal
   prometheus   # promtool checks the metrics and rules; the fleet test runs a real server
   slurm-wlm munge   # tests/slurm: a two-node Slurm cluster runs the shipped deploy/slurm scripts
   runc   # the container tests run real OCI containers (podman and crun refuse a hybrid cgroup host)
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null; then SUDO="sudo"; else
-    echo "setup-deps: need root to install: ${missing[*]}" >&2; exit 1
-  fi
-fi
-echo "setup-deps: installing ${missing[*]}" >&2
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+case ${1:-test} in
+  build) packages=("${build_packages[@]}") ;;
+  test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "setup-deps: unknown set '$1' (use build or test)" >&2; exit 2 ;;
+esac
+"$root/scripts/install-quietly.sh" "${packages[@]}"
+# NVIDIA's real MPS binaries for the tests (unpacked in a cache, nothing installed)
+if [ "${1:-test}" = test ]; then bash "$root/scripts/fetch-nvidia-mps.sh" || true; fi

@@ -48,21 +48,30 @@ _gpureap() {
               --ipc-min-age --color"
       ;;
     run)
-      # After `--` comes the job's command line: commands, then whatever they take.
+      values="--kill-timeout --verify-timeout --hang-timeout --evidence-dir --poll-interval --report --audit-log"
+      # gpureap's options end at the job's first word, or at `--` (as split_run_arguments):
+      # from there on every word is the job's, and gpureap's options are never offered.
+      local job_start=0
       for ((i = 2; i < COMP_CWORD; i++)); do
-        if [[ ${COMP_WORDS[i]} == -- ]]; then
-          if ((i == COMP_CWORD - 1)); then
-            COMPREPLY=($(compgen -c -- "$cur"))
-          else
-            compopt -o default 2>/dev/null
-            COMPREPLY=()
-          fi
-          return
-        fi
+        case ${COMP_WORDS[i]} in
+          --) job_start=$((i + 1)); break ;;
+          =) ((i++)) ;;  # --option=value: the value follows
+          -?*)
+            [[ " $values " == *" ${COMP_WORDS[i]} "* && ${COMP_WORDS[i + 1]} != = ]] && ((i++)) ;;
+          *) job_start=$i; break ;;
+        esac
       done
+      if ((job_start > 0)); then
+        if ((job_start == COMP_CWORD)); then
+          COMPREPLY=($(compgen -c -- "$cur"))
+        else
+          compopt -o default 2>/dev/null
+          COMPREPLY=()
+        fi
+        return
+      fi
       options="-h --help --kill-timeout --verify-timeout --fail-fast --hang-timeout --dump-on-hang
                --evidence-dir --poll-interval --json --report --no-cgroup --audit-log"
-      values="--kill-timeout --verify-timeout --hang-timeout --evidence-dir --poll-interval --report --audit-log"
       ;;
     reap)
       options="-h --help --cgroup --user --uid --gpus --except --baseline-mib --kill-timeout
@@ -116,7 +125,7 @@ _gpureap() {
   fi
 
   if [[ $command == run && $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "--" -- "$cur"))
+    COMPREPLY=($(compgen -c -- "$cur"))  # the job's first word
   elif [[ $cur == -* || $command != kill ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
   else

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -114,6 +115,20 @@ int gpureap::run_command_line(int argc, char** argv) {
   for (Command& command : commands) {
     if (named == nullptr || named == &command) command.app = command.add(app);
   }
+  // kill(1)'s `kill -9 PID`: the signal as the first word reads as --signal.
+  std::vector<char*> arguments(argv, argv + argc);
+  std::string signal_option;
+  if (first == "kill" && argc > 2) {
+    if (auto option = gpureap::signal_habit_as_option(argv[2])) {
+      signal_option = std::move(*option);
+      arguments[2] = signal_option.data();
+    }
+    if (const std::string hint = gpureap::misplaced_signal_hint(CommandWords(argv + 2, argv + argc)); !hint.empty()) {
+      std::cerr << hint << "\n";
+      return gpureap::exit_code::kUsage;
+    }
+  }
+  argv = arguments.data();
   int parsed_argc = argc;
   if (named != nullptr && named->parsed_words) {
     const CommandWords words(argv + 2, argv + argc);

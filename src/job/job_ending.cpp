@@ -280,6 +280,9 @@ void verify(const EndingSettings& settings, RunReport& report) {
   const bool survivor = report.left_behind();
   VerifyOptions options;
   options.timeout = survivor ? std::chrono::milliseconds(0) : settings.verify_timeout;
+  for (const auto& t : report.ended) {
+    if (t.outcome == KillOutcome::Survived && t.signals.empty()) options.left_on_purpose.insert(t.pid);
+  }
   report.verification = verify_release(
       plan, [&source]() { return source.read_driver_only(); }, [&source]() { return source.take(); }, options);
   if (const auto after = source.read_driver_only()) {

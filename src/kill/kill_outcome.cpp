@@ -4,6 +4,12 @@
 
 namespace gpureap {
 
+std::string survivor_words(const TargetOutcome& outcome, const KillSettings& settings) {
+  if (outcome.signals.empty()) return "not signalled: still running";
+  if (!settings.escalate) return fmt::format("still running after {} (--no-escalate)", settings.signal);
+  return "survived every signal";
+}
+
 std::vector<TargetOutcome> planned_outcomes(const KillPlan& plan) {
   std::vector<TargetOutcome> outcomes;
   for (const auto& t : plan.targets) {

@@ -45,6 +45,11 @@ struct KillReport {
   int interrupted_by = 0;  // the signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that stopped the ladder; 0: none
 };
 
+// A target that is still running, as a person reads it: "survived every signal" only when
+// signals were sent; one never signalled (an MPS client left alone, a process that could not be
+// pinned) is "not signalled".
+std::string survivor_words(const TargetOutcome& outcome, const KillSettings& settings);
+
 // The outcomes a plan implies before acting: refused, permission-denied, zombie, or planned.
 std::vector<TargetOutcome> planned_outcomes(const KillPlan& plan);
 

@@ -140,12 +140,19 @@ std::vector<GpuVerification> verify_release(const KillPlan& plan, const DriverPo
         }
         pids += fmt::format("{}{}{}", pids.empty() ? "" : ", ", pid, what);
       }
-      std::string all;
-      for (pid_t pid : v.still_held_by) all += fmt::format("{}{}", all.empty() ? "" : " ", pid);
-      v.message = fmt::format(
-          "GPU {}: {} not freed after {:.1f} s: still held by PID {} (holding the GPU's device file: "
-          "`gpureap kill {}` ends {})",
-          planned.index, bytes, waited, pids, all, v.still_held_by.size() == 1 ? "it" : "them");
+      std::string all, kept;
+      std::size_t to_end = 0;
+      for (pid_t pid : v.still_held_by) {
+        std::string& list = options.left_on_purpose.count(pid) ? kept : all;
+        list += fmt::format("{}{}", list.empty() ? "" : " ", pid);
+        to_end += options.left_on_purpose.count(pid) ? 0 : 1;
+      }
+      const std::string advice =
+          all.empty() ? std::string()
+                      : fmt::format("holding the GPU's device file: `gpureap kill {}` ends {}", all, to_end == 1 ? "it" : "them");
+      const std::string on_purpose = kept.empty() ? std::string() : fmt::format("PID {} left running on purpose (above)", kept);
+      v.message = fmt::format("GPU {}: {} not freed after {:.1f} s: still held by PID {} ({}{}{})", planned.index, bytes,
+                              waited, pids, advice, advice.empty() || on_purpose.empty() ? "" : "; ", on_purpose);
     } else {
       v.message = fmt::format(
           "GPU {}: the driver still reports {} in use with no holder after {:.1f} s (leaked, or a release "

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ std::optional<std::uint64_t> released_bytes(const PlannedGpu& planned, const Gpu
 struct VerifyOptions {
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds interval{50};
+  // Processes the caller left running on purpose (run: an MPS server that serves other jobs):
+  // named among the holders, never in the advice to kill them.
+  std::set<pid_t> left_on_purpose;
 };
 
 // Reads the driver (nullopt when it cannot be read); a full snapshot for the final diagnosis.

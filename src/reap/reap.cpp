@@ -203,7 +203,7 @@ std::vector<Survivor> find_survivors(const KillReport& report, const ReapSelecti
   };
   for (const auto& o : report.targets) {
     if (o.outcome == KillOutcome::StuckInD) add(o.pid, "stuck in D state: SIGKILL takes effect only when the kernel call returns");
-    if (o.outcome == KillOutcome::Survived) add(o.pid, "survived every signal");
+    if (o.outcome == KillOutcome::Survived) add(o.pid, survivor_words(o, report.settings));
     if (o.outcome == KillOutcome::PermissionDenied) add(o.pid, "not permitted to signal it");
     if (o.outcome == KillOutcome::Refused) add(o.pid, "refused: " + o.detail);
   }

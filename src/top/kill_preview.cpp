@@ -38,7 +38,7 @@ std::string outcome_words(const TargetOutcome& o, const KillSettings& settings) 
     case KillOutcome::Zombie: return "a zombie (holds no memory)";
     case KillOutcome::StuckInD:
       return "stuck in D state" + (o.wchan.empty() ? std::string() : " in " + sanitize_for_terminal(o.wchan));
-    case KillOutcome::Survived: return settings.escalate ? "survived every signal" : "still running after " + settings.signal;
+    case KillOutcome::Survived: return survivor_words(o, settings);
     case KillOutcome::PermissionDenied: return "permission denied";
     case KillOutcome::IdentityChanged: return "skipped: its PID now names another process";
     case KillOutcome::Refused: return "refused";

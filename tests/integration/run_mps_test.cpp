@@ -129,6 +129,16 @@ TEST(RunJobMpsDaemon, ADaemonTheJobStartedThatServesAnotherJobsClientIsLeftRunni
   EXPECT_TRUE(running(bystander[0]));
   EXPECT_EQ(control("get_server_status " + std::to_string(server)), "ACTIVE");
   EXPECT_EQ(control("get_client_list " + std::to_string(server)), std::to_string(bystander[0]));
+  // The report says so in one voice: never signalled, so it did not "survive" anything, and
+  // no advice to kill what was left running on purpose.
+  const std::string said = job.stderr_text();
+  EXPECT_NE(said.find("gpureap run:   PID " + std::to_string(server) +
+                      ": not signalled: still running: an MPS server the job started serves clients outside the job"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("survived every signal"), std::string::npos) << said;
+  EXPECT_EQ(said.find("gpureap kill " + std::to_string(server)), std::string::npos) << said;
+  EXPECT_EQ(said.find("gpureap kill " + std::to_string(daemon)), std::string::npos) << said;
 }
 
 TEST(RunJobMpsClient, ALeftoverWhoseServerIsNotProvenIsLeftRunningAndReportedNotSignalled) {

@@ -80,6 +80,31 @@ std::string usage_check(KillOptions& options) {
 
 }  // namespace
 
+std::optional<std::string> signal_habit_as_option(std::string_view word) {
+  if (word.size() < 2 || word[0] != '-' || word[1] == '-') return std::nullopt;
+  const std::string signal(word.substr(1));
+  // (No signal is named by one letter: -n, -y, -s, -w and -h stay kill's own flags.)
+  if (!parse_signal(signal)) return std::nullopt;
+  return "--signal=" + signal;
+}
+
+std::string misplaced_signal_hint(const std::vector<std::string>& words) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word == "--") break;
+    if (word == "-s" || word == "--signal") {
+      ++i;  // its value
+      continue;
+    }
+    if (i == 0 || !signal_habit_as_option(word)) continue;  // first is where it belongs
+    const std::string shown = sanitize_for_terminal(word);
+    return fmt::format("gpureap kill: {}: a signal goes first, as in kill(1) (gpureap kill {} PID...), or use "
+                       "--signal {}; nothing was signalled",
+                       shown, shown, shown.substr(1));
+  }
+  return {};
+}
+
 CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   CLI::App* kill = app.add_subcommand(
       "kill", "End GPU processes gracefully (SIGTERM, then SIGKILL), with their workers, and verify the memory was freed");
@@ -127,7 +152,8 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
   kill->add_flag("--all", options.criteria.all, "Every GPU process");
   kill->add_flag("--no-tree", options.no_tree, "Do not include descendants");
   kill->add_flag("--group", options.criteria.group, "Signal each target's whole process group");
-  kill->add_option("--signal,-s", options.signal, "First signal (TERM, INT, HUP, ... or a number; default TERM)");
+  kill->add_option("--signal,-s", options.signal,
+                   "First signal (TERM, INT, HUP, ... or a number; default TERM; `gpureap kill -9 PID` as kill(1) also works)");
   kill->add_option("--timeout", options.timeout,
                    "Seconds to wait after the first signal before SIGKILL, 0 to 3600 (default 10; also 500ms, 2m)");
   kill->add_flag("--no-escalate", options.no_escalate, "Send only the first signal, never SIGKILL");

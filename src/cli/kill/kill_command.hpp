@@ -2,7 +2,9 @@
 // escalation ladder, verify the memory was released, report (text or JSON), exit status.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +36,13 @@ struct KillOptions {
 };
 
 CLI::App* add_kill_command(CLI::App& app, KillOptions& options);
+
+// kill(1)'s habit, `kill -9 PID`, `kill -KILL PID`, `kill -SIGKILL PID`: the first word after
+// `kill`, when it is a signal and not one of kill's own short flags, as "--signal=9".
+std::optional<std::string> signal_habit_as_option(std::string_view word);
+// The same habit anywhere after the first word (`gpureap kill 123 -9`): the error that says
+// where the signal goes, or "" when `words` (those after `kill`) hold none.
+std::string misplaced_signal_hint(const std::vector<std::string>& words);
 
 int run_kill(KillOptions options);
 

@@ -91,7 +91,7 @@ std::string outcome_words(const TargetOutcome& o, const KillSettings& settings) 
         "device)",
         o.wchan.empty() ? std::string() : " in " + sanitize_for_terminal(o.wchan));
   }
-  if (o.outcome == KillOutcome::Survived) return settings.escalate ? "survived every signal" : fmt::format("still running after {} (--no-escalate)", settings.signal);
+  if (o.outcome == KillOutcome::Survived) return survivor_words(o, settings);
   if (o.outcome == KillOutcome::PermissionDenied) return "permission denied";
   if (o.outcome == KillOutcome::IdentityChanged) return "skipped: the PID now names another process (PID reuse); nothing sent";
   if (o.outcome == KillOutcome::Refused) return "refused";
@@ -160,8 +160,11 @@ std::string render_plan(const KillPlan& plan, const KillSettings& settings, cons
   std::string out;
   std::vector<const PlannedTarget*> act, skip;
   for (const auto& t : plan.targets) (t.actionable() ? act : skip).push_back(&t);
-  const std::string ladder = settings.escalate ? fmt::format("{}, then SIGKILL after {:g} s", settings.signal, settings.timeout_s)
-                                               : fmt::format("{} only (--no-escalate)", settings.signal);
+  // (SIGKILL first leaves nothing to escalate to.)
+  const std::string ladder = settings.signal == "SIGKILL" ? settings.signal
+                             : settings.escalate
+                                 ? fmt::format("{}, then SIGKILL after {:g} s", settings.signal, settings.timeout_s)
+                                 : fmt::format("{} only (--no-escalate)", settings.signal);
   out += style.bold(fmt::format("{}Plan: {} process{} to signal ({})", settings.dry_run ? "[dry run] " : "",
                                 act.size(), act.size() == 1 ? "" : "es", ladder)) +
          "\n";

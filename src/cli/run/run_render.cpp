@@ -114,7 +114,10 @@ std::string render_run_summary(const job::RunReport& report) {
       }
       std::string signals;
       for (const auto& s : t.signals) signals += (signals.empty() ? "" : " ") + s;
-      line(fmt::format("  PID {}: {}{}{}{}", t.pid, kill_outcome_name(t.outcome),
+      // (A survivor never signalled says so: run's ladder always escalates.)
+      const std::string outcome =
+          t.outcome == KillOutcome::Survived ? survivor_words(t, KillSettings{}) : kill_outcome_name(t.outcome);
+      line(fmt::format("  PID {}: {}{}{}{}", t.pid, outcome,
                        t.exit_ms ? fmt::format(" after {:.0f} ms", *t.exit_ms) : "",
                        signals.empty() ? "" : " (" + signals + ")",
                        t.detail.empty() ? "" : ": " + sanitize_for_terminal(t.detail)));
