@@ -64,9 +64,14 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
 
 namespace {
 
-bool any_survivor(const KillReport& report) {
-  return std::any_of(report.targets.begin(), report.targets.end(), [](const TargetOutcome& o) {
-    return o.outcome == KillOutcome::Survived || o.outcome == KillOutcome::StuckInD;
+// A target left alive whose memory the plan counted on: it survived, or was held back at the
+// last moment (an MPS client whose terminate_client failed, and its server).
+bool any_survivor(const KillPlan& plan, const KillReport& report) {
+  return std::any_of(report.targets.begin(), report.targets.end(), [&](const TargetOutcome& o) {
+    if (o.outcome == KillOutcome::Survived || o.outcome == KillOutcome::StuckInD) return true;
+    return o.outcome == KillOutcome::Refused &&
+           std::any_of(plan.targets.begin(), plan.targets.end(),
+                       [&](const PlannedTarget& t) { return t.pid == o.pid && t.actionable(); });
   });
 }
 
@@ -75,7 +80,7 @@ void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, d
                            KillReport& report) {
   if (plan.drm_gpus.empty()) return;
   VerifyOptions verify;
-  verify.timeout = std::chrono::milliseconds(any_survivor(report) ? 0 : static_cast<long long>(verify_timeout_s * 1000));
+  verify.timeout = std::chrono::milliseconds(any_survivor(plan, report) ? 0 : static_cast<long long>(verify_timeout_s * 1000));
   report.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
 }
 
@@ -97,7 +102,7 @@ void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snaps
     }
     return;
   }
-  const bool survivor = any_survivor(report);
+  const bool survivor = any_survivor(plan, report);
   DriverPoll poll_driver = [&source]() { return source.read_driver_only(); };
   SnapshotPoll take = [&source]() { return source.take(); };
   VerifyOptions verify;

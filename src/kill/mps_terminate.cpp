@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "kill/mps_private_pipe.hpp"
 #include "proc/pinned_process.hpp"
 #include "proc/unix_sockets.hpp"
 #include "snapshot/mps_roles.hpp"
@@ -25,7 +26,7 @@ constexpr std::chrono::milliseconds kListInterval{250};
 struct FrontEnd {
   procfs::unique_fd program;
   Credentials credentials;
-  std::string pipe_dir;
+  std::optional<PrivatePipeDirectory> pipe;  // where it reaches the daemon and nothing else
   pid_t daemon = 0;
 };
 
@@ -67,7 +68,12 @@ std::optional<FrontEnd> front_end_of(const MpsControlDaemon& daemon, const std::
     return std::nullopt;
   }
   front.credentials = Credentials{status->real_uid, status->real_gid, status->groups};
-  front.pipe_dir = pipe_dir_from_here(proc_root, daemon.pid, daemon.pipe_dir);
+  front.pipe = PrivatePipeDirectory::make(root_from_here(proc_root, daemon.pid), daemon.pipe_dir,
+                                         pinned->socket_inodes(), *sockets, why);
+  if (!front.pipe) {
+    why = fmt::format("MPS control daemon {}: {}", daemon.pid, why);
+    return std::nullopt;
+  }
   return front;
 }
 
@@ -82,7 +88,7 @@ std::optional<std::string> ask(const FrontEnd& front, const std::string& line, s
   command.timeout = timeout;
   command.give_input = true;
   command.input = line + "\n";
-  command.extra_env = {"CUDA_MPS_PIPE_DIRECTORY=" + front.pipe_dir};
+  command.extra_env = {"CUDA_MPS_PIPE_DIRECTORY=" + front.pipe->path()};
   command.max_output_bytes = 16 * 1024;
   const TimedRun run = run_timed_command(command);
   if (!run.ok()) {

@@ -41,13 +41,13 @@ std::string_view mps_role_name(MpsRole role) {
   return "";
 }
 
-std::string pipe_dir_from_here(const std::string& proc_root, pid_t daemon, const std::string& pipe_dir) {
+std::string root_from_here(const std::string& proc_root, pid_t daemon) {
   const procfs::unique_fd self(::open(fmt::format("{}/self", proc_root).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   const procfs::unique_fd theirs(
       ::open(fmt::format("{}/{}", proc_root, daemon).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   const std::string ours = self ? link_text(self.get(), "ns/mnt") : "";
-  if (!ours.empty() && theirs && link_text(theirs.get(), "ns/mnt") == ours) return pipe_dir;
-  return fmt::format("{}/{}/root{}", proc_root, daemon, pipe_dir);
+  if (!ours.empty() && theirs && link_text(theirs.get(), "ns/mnt") == ours) return "/";
+  return fmt::format("{}/{}/root", proc_root, daemon);
 }
 
 std::optional<std::string> prove_mps_control_daemon(const procfs::PinnedProcess& daemon,
@@ -81,13 +81,6 @@ std::optional<std::string> prove_mps_control_daemon(const procfs::PinnedProcess&
       continue;
     }
     const std::string dir = directory_of(path);
-    struct stat dir_info {};
-    if (::fstatat(root.get(), dir == "/" ? "." : dir.c_str() + 1, &dir_info, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISDIR(dir_info.st_mode) || dir_info.st_uid != 0 || (dir_info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      why = fmt::format("PID {} listens in {}, which is not a directory of root's that only root can write",
-                        daemon.pid(), dir);
-      continue;
-    }
     return dir;
   }
   if (why.empty()) why = fmt::format("PID {} holds no socket listening at <pipe directory>/control", daemon.pid());

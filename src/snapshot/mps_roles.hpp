@@ -25,14 +25,14 @@ namespace gpureap {
 
 // The pipe directory that proves `daemon` an MPS control daemon: it runs as root, a socket it
 // holds listens at the absolute path <pipe>/control, and that path (seen from the daemon's own
-// root) names that socket, in a directory of root's that others cannot write. nullopt with the
-// reason in `why` otherwise.
+// root) names that socket. The directory's mode proves nothing either way: NVIDIA's daemon makes
+// it 0777. nullopt with the reason in `why` otherwise.
 std::optional<std::string> prove_mps_control_daemon(const procfs::PinnedProcess& daemon,
                                                     const procfs::UnixSocketTable& sockets, std::string& why);
 
-// The path under which this process reaches the daemon's pipe directory: the directory itself
-// when the daemon shares our mount namespace, else through its root (/proc/<pid>/root/...).
-std::string pipe_dir_from_here(const std::string& proc_root, pid_t daemon, const std::string& pipe_dir);
+// Where this process reaches the daemon's root directory: "/" when the daemon shares our mount
+// namespace, else its /proc/<pid>/root.
+std::string root_from_here(const std::string& proc_root, pid_t daemon);
 
 // What the kernel says about the sockets of the processes whose roles are proven.
 struct SocketView {

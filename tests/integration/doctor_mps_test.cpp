@@ -38,7 +38,7 @@ TEST(DoctorMps, IdleServerAndStalePipeDirectory) {
   auto stale = findings(report, "mps-stale-pipe-directory");
   ASSERT_EQ(stale.size(), 1u) << report.dump(2);
   EXPECT_EQ(stale[0]["evidence"]["pipe_directory"], daemon.pipe());
-  EXPECT_TRUE(has_remedy(stale[0], "rm '" + daemon.pipe() + "/control'")) << stale[0].dump(2);
+  EXPECT_TRUE(has_remedy(stale[0], "rm " + daemon.pipe() + "/control")) << stale[0].dump(2);
 }
 
 // gpusim-cuda started as `uid` without waiting for its READY: a client of another user than

@@ -33,13 +33,22 @@ std::string user_directory(const SimHost& host, const std::string& name, uid_t u
   return dir;
 }
 
+// Its parent's PID, from /proc/<pid>/stat (0 when gone).
+pid_t parent_of(pid_t pid) {
+  const std::string stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 4 >= stat.size()) return 0;
+  return std::atoi(stat.c_str() + paren + 4);
+}
+
 // The attacker's control daemon: a symlink named nvidia-cuda-mps-control in `dir` to
 // fake-mps-parent (a file of root's that is no MPS program), run by the user, listening at
 // <dir>/control with a 0666 pid file, the parent of a 1 GiB hog and of a process the driver
 // lists as an MPS client; the two hold the two ends of one socket pair.
 struct FakeDaemon {
   std::string dir;
-  SimProcess process;  // the fake daemon
+  SimProcess process;  // its READY line is the hog's
+  pid_t daemon = -1;
   pid_t hog = -1;
   pid_t client = -1;
 };
@@ -55,12 +64,12 @@ FakeDaemon start_fake_daemon(const SimHost& host, const passwd& user, const std:
                                      "--alloc", "0:256MiB:M"},
                                     user.pw_uid);
   fake.hog = std::atoi(ready_field(fake.process, "pid").c_str());
+  fake.daemon = parent_of(fake.hog);
   // The client is the one the driver lists as an MPS client of this user.
   EXPECT_TRUE(eventually([&] {
-    for (const auto& g : host.ps_json()["gpus"]) {
-      for (const auto& p : g["processes"]) {
-        if (p["type"] == "M" && p["user"] == kTestUserName) fake.client = p["pid"].get<pid_t>();
-      }
+    const auto now = host.ps_json();
+    for (const auto& p : now.value("processes", nlohmann::json::array())) {
+      if (p["type"] == "M" && p["user"] == kTestUserName) fake.client = p["pid"].get<pid_t>();
     }
     return fake.client > 1;
   }));
@@ -83,6 +92,7 @@ TEST(MpsHostile, AFakeControlDaemonProvesNothingAndNothingOfItIsRun) {
   auto bystander = host.start({"--alloc", "0:512MiB"});
   auto fake = start_fake_daemon(host, *user, "fake-mps");
   ASSERT_GT(fake.hog, 1);
+  ASSERT_GT(fake.daemon, 1);
   ASSERT_GT(fake.client, 1);
 
   // No role: the hog is an ordinary holder, the client tied to no server.
@@ -98,13 +108,13 @@ TEST(MpsHostile, AFakeControlDaemonProvesNothingAndNothingOfItIsRun) {
 
   // Diagnosis, with root's environment pointing at the attacker's directory: nothing said of
   // it, nothing run, and it answers at once although the fake daemon is stopped.
-  ASSERT_EQ(::kill(fake.process.pid, SIGSTOP), 0);
+  ASSERT_EQ(::kill(fake.daemon, SIGSTOP), 0);
   int rc = -1;
   const auto report = doctor_json(host, {}, &rc, {{"CUDA_MPS_PIPE_DIRECTORY", fake.dir}});
   EXPECT_EQ(report.dump().find(fake.dir), std::string::npos) << report.dump(2);
   const auto scrape = host.gpureap({"export", "--once", "--no-kernel-log"});
   EXPECT_EQ(scrape.exit_code, 0) << scrape.err;
-  ASSERT_EQ(::kill(fake.process.pid, SIGCONT), 0);
+  ASSERT_EQ(::kill(fake.daemon, SIGCONT), 0);
 
   // The client: its server is not proven, so it is not signalled (and nothing is run for it).
   auto killed = kill_json(host, {std::to_string(fake.client), "--yes"}, &rc);
@@ -140,10 +150,9 @@ TEST(MpsHostile, AProcessNamedLikeAnMpsServerGainsNothing) {
                                      user->pw_uid);
   pid_t server_named = -1;
   ASSERT_TRUE(eventually([&] {
-    for (const auto& g : host.ps_json()["gpus"]) {
-      for (const auto& p : g["processes"]) {
-        if (p["gpu_memory_bytes"] == 1 * GiB) server_named = p["pid"].get<pid_t>();
-      }
+    const auto now = host.ps_json();
+    for (const auto& p : now.value("processes", nlohmann::json::array())) {
+      if (p["gpu_memory_bytes"] == 1 * GiB) server_named = p["pid"].get<pid_t>();
     }
     return server_named > 1;
   }));
@@ -201,7 +210,7 @@ TEST(MpsHostile, APlantedPipeDirectoryRaisesNothingAndAdvisesNothing) {
   const auto stale = findings(report, "mps-stale-pipe-directory");
   ASSERT_EQ(stale.size(), 1u) << report.dump(2);
   EXPECT_EQ(stale[0]["evidence"]["pipe_directory"], planted);
-  EXPECT_TRUE(has_remedy(stale[0], "rm '" + planted + "/control'")) << stale[0].dump(2);
+  EXPECT_TRUE(has_remedy(stale[0], "rm " + planted + "/control")) << stale[0].dump(2);
 }
 
 class MpsFailedTerminate : public ::testing::TestWithParam<std::string> {};
@@ -221,16 +230,15 @@ TEST_P(MpsFailedTerminate, IsNeverFollowedByASignal) {
   // The launcher (its tree and group): a 256 MiB hog outside MPS, and an MPS client.
   auto launcher = host.start_program(reachable_by_other_users(FAKE_MPS_PARENT_BINARY),
                                      {"--", "/usr/bin/env", "-u", "CUDA_MPS_PIPE_DIRECTORY", cuda, "--alloc",
-                                      "0:256MiB", "--", cuda, "--alloc", "0:1GiB"},
+                                      "0:256MiB", "--", cuda, "--alloc", "0:1GiB", "--mps-on-terminate", "stay"},
                                      user->pw_uid);
   host.set_env("CUDA_MPS_PIPE_DIRECTORY", "");
   const pid_t hog = std::atoi(ready_field(launcher, "pid").c_str());
   pid_t client = -1;
   ASSERT_TRUE(eventually([&] {
-    for (const auto& g : host.ps_json()["gpus"]) {
-      for (const auto& p : g["processes"]) {
-        if (p["type"] == "M" && !p["mps"].is_null() && !p["mps"]["server_pid"].is_null()) client = p["pid"].get<pid_t>();
-      }
+    const auto now = host.ps_json();
+    for (const auto& p : now.value("processes", nlohmann::json::array())) {
+      if (p["type"] == "M" && !p["mps"].is_null() && !p["mps"]["server_pid"].is_null()) client = p["pid"].get<pid_t>();
     }
     return client > 1;
   }));
@@ -239,14 +247,13 @@ TEST_P(MpsFailedTerminate, IsNeverFollowedByASignal) {
   ASSERT_EQ(::kill(server, SIGSTOP), 0);
 
   std::vector<std::string> args;
-  if (GetParam() == "tree") args = {std::to_string(launcher.pid), "--tree"};
+  if (GetParam() == "tree") args = {std::to_string(parent_of(hog))};  // the launcher, with its descendants
   if (GetParam() == "group") args = {std::to_string(hog), "--group"};
   if (GetParam() == "user") args = {"--user", kTestUserName};
   const std::string log = host.state_dir() + "/audit.log";
   args.insert(args.end(), {"--yes", "--timeout", "2", "--audit-log", log});
   int rc = -1;
   const auto report = kill_json(host, args, &rc);
-  ::kill(server, SIGCONT);
   EXPECT_NE(rc, 0) << report.dump(2);
   const auto* t = kill_target(report, client);
   ASSERT_NE(t, nullptr) << report.dump(2);
@@ -259,6 +266,7 @@ TEST_P(MpsFailedTerminate, IsNeverFollowedByASignal) {
   EXPECT_TRUE(eventually([&] { return !running(hog); })) << report.dump(2);
   EXPECT_TRUE(running(bystander.pid));
   EXPECT_TRUE(running(server));
+  ::kill(server, SIGCONT);
 }
 
 INSTANTIATE_TEST_SUITE_P(Reach, MpsFailedTerminate, ::testing::Values("tree", "group", "user"));

@@ -1,5 +1,5 @@
-// A simulated MPS control daemon for a test: its pipe and log directories under the host's
-// state directory (reachable by the test user), quit and gone at the end of the test.
+// A simulated MPS control daemon for a test: its pipe and log directories in a directory of
+// root's (reachable by the test user), quit and gone at the end of the test.
 #pragma once
 
 #include <signal.h>
@@ -10,15 +10,41 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "sim_harness.hpp"
 
 namespace gpureap::test {
 
+// A directory of root's in /tmp (mode 0755), reached only through directories no other user can
+// change, as a host's MPS pipe directory is: gpureap points no MPS front end below a directory
+// others may change, and the host's state directory is open to every user. Removed, with all
+// in it, at the end.
+class RootDirectory {
+ public:
+  RootDirectory() {
+    char templ[] = "/tmp/gpureap-mps-XXXXXX";
+    if (::mkdtemp(templ) == nullptr) throw std::runtime_error("mkdtemp");
+    path_ = templ;
+    std::filesystem::permissions(path_, std::filesystem::perms(0755));
+  }
+  ~RootDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  RootDirectory(const RootDirectory&) = delete;
+  RootDirectory& operator=(const RootDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 class MpsDaemon {
  public:
-  MpsDaemon(const SimHost& host, const std::string& name) : host_(host), dir_(host.state_dir() + "/" + name) {
+  MpsDaemon(const SimHost& host, const std::string& name) : host_(host), dir_(root_.path() + "/" + name) {
     std::filesystem::create_directories(dir_);
     std::filesystem::permissions(dir_, std::filesystem::perms(0755));
     const auto result = run_command({std::string(GPUSIM_BIN_DIR) + "/nvidia-cuda-mps-control", "-d"}, options());
@@ -78,6 +104,7 @@ class MpsDaemon {
   }
 
   const SimHost& host_;
+  RootDirectory root_;
   std::string dir_;
   std::string error_;
   pid_t pid_ = -1;

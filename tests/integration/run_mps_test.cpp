@@ -79,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(Generations, RunJobMps, ::testing::Values("r470", "r550
 // work. Both are left running and reported, never signalled; the other job's client goes on.
 TEST(RunJobMpsDaemon, ADaemonTheJobStartedThatServesAnotherJobsClientIsLeftRunningAndReported) {
   SimHost host({"--gpus", "1"});
-  const std::string dir = host.state_dir() + "/job-mps";
+  const RootDirectory root;
+  const std::string dir = root.path() + "/job-mps";
   std::filesystem::create_directories(dir + "/pipe");
   std::filesystem::create_directories(dir + "/log");
   host.set_env("CUDA_MPS_PIPE_DIRECTORY", dir + "/pipe");
