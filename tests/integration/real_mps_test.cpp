@@ -2,19 +2,30 @@
 // scripts/fetch-nvidia-mps.sh): what it creates in its pipe directory, and its real front end
 // run the way gpureap runs it (spawn/timed_command.hpp): exec'd by the descriptor of the
 // daemon's own executable, with the daemon's user's credentials, never as root for a user's
-// daemon. CI runs as root with the packages fetched: a skip there fails the run.
+// daemon; and gpureap's proof of it (its listening socket) and its terminate path. CI runs as
+// root with the packages fetched: a skip there fails the run.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "real_mps_daemon.hpp"
 #include "sim_harness.hpp"
+#include "kill/mps_terminate.hpp"
+#include "proc/pid_files.hpp"
+#include "proc/pinned_process.hpp"
+#include "proc/unix_sockets.hpp"
+#include "snapshot/mps_roles.hpp"
 #include "spawn/timed_command.hpp"
 
 namespace gpureap {
@@ -115,6 +126,73 @@ TEST_P(RealMps, ItsFrontEndRunAsTheDaemonsUserGivesTheRealReplies) {
   // The front end ran as the user: the daemon logged the user's commands and is still theirs.
   EXPECT_NE(test::read_text_file(daemon.log() + "/control.log").find("Cmd:get_client_list 123"), std::string::npos);
   EXPECT_TRUE(daemon.running());
+}
+
+// Start time of `pid` as /proc says it, or 0.
+std::uint64_t start_ticks(pid_t pid) {
+  const auto stat = procfs::read_stat("/proc", pid);
+  return stat ? stat->start_time_ticks : 0;
+}
+
+// The proof gpureap asks of a control daemon, on the real one: root's, holding the socket that
+// listens at <pipe>/control, that path naming that socket.
+std::optional<std::string> proven_pipe(const test::RealMpsDaemon& daemon, std::string& why) {
+  const auto pinned = procfs::PinnedProcess::pin("/proc", daemon.pid(), start_ticks(daemon.pid()), why);
+  const auto table = procfs::read_unix_sockets();
+  if (!pinned || !table) return std::nullopt;
+  return prove_mps_control_daemon(*pinned, *table, why);
+}
+
+TEST_P(RealMps, ProvenByItsSocketAndAskedThroughItsOwnFrontEndOnly) {
+  test::RealMpsDaemon daemon(package_, dir_ + "/root", 0, 0);
+  ASSERT_TRUE(daemon.running()) << daemon.error();
+  std::string why;
+  const auto pipe = proven_pipe(daemon, why);
+  ASSERT_TRUE(pipe) << why;
+  EXPECT_EQ(*pipe, daemon.pipe());
+  // A terminate for a server the daemon does not list: its own front end answers
+  // get_server_list (through links to its sockets in a directory of root's), nothing more.
+  const PinTarget self{::getpid(), start_ticks(::getpid())};
+  const auto result = terminate_mps_client(MpsControlDaemon{daemon.pid(), start_ticks(daemon.pid()), *pipe}, self, self,
+                                           "/proc", std::chrono::seconds(5));
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.detail.find("does not list " + std::to_string(::getpid()) + " among its servers"), std::string::npos)
+      << result.detail;
+  const std::string log = test::read_text_file(daemon.log() + "/control.log");
+  EXPECT_NE(log.find("Cmd:get_server_list"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Cmd:terminate_client"), std::string::npos) << log;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_ + "/root")) {
+    EXPECT_NE(entry.path().filename().string().rfind(".gpureap-mps-", 0), 0u) << entry.path() << " was left behind";
+  }
+}
+
+// What a user can do in NVIDIA's 0777 pipe directory: put a socket of their own at `control`.
+// The daemon is then no longer proven, and nothing is asked of anyone.
+TEST_P(RealMps, ASocketSwappedInAtControlUnprovesTheDaemon) {
+  test::RealMpsDaemon daemon(package_, dir_ + "/root", 0, 0);
+  ASSERT_TRUE(daemon.running()) << daemon.error();
+  std::string why;
+  const auto pipe = proven_pipe(daemon, why);
+  ASSERT_TRUE(pipe) << why;
+  const std::string control = daemon.pipe() + "/control";
+  ASSERT_EQ(::rename(control.c_str(), (control + ".theirs").c_str()), 0);
+  const int impostor = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", control.c_str());
+  ASSERT_EQ(::bind(impostor, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(impostor, 4), 0);
+  EXPECT_FALSE(proven_pipe(daemon, why));
+  EXPECT_NE(why.find("names another file now"), std::string::npos) << why;
+  const PinTarget self{::getpid(), start_ticks(::getpid())};
+  const auto result = terminate_mps_client(MpsControlDaemon{daemon.pid(), start_ticks(daemon.pid()), *pipe}, self, self,
+                                           "/proc", std::chrono::seconds(5));
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.detail.find("no longer proven"), std::string::npos) << result.detail;
+  pollfd waiting{impostor, POLLIN, 0};
+  EXPECT_EQ(::poll(&waiting, 1, 0), 0) << "the impostor's socket was connected to";
+  ::close(impostor);
+  ::rename((control + ".theirs").c_str(), control.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Debian, RealMps, ::testing::ValuesIn(kVersions),
