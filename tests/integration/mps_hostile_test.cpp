@@ -134,6 +134,14 @@ TEST(MpsHostile, AFakeControlDaemonProvesNothingAndNothingOfItIsRun) {
   EXPECT_TRUE((*t)["refusal"].is_null()) << killed.dump(2);
   EXPECT_TRUE(running(bystander.pid));
   EXPECT_TRUE(running(fake.client));
+
+  // The user's job reaped: the client is still not signalled, and nothing of the fake is run.
+  const auto reaped = host.gpureap_json(
+      {"reap", "--user", kTestUserName, "--kill-timeout", "1", "--verify-timeout", "0", "--json"}, &rc);
+  EXPECT_NE(rc, 0) << reaped.dump(2);
+  EXPECT_NE(reaped.dump().find("not signalled"), std::string::npos) << reaped.dump(2);
+  EXPECT_TRUE(running(fake.client));
+  EXPECT_TRUE(running(bystander.pid));
   EXPECT_FALSE(ran(fake)) << read_text_file(fake.dir + "/executed");
 }
 
