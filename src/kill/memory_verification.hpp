@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kill/escalation.hpp"
 #include "kill/kill_plan.hpp"
 #include "nvml/driver_reading.hpp"
 #include "snapshot/snapshot.hpp"
@@ -35,7 +36,14 @@ std::optional<std::uint64_t> released_bytes(const PlannedGpu& planned, const Gpu
 struct VerifyOptions {
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds interval{50};
+  // What stops the wait early (a daemon asked to stop): the GPUs not verified by then say so.
+  Interruption interruption;
 };
+
+// Waits one interval between two readings; the interrupting signal when one came (0: none).
+int pause_between_readings(const VerifyOptions& options);
+// A GPU's message when an interruption ended the wait for its release.
+std::string interrupted_verification_text(const std::string& gpu, int signal);
 
 // Reads the driver (nullopt when it cannot be read); a full snapshot for the final diagnosis.
 using DriverPoll = std::function<std::optional<DriverReading>()>;
