@@ -4,7 +4,6 @@
 #include <chrono>
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <system_error>
 #include <vector>
 
@@ -207,7 +206,7 @@ void read_kmsg_records(int fd, const std::string& path, KernelLogRead& out) {
 
 KernelLogRead read_kernel_log_file(const std::string& path, const XidSink& sink) {
   // A saved file is complete: its last line counts even without a newline.
-  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path);
+  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path, kUnlimitedKernelLogBytes);
   return follower.read_file(true, sink ? &sink : nullptr);
 }
 
@@ -232,7 +231,8 @@ KernelLogRead read_kmsg(const std::string& path, const XidSink& sink) {
   return out;
 }
 
-KernelLogFollower::KernelLogFollower(Kind kind, std::string path) : kind_(kind), path_(std::move(path)) {}
+KernelLogFollower::KernelLogFollower(Kind kind, std::string path, std::uint64_t history_bytes)
+    : kind_(kind), path_(std::move(path)), history_bytes_(history_bytes) {}
 
 KernelLogRead KernelLogFollower::read_new(const XidSink& sink) {
   const XidSink* to = sink ? &sink : nullptr;
@@ -281,7 +281,7 @@ KernelLogRead KernelLogFollower::read_file(bool to_the_end, const XidSink* sink)
     lines_ = 0;
     splitter_.reset();
   }
-  const std::uint64_t max_bytes = whole_read_ ? kMaxKernelLogGrowthBytes : std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t max_bytes = whole_read_ ? kMaxKernelLogGrowthBytes : history_bytes_;
   out.sink = sink;
   out.lines_read = lines_;
   offset_ = read_lines_from(fd.get(), path_, offset_, max_bytes, splitter_, out);

@@ -44,9 +44,13 @@ std::string unread_part_text(const KernelLogRead& read);
 // file (a FIFO, /dev/zero, a directory: endless or meaningless), is an error value naming the
 // path. Reading stops after kKernelLogReadSeconds; bytes_unread then says what is left.
 inline constexpr double kKernelLogReadSeconds = 30;
-// What a KernelLogFollower reads a call after its first: a log growing faster is read over
-// several calls (counted late, never skipped), so that a flood cannot make a look take seconds.
-inline constexpr std::size_t kMaxKernelLogGrowthBytes = 4u << 20;
+// What a KernelLogFollower reads a call: of a log's history (before it has been read to its
+// end once), then of what it gained. A longer log is read over several calls (counted late,
+// never skipped), so that a huge history or a flood cannot make one of watch's looks take
+// seconds.
+inline constexpr std::uint64_t kMaxKernelLogHistoryBytes = 64u << 20;
+inline constexpr std::uint64_t kMaxKernelLogGrowthBytes = 4u << 20;
+inline constexpr std::uint64_t kUnlimitedKernelLogBytes = ~std::uint64_t{0};
 KernelLogRead read_kernel_log_file(const std::string& path);
 KernelLogRead read_kernel_log_file(const std::string& path, const XidSink& sink);
 
@@ -78,14 +82,15 @@ KernelLogRead scan_kernel_log_text(std::string_view text, std::string source);
 // was logged since the previous call, everything the log holds on the first. /dev/kmsg stays
 // open between calls. A saved file is opened again each time and read from where the last
 // call stopped (a line being written is completed by the next call), and from its start when
-// it was replaced or truncated (log rotation): the whole file on the first call and after a
-// replacement (within kKernelLogReadSeconds), at most kMaxKernelLogGrowthBytes on the others;
-// what a call leaves is read by the next. Line numbers are the file's own (kmsg: records
-// since the first read). Events go to `sink` when one is given, else to the result's events.
+// it was replaced or truncated (log rotation): at most history_bytes a call until it has been
+// read to its end (kUnlimitedKernelLogBytes: the whole file, within kKernelLogReadSeconds),
+// kMaxKernelLogGrowthBytes a call after; what a call leaves is read by the next. Line numbers
+// are the file's own (kmsg: records since the first read). Events go to `sink` when one is
+// given, else to the result's events.
 class KernelLogFollower {
  public:
   enum class Kind { Kmsg, SavedFile };
-  KernelLogFollower(Kind kind, std::string path);
+  KernelLogFollower(Kind kind, std::string path, std::uint64_t history_bytes = kMaxKernelLogHistoryBytes);
 
   KernelLogRead read_new(const XidSink& sink = {});
   const std::string& path() const { return path_; }
@@ -99,6 +104,7 @@ class KernelLogFollower {
 
   Kind kind_;
   std::string path_;
+  std::uint64_t history_bytes_;
   procfs::unique_fd kmsg_;
   bool kmsg_is_file_ = false;  // a regular file given as the kmsg path (tests): read as saved
   bool file_seen_ = false;

@@ -18,7 +18,8 @@ double unix_now() {
 XidTracker::XidTracker(XidTrackerOptions options)
     : options_(std::move(options)),
       follower_(options_.kernel_log_file.empty() ? KernelLogFollower::Kind::Kmsg : KernelLogFollower::Kind::SavedFile,
-                options_.kernel_log_file.empty() ? options_.kmsg_path : options_.kernel_log_file) {}
+                options_.kernel_log_file.empty() ? options_.kmsg_path : options_.kernel_log_file,
+                options_.history_bytes) {}
 
 bool XidTracker::update(const Snapshot& snapshot) {
   const double now = unix_now();

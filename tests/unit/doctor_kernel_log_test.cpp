@@ -247,6 +247,30 @@ TEST(KernelLogFollower, AFloodIsReadOverSeveralCallsAndNothingIsSkipped) {
   EXPECT_EQ(seen, (std::vector<std::pair<unsigned, std::size_t>>{{43, flood_lines + 5}}));
 }
 
+// A history longer than a follower reads a call (watch's first looks) is read over the next
+// calls, whole: the events at its start and at its end, each once, with their line numbers.
+TEST(KernelLogFollower, ALongHistoryIsReadOverSeveralCallsWhole) {
+  const std::string path = temp_dir() + "/history.log";
+  const std::string junk(99, 'h');
+  const std::size_t junk_lines = 30000;  // about 3 MB
+  {
+    std::ofstream out(path);
+    out << "[ 1.000000] NVRM: Xid (PCI:0000:05:00): 13, pid=1, the oldest.\n";
+    for (std::size_t i = 0; i < junk_lines; ++i) out << junk << '\n';
+    out << "[ 2.000000] NVRM: Xid (PCI:0000:05:00): 79, pid=1, the newest.\n";
+  }
+  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path, 1u << 20);
+  std::vector<std::pair<unsigned, std::size_t>> seen;
+  const XidSink sink = [&](XidEvent&& e) { seen.emplace_back(e.xid, e.line_number); };
+  KernelLogRead read = follower.read_new(sink);
+  EXPECT_EQ(read.bytes_read, 1u << 20);
+  int calls = 1;
+  for (; read.bytes_unread > 0 && calls < 10; ++calls) read = follower.read_new(sink);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(read.lines_read, junk_lines + 2);
+  EXPECT_EQ(seen, (std::vector<std::pair<unsigned, std::size_t>>{{13, 1}, {79, junk_lines + 2}}));
+}
+
 TEST(KernelLogFile, CrlfContinuationLinesAndNoFinalNewline) {
   const KernelLogRead read = scan_kernel_log_text(
       "3,1,100,-;NVRM: Xid (PCI:0000:05:00): 79, pid=1, a.\r\n"
