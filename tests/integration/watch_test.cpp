@@ -49,7 +49,8 @@ std::uint64_t used_bytes(const SimHost& host, unsigned gpu) {
 TEST(Watch, CheckConfigPrintsTheRulesOrOneErrorLine) {
   SimHost host;
   const std::string example = std::string(GPUREAP_DEPLOY_DIR) + "/../docs/watch-policy.example.toml";
-  auto result = host.gpureap({"watch", "--check-config", example});
+  // Its audit log's directory, /var/log/gpureap, is the unit's LogsDirectory: not on this host.
+  auto result = host.gpureap({"watch", "--check-config", example, "--audit-log", host.state_dir() + "/audit.log"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("valid, 5 rules"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("rule idle-notebooks: idle for 2h00m"), std::string::npos) << result.out;

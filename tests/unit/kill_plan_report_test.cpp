@@ -76,7 +76,7 @@ TEST(KillVerification, TimeoutSaysTheMemoryHasNoHolder) {
         ++calls;
         return std::optional<DriverReading>(calls < 3 ? stuck : freed);
       },
-      {}, VerifyOptions{std::chrono::milliseconds(5000), std::chrono::milliseconds(1)});
+      {}, VerifyOptions{std::chrono::milliseconds(5000), std::chrono::milliseconds(1), {}});
   ASSERT_TRUE(ok[0].verified);
   EXPECT_EQ(ok[0].freed_bytes, 4 * GiB);
   EXPECT_EQ(calls, 3);
