@@ -91,11 +91,24 @@ std::string audit_line(const AuditRecord& record, const Requester& requester, do
   return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+namespace {
+
+std::string refusal_text(const std::string& path, const std::string& why) {
+  return fmt::format("cannot use {} as the audit log: {}", path, why);
+}
+
+}  // namespace
+
+std::string AuditLog::problem(const std::string& path) {
+  const std::string why = procfs::output_file_problem(path);
+  return why.empty() ? "" : refusal_text(path, why);
+}
+
 std::optional<AuditLog> AuditLog::open(const std::string& path, Requester requester, std::string& error) {
   std::string why;
   procfs::unique_fd owned = procfs::open_output_file(path, procfs::OutputMode::Append, why);
   if (!owned) {
-    error = fmt::format("cannot use {} as the audit log: {}", path, why);
+    error = refusal_text(path, why);
     return std::nullopt;
   }
   AuditLog log;

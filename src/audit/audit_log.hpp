@@ -54,6 +54,8 @@ class AuditLog {
 
   // Opens (creates with mode 0600) for appending. On failure: nullopt and the reason in `error`.
   static std::optional<AuditLog> open(const std::string& path, Requester requester, std::string& error);
+  // "" when open() would succeed, else the error it would give; creates nothing.
+  static std::string problem(const std::string& path);
 
   // Appends one line and fdatasyncs it. Throws std::runtime_error when it cannot.
   void write(const AuditRecord& record) const;

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
 #include <cstdint>
 #include <system_error>
 #include <vector>
@@ -58,43 +59,6 @@ void take_line(std::string_view line, KernelLogRead& out) {
   }
 }
 
-// Splits a stream into lines across read boundaries.
-class LineSplitter {
- public:
-  explicit LineSplitter(KernelLogRead& out) : out_(out) {}
-
-  void feed(std::string_view chunk) {
-    while (!chunk.empty()) {
-      const std::size_t newline = chunk.find('\n');
-      const std::string_view piece = chunk.substr(0, newline);
-      if (partial_.size() < kMaxLineLength)
-        partial_.append(piece.substr(0, kMaxLineLength - partial_.size()));
-      if (newline == std::string_view::npos) {
-        pending_ += piece.size();
-        return;
-      }
-      take_line(partial_, out_);
-      partial_.clear();
-      pending_ = 0;
-      chunk.remove_prefix(newline + 1);
-    }
-  }
-
-  void finish() {
-    if (!partial_.empty()) take_line(partial_, out_);
-    partial_.clear();
-    pending_ = 0;
-  }
-
-  // Bytes of the line not yet ended by a newline (as fed, before the length cut).
-  std::uint64_t pending() const { return pending_; }
-
- private:
-  KernelLogRead& out_;
-  std::string partial_;
-  std::uint64_t pending_ = 0;
-};
-
 std::string kmsg_open_error(const std::string& path, int err) {
   if (err == EACCES || err == EPERM) {
     return fmt::format(
@@ -110,13 +74,36 @@ std::string kmsg_open_error(const std::string& path, int err) {
 
 }  // namespace
 
+void LineSplitter::feed(std::string_view chunk, KernelLogRead& out) {
+  while (!chunk.empty()) {
+    const std::size_t newline = chunk.find('\n');
+    const std::string_view piece = chunk.substr(0, newline);
+    if (partial_.size() < kMaxLineLength) partial_.append(piece.substr(0, kMaxLineLength - partial_.size()));
+    if (newline == std::string_view::npos) return;
+    take_line(partial_, out);
+    partial_.clear();
+    chunk.remove_prefix(newline + 1);
+  }
+}
+
+void LineSplitter::finish(KernelLogRead& out) {
+  if (!partial_.empty()) take_line(partial_, out);
+  partial_.clear();
+}
+
 KernelLogRead scan_kernel_log_text(std::string_view text, std::string source) {
   KernelLogRead out;
   out.source = std::move(source);
-  LineSplitter lines(out);
-  lines.feed(text);
-  lines.finish();
+  LineSplitter lines;
+  lines.feed(text, out);
+  lines.finish(out);
   return out;
+}
+
+std::string unread_part_text(const KernelLogRead& read) {
+  if (read.bytes_unread == 0) return {};
+  return fmt::format("{}: read lines 1 to {} ({} of {} bytes); its last {} bytes are not read", read.source,
+                     read.lines_read, read.bytes_read, read.bytes_read + read.bytes_unread, read.bytes_unread);
 }
 
 std::string kernel_log_file_problem(const std::string& path) {
@@ -159,43 +146,28 @@ procfs::unique_fd open_saved_log(const std::string& path, struct stat& st, Kerne
   return fd;
 }
 
-// Feeds the lines from `start` to the end of the file (at most max_bytes, for at most
-// kKernelLogReadSeconds) into `lines`; the first, partial one is skipped when start is not a
-// line start. Returns the offset where reading stopped.
-std::uint64_t read_lines_from(int fd, const std::string& path, std::uint64_t start, bool skip_partial_line,
-                              std::uint64_t max_bytes, LineSplitter& lines, KernelLogRead& out) {
+// Feeds the bytes from `start` on (at most max_bytes, for at most kKernelLogReadSeconds)
+// into `lines`. Returns the offset where reading stopped.
+std::uint64_t read_lines_from(int fd, const std::string& path, std::uint64_t start, std::uint64_t max_bytes,
+                              LineSplitter& lines, KernelLogRead& out) {
   if (start > 0 && ::lseek(fd, static_cast<off_t>(start), SEEK_SET) != static_cast<off_t>(start)) {
     out.error = fmt::format("cannot seek in kernel log file {}: {}", path, errno_text(errno));
     return start;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKernelLogReadSeconds);
-  std::size_t total = 0;
+  std::uint64_t total = 0;
   std::vector<char> buffer(kFileChunkSize);
-  for (;;) {
-    if (total >= max_bytes) break;  // a file still growing: stop at the bound
-    if (std::chrono::steady_clock::now() > deadline) {
-      out.error = fmt::format("reading kernel log file {} took longer than {:.0f} s; stopped after {} lines", path,
-                              kKernelLogReadSeconds, out.lines_read);
-      break;
-    }
-    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+  while (total < max_bytes && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t got = ::read(fd, buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), max_bytes - total)));
     if (got < 0) {
       const int err = errno;
       if (err == EINTR) continue;
-      out.error = fmt::format("reading kernel log file {} failed after {} lines: {}", path,
-                              out.lines_read, errno_text(err));
+      out.error = fmt::format("reading kernel log file {} failed after {} lines: {}", path, out.lines_read, errno_text(err));
       break;
     }
     if (got == 0) break;
-    total += static_cast<std::size_t>(got);
-    std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
-    if (skip_partial_line) {
-      const std::size_t newline = chunk.find('\n');
-      if (newline == std::string_view::npos) continue;
-      chunk.remove_prefix(newline + 1);
-      skip_partial_line = false;
-    }
-    lines.feed(chunk);
+    total += static_cast<std::uint64_t>(got);
+    lines.feed(std::string_view(buffer.data(), static_cast<std::size_t>(got)), out);
   }
   return start + total;
 }
@@ -233,9 +205,8 @@ void read_kmsg_records(int fd, const std::string& path, KernelLogRead& out) {
 }  // namespace
 
 KernelLogRead read_kernel_log_file(const std::string& path, const XidSink& sink) {
-  // The newest part is what matters: the last kMaxKernelLogBytes, from a line start; a saved
-  // file is complete, so its last line counts even without a newline.
-  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path);
+  // A saved file is complete: its last line counts even without a newline.
+  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path, kUnlimitedKernelLogBytes);
   return follower.read_file(true, sink ? &sink : nullptr);
 }
 
@@ -260,13 +231,15 @@ KernelLogRead read_kmsg(const std::string& path, const XidSink& sink) {
   return out;
 }
 
-KernelLogFollower::KernelLogFollower(Kind kind, std::string path) : kind_(kind), path_(std::move(path)) {}
+KernelLogFollower::KernelLogFollower(Kind kind, std::string path, std::uint64_t history_bytes)
+    : kind_(kind), path_(std::move(path)), history_bytes_(history_bytes) {}
 
-KernelLogRead KernelLogFollower::read_new() {
-  return kind_ == Kind::Kmsg && !kmsg_is_file_ ? read_new_kmsg() : read_file(false);
+KernelLogRead KernelLogFollower::read_new(const XidSink& sink) {
+  const XidSink* to = sink ? &sink : nullptr;
+  return kind_ == Kind::Kmsg && !kmsg_is_file_ ? read_new_kmsg(to) : read_file(false, to);
 }
 
-KernelLogRead KernelLogFollower::read_new_kmsg() {
+KernelLogRead KernelLogFollower::read_new_kmsg(const XidSink* sink) {
   KernelLogRead out;
   out.source = path_;
   if (!kmsg_) {
@@ -280,11 +253,13 @@ KernelLogRead KernelLogFollower::read_new_kmsg() {
     if (::fstat(kmsg_.get(), &st) == 0 && !S_ISCHR(st.st_mode)) {
       kmsg_ = procfs::unique_fd();
       kmsg_is_file_ = true;
-      return read_file(false);
+      return read_file(false, sink);
     }
   }
+  out.sink = sink;
   out.lines_read = lines_;
   read_kmsg_records(kmsg_.get(), path_, out);
+  out.sink = nullptr;  // the caller's, valid during the call only
   lines_ = out.lines_read;
   return out;
 }
@@ -292,29 +267,31 @@ KernelLogRead KernelLogFollower::read_new_kmsg() {
 KernelLogRead KernelLogFollower::read_file(bool to_the_end, const XidSink* sink) {
   KernelLogRead out;
   out.source = path_;
-  out.sink = sink;
   struct stat st {};
   const procfs::unique_fd fd = open_saved_log(path_, st, out);
   if (!fd) return out;
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  const bool replaced = !file_seen_ || st.st_dev != device_ || st.st_ino != inode_ || size < offset_;
-  std::uint64_t start = replaced ? 0 : offset_;
-  const std::uint64_t max_bytes = replaced ? kMaxKernelLogBytes : kMaxKernelLogGrowthBytes;
-  bool skip_partial_line = false;
-  if (size - start > max_bytes) {  // more than one read's worth: the newest part
-    start = size - max_bytes;
-    skip_partial_line = true;
+  if (!file_seen_ || st.st_dev != device_ || st.st_ino != inode_ || size < offset_) {
+    // New, replaced or truncated (rotation): from its first line.
+    file_seen_ = true;
+    whole_read_ = false;
+    device_ = st.st_dev;
+    inode_ = st.st_ino;
+    offset_ = 0;
+    lines_ = 0;
+    splitter_.reset();
   }
+  const std::uint64_t max_bytes = whole_read_ ? kMaxKernelLogGrowthBytes : history_bytes_;
+  out.sink = sink;
   out.lines_read = lines_;
-  LineSplitter lines(out);
-  const std::uint64_t end = read_lines_from(fd.get(), path_, start, skip_partial_line, max_bytes, lines, out);
-  if (to_the_end) lines.finish();
+  offset_ = read_lines_from(fd.get(), path_, offset_, max_bytes, splitter_, out);
+  out.bytes_read = offset_;
+  out.bytes_unread = size > offset_ ? size - offset_ : 0;
+  if (out.bytes_unread == 0 && !out.error) {
+    whole_read_ = true;
+    if (to_the_end) splitter_.finish(out);
+  }
   out.sink = nullptr;  // the caller's, valid during the call only
-  if (out.error) return out;
-  file_seen_ = true;
-  device_ = st.st_dev;
-  inode_ = st.st_ino;
-  offset_ = end - lines.pending();  // a line still being written is read whole next time
   lines_ = out.lines_read;
   return out;
 }

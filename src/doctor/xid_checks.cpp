@@ -144,6 +144,11 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     diagnosis.notes.push_back("Xid events not checked: " + *log.error);
     return;
   }
+  if (log.bytes_unread > 0) {
+    // Counts and line numbers are those of the lines read: the note says which.
+    diagnosis.notes.push_back(fmt::format("Xid events counted in part of the log only: {} (reading stopped after {:.0f} s)",
+                                          unread_part_text(log), kKernelLogReadSeconds));
+  }
   if (log.truncated) {
     diagnosis.notes.push_back("the kernel log had overwritten older records: earlier Xid events may be missing");
   }

@@ -108,7 +108,8 @@ bool bcrypt_verify(std::string_view password, const std::string& hash) {
   return computed != nullptr && equal_in_constant_time(computed, hash);
 }
 
-BasicAuthenticator::BasicAuthenticator(std::map<std::string, std::string> users) : users_(std::move(users)) {
+BasicAuthenticator::BasicAuthenticator(std::map<std::string, std::string> users, Limits limits)
+    : limits_(limits), users_(std::move(users)), turns_(limits.turns) {
   // The cost most users' hashes have (the lowest of equals): an unknown user then takes as long
   // as they do. Users whose hashes have other costs can be told from them by timing; the
   // web-config's documentation says to give every user the same cost.
@@ -129,45 +130,69 @@ BasicAuthenticator::BasicAuthenticator(std::map<std::string, std::string> users)
 
 std::optional<bool> BasicAuthenticator::remembered(const CredentialDigest& key) {
   const std::lock_guard lock(cache_mutex_);
-  const auto it = outcomes_.find(key);
-  if (it == outcomes_.end()) return std::nullopt;
-  return it->second;
+  if (const auto it = successes_.find(key); it != successes_.end()) {
+    const auto now = Clock::now();
+    if (now - it->second < limits_.success_lifetime) {
+      it->second = now;
+      return true;
+    }
+    successes_.erase(it);
+    return std::nullopt;
+  }
+  if (failures_.count(key) != 0) return false;
+  return std::nullopt;
 }
 
 void BasicAuthenticator::remember(const CredentialDigest& key, bool outcome) {
   const std::lock_guard lock(cache_mutex_);
-  if (!outcomes_.emplace(key, outcome).second) return;
-  order_.push_back(key);
-  if (order_.size() > kMaxRemembered) {
-    outcomes_.erase(order_.front());
-    order_.pop_front();
+  if (outcome) {
+    if (successes_.size() >= kMaxRememberedSuccesses && successes_.count(key) == 0) {
+      // Only right passwords get here: the least recently used one is forgotten.
+      auto oldest = successes_.begin();
+      for (auto it = successes_.begin(); it != successes_.end(); ++it) {
+        if (it->second < oldest->second) oldest = it;
+      }
+      successes_.erase(oldest);
+    }
+    successes_[key] = Clock::now();
+    return;
+  }
+  if (!failures_.insert(key).second) return;
+  failure_order_.push_back(key);
+  if (failure_order_.size() > kMaxRememberedFailures) {
+    failures_.erase(failure_order_.front());
+    failure_order_.pop_front();
   }
 }
 
-bool BasicAuthenticator::allows(std::string_view authorization_header) {
+bool BasicAuthenticator::verify(const BasicCredentials& credentials) {
+  const auto user = users_.find(credentials.user);
+  ++bcrypt_runs_;
+  return bcrypt_verify(credentials.password, user == users_.end() ? dummy_hash_ : user->second) && user != users_.end();
+}
+
+AuthDecision BasicAuthenticator::check(std::string_view authorization_header, std::string_view peer) {
   auto credentials = parse_basic_authorization(authorization_header);
-  if (!credentials) return false;
+  if (!credentials) return AuthDecision::kRefused;
   const CredentialDigest key = hasher_.digest(credentials->user, credentials->password);
-  if (const auto outcome = remembered(key)) {
-    explicit_bzero(credentials->password.data(), credentials->password.size());
-    return *outcome;
-  }
-  bool outcome = false;
-  {
-    const std::lock_guard one_at_a_time(bcrypt_mutex_);
-    // Those that waited for the same credentials find the outcome the first one left.
-    if (const auto known = remembered(key)) {
-      outcome = *known;
-    } else {
-      const auto user = users_.find(credentials->user);
-      ++bcrypt_runs_;
-      outcome = bcrypt_verify(credentials->password, user == users_.end() ? dummy_hash_ : user->second) &&
-                user != users_.end();
-      remember(key, outcome);
+  std::optional<bool> outcome = remembered(key);
+  if (!outcome) {
+    const auto turn = turns_.take(peer_group(peer), Clock::now() + limits_.max_wait);
+    if (turn) {
+      // Those that waited for the same credentials find the outcome the first one left.
+      outcome = remembered(key);
+      if (!outcome) {
+        outcome = verify(*credentials);
+        remember(key, *outcome);
+      }
     }
   }
   explicit_bzero(credentials->password.data(), credentials->password.size());
-  return outcome;
+  if (!outcome) {
+    ++busy_answers_;
+    return AuthDecision::kBusy;
+  }
+  return *outcome ? AuthDecision::kAllowed : AuthDecision::kRefused;
 }
 
 }  // namespace gpureap

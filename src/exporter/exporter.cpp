@@ -50,7 +50,9 @@ bool Exporter::start(std::string& error) {
   config.port = options_.listen.port;
   config.cert_file = options_.web.cert_file;
   config.key_file = options_.web.key_file;
-  config.worker_threads = options_.max_scrapes + kSpareWorkers;
+  // Requests waiting for a bcrypt turn hold a worker each: as many more, so that they never
+  // keep a remembered client or a scrape waiting.
+  config.worker_threads = options_.max_scrapes + kSpareWorkers + (auth_ ? auth_->most_waiting_workers() : 0);
   server_ = HttpServer::create(options_.http_module, config, [this](const HttpRequestView& r) { return handle(r); },
                                error);
   if (!server_) return false;
@@ -67,9 +69,9 @@ bool Exporter::stop(std::chrono::milliseconds grace) {
   return collection_ ? collection_->stop(grace) : true;
 }
 
-bool Exporter::authorized(const HttpRequestView& request) {
-  if (!auth_) return true;
-  return auth_->allows(request.header("Authorization"));
+AuthDecision Exporter::authorized(const HttpRequestView& request) {
+  if (!auth_) return AuthDecision::kAllowed;
+  return auth_->check(request.header("Authorization"), request.remote_addr);
 }
 
 HttpReply Exporter::handle(const HttpRequestView& request) {
@@ -81,7 +83,14 @@ HttpReply Exporter::handle(const HttpRequestView& request) {
   // /healthz answers without credentials: a liveness probe, it says nothing but "ok".
   if (request.path == "/healthz") return text_reply(200, "ok\n");
   if (request.path != "/metrics" && request.path != "/") return text_reply(404, "not found: try /metrics\n");
-  if (!authorized(request)) {
+  const AuthDecision decision = authorized(request);
+  if (decision == AuthDecision::kBusy) {
+    ++rejected_auth_busy_;
+    HttpReply reply = text_reply(429, "too many passwords to verify at once: try again\n");
+    reply.headers.emplace_back("Retry-After", "1");
+    return reply;
+  }
+  if (decision == AuthDecision::kRefused) {
     ++rejected_unauthorized_;
     HttpReply reply = text_reply(401, "unauthorized\n");
     reply.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpureap\", charset=\"UTF-8\"");
@@ -132,6 +141,7 @@ std::string Exporter::self_metrics(const CollectionResult* served) const {
   rejected.add({{"reason", "too-many"}}, static_cast<double>(rejected_too_many_.load()));
   rejected.add({{"reason", "unauthorized"}}, static_cast<double>(rejected_unauthorized_.load()));
   rejected.add({{"reason", "timeout"}}, static_cast<double>(rejected_timeout_.load()));
+  rejected.add({{"reason", "auth-busy"}}, static_cast<double>(rejected_auth_busy_.load()));
   return render_text_format(metrics);
 }
 

@@ -71,7 +71,7 @@ class Exporter {
  private:
   HttpReply metrics(const HttpRequestView& request);
   std::string self_metrics(const CollectionResult* served) const;
-  bool authorized(const HttpRequestView& request);
+  AuthDecision authorized(const HttpRequestView& request);
 
   Collector& collector_;
   ExporterOptions options_;
@@ -79,7 +79,8 @@ class Exporter {
   std::unique_ptr<SharedCollection> collection_;
   std::unique_ptr<HttpServer> server_;
   std::atomic<unsigned> scrapes_in_progress_{0};
-  std::atomic<std::uint64_t> rejected_too_many_{0}, rejected_unauthorized_{0}, rejected_timeout_{0};
+  std::atomic<std::uint64_t> rejected_too_many_{0}, rejected_unauthorized_{0}, rejected_timeout_{0},
+      rejected_auth_busy_{0};
 };
 
 }  // namespace gpureap

@@ -126,6 +126,7 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
   std::vector<DrmReleaseState> states(results.size());
   std::vector<bool> settled(results.size(), false);  // released, or nothing more to wait for
   std::size_t pending = results.size();
+  int interrupted_by = 0;
   while (true) {
     last = poll_drm();
     if (!last) break;
@@ -146,7 +147,7 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
       --pending;
     }
     if (pending == 0 || Clock::now() >= deadline) break;
-    poll(nullptr, 0, static_cast<int>(options.interval.count()));
+    if ((interrupted_by = pause_between_readings(options)) != 0) break;
   }
   const double waited = std::chrono::duration<double>(options.timeout).count();
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -154,6 +155,10 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
     if (v.verified) continue;
     const PlannedDrmGpu& planned = plan.drm_gpus[i];
     const std::string name = fmt::format("{} GPU {}", v.vendor, v.pci_address);
+    if (interrupted_by != 0) {
+      v.message = interrupted_verification_text(name, interrupted_by);
+      continue;
+    }
     if (!last) {
       v.message = name + ": the DRM devices could not be read: the release cannot be verified";
       continue;

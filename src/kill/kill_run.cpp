@@ -77,9 +77,10 @@ bool any_survivor(const KillPlan& plan, const KillReport& report) {
 
 // AMD and Intel GPUs: their release is read from sysfs and fdinfo, not from NVML.
 void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, double verify_timeout_s,
-                           KillReport& report) {
+                           const Interruption& interruption, KillReport& report) {
   if (plan.drm_gpus.empty()) return;
   VerifyOptions verify;
+  verify.interruption = interruption;
   verify.timeout = std::chrono::milliseconds(any_survivor(plan, report) ? 0 : static_cast<long long>(verify_timeout_s * 1000));
   report.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
 }
@@ -87,9 +88,9 @@ void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, d
 }  // namespace
 
 void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
-                       double verify_timeout_s, KillReport& report) {
+                       double verify_timeout_s, KillReport& report, const Interruption& interruption) {
   if (!report.settings.verify) return;
-  verify_drm_after_kill(plan, source, verify_timeout_s, report);
+  verify_drm_after_kill(plan, source, verify_timeout_s, interruption, report);
   if (plan.gpus.empty()) return;
   if (!snapshot.driver.loaded) {
     report.notes.push_back("memory release not verified: " + snapshot.driver.message);
@@ -107,6 +108,7 @@ void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snaps
   SnapshotPoll take = [&source]() { return source.take(); };
   VerifyOptions verify;
   verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
+  verify.interruption = interruption;
   report.gpus = verify_release(plan, poll_driver, take, verify);
 }
 
@@ -153,7 +155,9 @@ KillReport carry_out_kill(PreparedKill& prepared, SnapshotSource& source, const 
   ExecutionOptions execution;
   execution.engine = engine;
   execute_plan(prepared.plan, prepared.pins, snapshot, prepared.policy, execution, audit, report);
-  if (report.interrupted_by == 0) verify_after_kill(prepared.plan, source, snapshot, verify_timeout_s, report);
+  if (report.interrupted_by == 0) {
+    verify_after_kill(prepared.plan, source, snapshot, verify_timeout_s, report, engine.interruption);
+  }
   return report;
 }
 

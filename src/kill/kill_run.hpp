@@ -27,7 +27,7 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
 // Polls the driver through `source` until the plan's memory is released (no wait when a
 // target survived: waiting cannot help). Fills report.gpus, or a note when the driver is gone.
 void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
-                       double verify_timeout_s, KillReport& report);
+                       double verify_timeout_s, KillReport& report, const Interruption& interruption = {});
 
 // PIDs a caller chose on its own proof (doctor's orphans, a watch rule's match), ended through
 // the whole pipeline: select with their trees, plan (protection, identity, permission), pin,

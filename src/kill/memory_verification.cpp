@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "text/human_format.hpp"
+#include "text/signal_names.hpp"
 
 namespace gpureap {
 namespace {
@@ -63,6 +64,21 @@ std::vector<pid_t> remaining_holders(const KillPlan& plan, const Snapshot& snaps
   return holders;
 }
 
+int pause_between_readings(const VerifyOptions& options) {
+  const Interruption& interruption = options.interruption;
+  if (interruption.received) {
+    if (const int signal = interruption.received(); signal != 0) return signal;
+  }
+  pollfd wake{interruption.fd, POLLIN, 0};
+  ::poll(&wake, interruption.fd >= 0 ? 1 : 0, static_cast<int>(options.interval.count()));
+  return interruption.received ? interruption.received() : 0;
+}
+
+std::string interrupted_verification_text(const std::string& gpu, int signal) {
+  return fmt::format("{}: not verified: gpureap was interrupted by {} while it waited for the release", gpu,
+                     signal_name(signal));
+}
+
 std::vector<GpuVerification> verify_release(const KillPlan& plan, const DriverPoll& poll_driver,
                                             const SnapshotPoll& take_snapshot, const VerifyOptions& options) {
   std::vector<GpuVerification> results;
@@ -77,6 +93,7 @@ std::vector<GpuVerification> verify_release(const KillPlan& plan, const DriverPo
   const auto deadline = start + options.timeout;
   std::optional<DriverReading> last;
   std::size_t pending = results.size();
+  int interrupted_by = 0;
   while (true) {
     last = poll_driver();
     if (!last) break;
@@ -92,9 +109,15 @@ std::vector<GpuVerification> verify_release(const KillPlan& plan, const DriverPo
       }
     }
     if (pending == 0 || Clock::now() >= deadline) break;
-    poll(nullptr, 0, static_cast<int>(options.interval.count()));
+    if ((interrupted_by = pause_between_readings(options)) != 0) break;
   }
   if (pending == 0) return results;
+  if (interrupted_by != 0) {
+    for (auto& v : results) {
+      if (!v.verified) v.message = interrupted_verification_text(fmt::format("GPU {}", v.index), interrupted_by);
+    }
+    return results;
+  }
 
   // Not released in time: say by whom it is still held, or that nobody holds it.
   std::unique_ptr<Snapshot> snapshot = take_snapshot ? take_snapshot() : nullptr;

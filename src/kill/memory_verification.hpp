@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kill/escalation.hpp"
 #include "kill/kill_plan.hpp"
 #include "nvml/driver_reading.hpp"
 #include "snapshot/snapshot.hpp"
@@ -39,7 +40,14 @@ struct VerifyOptions {
   // Processes the caller left running on purpose (run: an MPS server that serves other jobs):
   // named among the holders, never in the advice to kill them.
   std::set<pid_t> left_on_purpose;
+  // What stops the wait early (a daemon asked to stop): the GPUs not verified by then say so.
+  Interruption interruption;
 };
+
+// Waits one interval between two readings; the interrupting signal when one came (0: none).
+int pause_between_readings(const VerifyOptions& options);
+// A GPU's message when an interruption ended the wait for its release.
+std::string interrupted_verification_text(const std::string& gpu, int signal);
 
 // Reads the driver (nullopt when it cannot be read); a full snapshot for the final diagnosis.
 using DriverPoll = std::function<std::optional<DriverReading>()>;

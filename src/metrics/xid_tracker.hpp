@@ -19,6 +19,9 @@ struct XidTrackerOptions {
   std::string kernel_log_file;  // a saved or growing log file; "" reads kmsg_path
   std::string kmsg_path = "/dev/kmsg";
   std::string proc_root = "/proc";  // its uptime dates /dev/kmsg records
+  // What a saved log's first updates read each (kernel_log.hpp): a daemon's looks stay short;
+  // a single collection (export --once) reads the whole log.
+  std::uint64_t history_bytes = kMaxKernelLogHistoryBytes;
 };
 
 class XidTracker {

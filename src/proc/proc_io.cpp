@@ -26,38 +26,59 @@ unique_fd::~unique_fd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-unique_fd open_output_file(const std::string& path, OutputMode mode, std::string& why) {
-  // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader, for ever.
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (mode == OutputMode::Append ? O_APPEND : 0);
-  unique_fd fd(::open(path.c_str(), flags, 0600));
-  if (!fd) {
-    why = errno == ENXIO ? std::string("not a regular file")
-          : errno == ELOOP ? std::string("a symbolic link (never followed)")
-                           : std::string(std::strerror(errno));
-    return unique_fd();
-  }
+namespace {
+
+// Why open(2) of an output file failed, for a person.
+std::string output_open_failure(int err) {
+  return err == ENXIO ? std::string("not a regular file")
+         : err == ELOOP ? std::string("a symbolic link (never followed)")
+                        : std::string(std::strerror(err));
+}
+
+// "" when the opened output file may be written; else why not.
+std::string output_file_refusal(int fd) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    why = std::strerror(errno);
-    return unique_fd();
-  }
-  if (!S_ISREG(st.st_mode)) {
-    why = "not a regular file";
-    return unique_fd();
-  }
+  if (::fstat(fd, &st) != 0) return std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
   if (st.st_nlink != 1) {
-    why = "it has " + std::to_string(st.st_nlink) + " hard links (it could be another file under a second name)";
-    return unique_fd();
+    return "it has " + std::to_string(st.st_nlink) + " hard links (it could be another file under a second name)";
   }
   if (st.st_uid != ::geteuid()) {
-    why = "it belongs to uid " + std::to_string(st.st_uid) + ", not to the user gpureap runs as";
+    return "it belongs to uid " + std::to_string(st.st_uid) + ", not to the user gpureap runs as";
+  }
+  return {};
+}
+
+// O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader, for ever.
+constexpr int kOutputFlags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+
+}  // namespace
+
+unique_fd open_output_file(const std::string& path, OutputMode mode, std::string& why) {
+  unique_fd fd(::open(path.c_str(), kOutputFlags | O_CREAT | (mode == OutputMode::Append ? O_APPEND : 0), 0600));
+  if (!fd) {
+    why = output_open_failure(errno);
     return unique_fd();
   }
+  if (why = output_file_refusal(fd.get()); !why.empty()) return unique_fd();
   if (mode == OutputMode::Truncate && ::ftruncate(fd.get(), 0) != 0) {
     why = std::strerror(errno);
     return unique_fd();
   }
   return fd;
+}
+
+std::string output_file_problem(const std::string& path) {
+  unique_fd fd(::open(path.c_str(), kOutputFlags | O_APPEND));
+  if (fd) return output_file_refusal(fd.get());
+  if (errno != ENOENT) return output_open_failure(errno);
+  // Missing: open(O_CREAT) needs a directory it may write to, reached through the same path.
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  unique_fd parent(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!parent) return output_open_failure(errno);
+  if (::faccessat(parent.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) return output_open_failure(errno);
+  return {};
 }
 
 int write_all(int fd, std::string_view data) {

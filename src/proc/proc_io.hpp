@@ -48,6 +48,9 @@ int write_all(int fd, std::string_view data);
 // is never followed. Truncate empties it only once those checks passed.
 enum class OutputMode { Append, Truncate };
 unique_fd open_output_file(const std::string& path, OutputMode mode, std::string& why);
+// "" when open_output_file would open `path`, else its `why`; creates and changes nothing
+// (watch --check-config asks what the daemon would refuse).
+std::string output_file_problem(const std::string& path);
 
 // Who may have written a file gpureap reads. A file that defines what root does (watch's
 // policy names a command root runs; the kill configuration says what is protected; the

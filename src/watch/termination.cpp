@@ -69,6 +69,7 @@ TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, co
   request.verify_timeout_s = settings.verify_timeout_seconds;
   request.protect = settings.protect;
   request.audit = settings.audit;
+  request.interruption = settings.interruption;
   EndResult ended;
   try {
     ended = end_chosen_pids(source, *snapshot, request);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "audit/audit_log.hpp"
+#include "kill/escalation.hpp"
 #include "accounts/user_names.hpp"
 #include "snapshot/snapshot.hpp"
 #include "watch/observation.hpp"
@@ -24,6 +25,9 @@ struct TerminationSettings {
   double verify_timeout_seconds = 30;
   std::vector<std::string> protect;  // [kill] protect names of the configuration, added to the built-in ones
   const AuditLog* audit = nullptr;
+  // A stop asked of the daemon: the ladder continues what it stopped and returns, and the
+  // wait for the memory's release ends.
+  Interruption interruption;
 };
 
 struct TerminationResult {

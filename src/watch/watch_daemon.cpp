@@ -1,6 +1,8 @@
 #include "watch/watch_daemon.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -9,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <deque>
 
 #include <fmt/format.h>
@@ -18,6 +21,7 @@
 #include "proc/proc_io.hpp"
 #include "accounts/user_names.hpp"
 #include "text/human_format.hpp"
+#include "text/signal_names.hpp"
 #include "watch/event_log.hpp"
 #include "watch/notifier.hpp"
 #include "watch/observation.hpp"
@@ -65,6 +69,22 @@ std::string condition_text(const Rule& rule, const Candidate& c) {
   return "";
 }
 
+// "" when root may run `program` for every notification: an executable regular file that,
+// with its directory, only root or the user running watch can change.
+std::string notify_program_problem(const std::string& program) {
+  const procfs::unique_fd fd(::open(program.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return fmt::format("cannot open {}: {}", program, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return fmt::format("{} is not a regular file", program);
+  if ((st.st_mode & 0111) == 0 || ::faccessat(AT_FDCWD, program.c_str(), X_OK, AT_EACCESS) != 0) {
+    return fmt::format("{} is not executable", program);
+  }
+  if (std::string why = procfs::untrusted_file_reason(fd.get(), program); !why.empty()) return program + " " + why;
+  return {};
+}
+
+// SIGTERM, SIGINT and SIGHUP, read from a signalfd: between looks by the loop, and during an
+// action by the kill engine (interruption()), so that a stop never waits for a ladder.
 class SignalReader {
  public:
   SignalReader() {
@@ -83,24 +103,52 @@ class SignalReader {
   SignalReader& operator=(const SignalReader&) = delete;
 
   bool valid() const { return static_cast<bool>(fd_); }
-  // Waits up to `timeout` for a signal; 0 when none came.
-  int wait(std::chrono::milliseconds timeout) const {
-    pollfd p{fd_.get(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, timeout.count())));
-    if (ready <= 0) return 0;
-    signalfd_siginfo info{};
-    if (::read(fd_.get(), &info, sizeof info) != static_cast<ssize_t>(sizeof info)) return 0;
-    return static_cast<int>(info.ssi_signo);
+  // Waits up to `timeout` for a signal; 0 when none came. A stop asked for stays the answer.
+  int wait(std::chrono::milliseconds timeout) {
+    if (stop_ == 0 && !reload_) {
+      pollfd p{fd_.get(), POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(std::max<long long>(0, timeout.count())));
+    }
+    drain();
+    if (stop_ != 0) return stop_;
+    if (reload_) {
+      reload_ = false;
+      return SIGHUP;
+    }
+    return 0;
+  }
+  int stop_requested() const { return stop_; }
+  // For the kill engine: a stop interrupts a ladder (which continues what it stopped); a
+  // reload waits for the ladder's end.
+  Interruption interruption() {
+    return Interruption{[this] {
+                          drain();
+                          return stop_;
+                        },
+                        fd_.get()};
   }
 
  private:
+  // Every signal that arrived, without waiting: a stop is kept, a reload remembered.
+  void drain() {
+    signalfd_siginfo info{};
+    while (::read(fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGHUP) reload_ = true;
+      else if (stop_ == 0) stop_ = sig;
+    }
+  }
+
   procfs::unique_fd fd_;
+  int stop_ = 0;
+  bool reload_ = false;
 };
 
 class WatchDaemon {
  public:
-  WatchDaemon(const WatchDaemonOptions& options, CounterBoard& counters)
+  WatchDaemon(const WatchDaemonOptions& options, CounterBoard& counters, SignalReader& signals)
       : options_(options),
+        signals_(signals),
         log_(options.log_fd),
         counters_(counters),
         observer_(options.snapshot, 300),
@@ -131,11 +179,11 @@ class WatchDaemon {
     return {};
   }
 
-  int run(const SignalReader& signals) {
+  int run() {
     auto next = Clock::now() + interval();
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-      const int sig = signals.wait(left);
+      const int sig = signals_.wait(left);
       if (sig == SIGTERM || sig == SIGINT) {
         rusage usage{};
         getrusage(RUSAGE_SELF, &usage);
@@ -351,7 +399,17 @@ class WatchDaemon {
       notifier_.send(std::move(e));
       return;
     }
+    if (const int stop = signals_.stop_requested(); stop != 0) {
+      // Stopping: no new ladder. The process stays due for the next start.
+      log_.write(LogPriority::Info, "not-terminated",
+                 {{"rule", rule.name},
+                  {"pid", std::to_string(c.pid)},
+                  {"outcome", "stopping"},
+                  {"why", fmt::format("watch is stopping ({})", signal_name(stop))}});
+      return;
+    }
     TerminationSettings settings;
+    settings.interruption = signals_.interruption();
     settings.kill_timeout_seconds = policy_->kill_timeout_seconds;
     settings.verify_timeout_seconds = policy_->verify_timeout_seconds;
     settings.protect = options_.protect;
@@ -387,6 +445,7 @@ class WatchDaemon {
   }
 
   const WatchDaemonOptions& options_;
+  SignalReader& signals_;
   EventLog log_;
   CounterBoard& counters_;
   Observer observer_;
@@ -424,6 +483,20 @@ std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemon
         policy.source);
     return std::nullopt;
   }
+  // What the daemon opens at start, checked without creating it: --check-config refuses what
+  // the start would (a directory that does not exist, a symlink, another user's file).
+  if (!out.audit_log.empty()) {
+    if (std::string problem = AuditLog::problem(out.audit_log); !problem.empty()) {
+      error = fmt::format("{}: {}", policy.source, problem);
+      return std::nullopt;
+    }
+  }
+  if (!policy.notify.command.empty()) {
+    if (std::string problem = notify_program_problem(policy.notify.command.front()); !problem.empty()) {
+      error = fmt::format("{}: notify.command: {}", policy.source, problem);
+      return std::nullopt;
+    }
+  }
   // The webhook is sent by the HTTP module's client: a policy with one is refused unless it
   // loads (loaded only then: a daemon without a webhook or --listen runs without HTTP code).
   if (std::string why; !policy.notify.webhook.empty() && load_http_module("", why) == nullptr) {
@@ -437,15 +510,15 @@ std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemon
 
 int run_watch_daemon(EffectivePolicy initial, const WatchDaemonOptions& options, CounterBoard& counters,
                      std::string& start_error) {
-  const SignalReader signals;
+  SignalReader signals;
   if (!signals.valid()) {
     start_error = "cannot create a signalfd to receive SIGHUP and SIGTERM";
     return 1;
   }
-  WatchDaemon daemon(options, counters);
+  WatchDaemon daemon(options, counters, signals);
   start_error = daemon.start(std::move(initial));
   if (!start_error.empty()) return 2;
-  return daemon.run(signals);
+  return daemon.run();
 }
 
 }  // namespace gpureap

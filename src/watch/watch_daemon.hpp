@@ -1,9 +1,11 @@
 // `gpureap watch`: the loop. Every interval one look (observation.hpp), the rules over it
 // (rule_book.hpp), and for each decision a log line, a count, a notification and, when a
 // terminate rule's grace has passed, the action (termination.hpp) within the global cap.
-// SIGHUP reloads the policy file (a bad one is logged and the old policy stays); SIGTERM and
-// SIGINT stop it cleanly: they are read from a signalfd between looks, never in the middle of
-// an action, and queued notifications get a few seconds to go out.
+// SIGHUP reloads the policy file (a bad one is logged and the old policy stays), after any
+// action under way; SIGTERM and SIGINT stop it cleanly, also in the middle of an action: the
+// kill engine is handed the daemon's signals, so a ladder under way continues everything it
+// stopped and reports at once, the wait for the memory's release ends, no new action starts,
+// and queued notifications get a few seconds to go out.
 #pragma once
 
 #include <functional>
@@ -18,6 +20,12 @@
 #include "watch/watch_counters.hpp"
 
 namespace gpureap {
+
+// The longest a stop takes, from SIGTERM to exit, whatever the policy's timeouts (an action
+// under way included): the ladder's and the verification's waits wake at once, queued
+// notifications get 1.5 s, `--listen`'s server 2 s; the rest is margin for the audit log's
+// flushes. The shipped unit's TimeoutStopSec covers it (deploy/systemd; a test checks).
+inline constexpr double kMaxStopSeconds = 15;
 
 struct WatchDaemonOptions {
   std::string policy_path;                  // read again on SIGHUP

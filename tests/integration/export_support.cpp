@@ -185,11 +185,11 @@ Scrape parse_exposition(const std::string& text) {
   return scrape;
 }
 
-std::string bcrypt_of(const std::string& password) {
+std::string bcrypt_of(const std::string& password, int cost) {
   crypt_data data;
   std::memset(&data, 0, sizeof(data));
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-  if (crypt_gensalt_rn("$2y$", 4, nullptr, 0, salt, sizeof(salt)) == nullptr) return {};
+  if (crypt_gensalt_rn("$2y$", cost, nullptr, 0, salt, sizeof(salt)) == nullptr) return {};
   const char* hash = crypt_r(password.c_str(), salt, &data);
   return hash ? hash : "";
 }

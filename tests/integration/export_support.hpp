@@ -73,8 +73,9 @@ class ExportServer {
   std::string stderr_path_;
 };
 
-// A bcrypt hash (cost 4: cheap for tests) of the password, as a web-config's basic_auth_users holds it.
-std::string bcrypt_of(const std::string& password);
+// A bcrypt hash (cost 4 unless told: cheap for tests) of the password, as a web-config's
+// basic_auth_users holds it.
+std::string bcrypt_of(const std::string& password, int cost = 4);
 // A self-signed certificate for 127.0.0.1 (dir/tls.crt, dir/tls.key) and dir/web.yml naming
 // them and one basic-auth user; the web.yml's path, or "" (and a test failure) when openssl failed.
 std::string write_tls_web_config(const std::string& dir, const std::string& user, const std::string& password);

@@ -1,6 +1,10 @@
 // `watch --check-config` says what the daemon would say at start: a policy it passes starts,
 // one it refuses is refused with the daemon's words and status 2, so that a CI check of the file
 // cannot pass a unit that then fails to start.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -25,6 +29,49 @@ TEST(WatchCheckConfig, EnforceWithATerminateRuleAndNoAuditLogIsRefusedAsAtStart)
   // Given the audit log the daemon would use, it passes.
   const auto with_log = host.gpureap({"watch", "--check-config", policy, "--audit-log", host.state_dir() + "/audit.log"});
   EXPECT_EQ(with_log.exit_code, 0) << with_log.err;
+}
+
+// The paths the daemon opens at start: the audit log (a directory that does not exist, a
+// symlink, a FIFO) and the notification program (missing, or one others could change while
+// root runs it). check-config refuses each with the daemon's own words, and creates nothing.
+TEST(WatchCheckConfig, AnAuditLogOrNotifyProgramTheDaemonCannotUseIsRefusedAsAtStart) {
+  SimHost host;
+  const std::string dir = host.state_dir();
+  const std::string fifo = dir + "/audit.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(symlink((dir + "/elsewhere.log").c_str(), (dir + "/link.log").c_str()), 0);
+  const std::string loose = write_file(host, "loose.sh", "#!/bin/sh\ncat >/dev/null\n");
+  ASSERT_EQ(chmod(loose.c_str(), 0777), 0);
+  const std::string good = write_file(host, "good.sh", "#!/bin/sh\ncat >/dev/null\n");
+  ASSERT_EQ(chmod(good.c_str(), 0755), 0);
+  const std::string rule = "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"1h\"\naction = \"notify\"\n";
+  auto policy_with = [&](const std::string& audit_log, const std::string& program) {
+    return write_file(host, "paths.toml", std::string(kFast) + "audit_log = \"" + audit_log + "\"\n[notify]\ncommand = [\"" +
+                                              program + "\"]\n" + rule);
+  };
+  const struct {
+    std::string audit_log, program, says;
+  } cases[] = {
+      {"/nonexistent-gpureap-dir/audit.log", good, "cannot use /nonexistent-gpureap-dir/audit.log as the audit log: No such file or directory"},
+      {dir + "/link.log", good, "as the audit log: a symbolic link (never followed)"},
+      {fifo, good, "as the audit log: not a regular file"},
+      {dir + "/audit.log", "/nonexistent-gpureap-dir/notify", "notify.command: cannot open /nonexistent-gpureap-dir/notify"},
+      {dir + "/audit.log", loose, "notify.command: " + loose + " is writable by group or others"},
+  };
+  for (const auto& c : cases) {
+    const std::string policy = policy_with(c.audit_log, c.program);
+    const auto check = host.gpureap({"watch", "--check-config", policy});
+    const auto start = host.gpureap({"watch", "--policy", policy});
+    EXPECT_EQ(check.exit_code, 2) << c.says << "\n" << check.err;
+    EXPECT_EQ(start.exit_code, 2) << c.says << "\n" << start.err;
+    EXPECT_NE(check.err.find(c.says), std::string::npos) << check.err;
+    EXPECT_EQ(check.err, start.err) << "the same refusal as the daemon's";
+  }
+  // A valid policy passes, and the check leaves its audit log uncreated.
+  const auto valid = host.gpureap({"watch", "--check-config", policy_with(dir + "/audit.log", good)});
+  EXPECT_EQ(valid.exit_code, 0) << valid.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/audit.log"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/elsewhere.log")) << "the symlink was not followed";
 }
 
 TEST(WatchCheckConfig, AGpuThisHostDoesNotHaveIsRefusedWhenADriverIsThere) {

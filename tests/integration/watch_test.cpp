@@ -48,8 +48,17 @@ std::uint64_t used_bytes(const SimHost& host, unsigned gpu) {
 
 TEST(Watch, CheckConfigPrintsTheRulesOrOneErrorLine) {
   SimHost host;
-  const std::string example = std::string(GPUREAP_DEPLOY_DIR) + "/../docs/watch-policy.example.toml";
-  auto result = host.gpureap({"watch", "--check-config", example});
+  // The example as a site would install it: its notify program exists (check-config refuses a
+  // missing one, as the daemon does), and its audit log's directory, /var/log/gpureap (the
+  // unit's LogsDirectory), is replaced by --audit-log.
+  std::string text = read_text_file(std::string(GPUREAP_DEPLOY_DIR) + "/../docs/watch-policy.example.toml");
+  const std::string program = "/usr/local/bin/gpu-notify-owner";
+  ASSERT_NE(text.find(program), std::string::npos);
+  const std::string notify = write_file(host, "gpu-notify-owner", "#!/bin/sh\ncat >/dev/null\n");
+  ASSERT_EQ(chmod(notify.c_str(), 0755), 0);
+  text.replace(text.find(program), program.size(), notify);
+  const std::string example = write_file(host, "example.toml", text);
+  auto result = host.gpureap({"watch", "--check-config", example, "--audit-log", host.state_dir() + "/audit.log"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("valid, 5 rules"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("rule idle-notebooks: idle for 2h00m"), std::string::npos) << result.out;

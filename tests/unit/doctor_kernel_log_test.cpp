@@ -11,6 +11,8 @@
 #include <ostream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -189,25 +191,28 @@ TEST(KernelLogFile, PipeFifoAndDevZeroAreRefusedWithoutWaiting) {
   ::close(fds[1]);
 }
 
-// Only the newest kMaxKernelLogBytes of a huge log are read, from a line start.
-TEST(KernelLogFile, HugeFileIsReadOnlyInItsLastPart) {
+// A log of any size is read whole, in constant memory, with the file's own line numbers.
+TEST(KernelLogFile, HugeFileIsReadWholeWithTrueLineNumbers) {
   const std::string path = temp_dir() + "/huge.log";
-  {
-    std::ofstream out(path);
-    out << "[ 1.000000] NVRM: Xid (PCI:0000:05:00): 13, pid=1, old event beyond the bound\n";
-  }
-  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kMaxKernelLogBytes + (1u << 20))), 0);  // sparse
+  std::ofstream(path) << "[ 1.000000] NVRM: Xid (PCI:0000:05:00): 13, pid=1, the first line.\n";
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(65u << 20)), 0);  // sparse: one long line of NULs
   std::ofstream(path, std::ios::app) << "\n[ 2.500000] NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.\n";
-  const KernelLogRead read = read_kernel_log_file(path);
+  std::vector<std::pair<unsigned, std::size_t>> seen;
+  const XidSink sink = [&](XidEvent&& e) { seen.emplace_back(e.xid, e.line_number); };
+  const KernelLogRead read = read_kernel_log_file(path, sink);
   ASSERT_FALSE(read.error) << *read.error;
-  ASSERT_EQ(read.events.size(), 1u);
-  EXPECT_EQ(read.events[0].xid, 79u);
+  EXPECT_TRUE(read.events.empty()) << "the sink took them";
+  EXPECT_EQ(seen, (std::vector<std::pair<unsigned, std::size_t>>{{13, 1}, {79, 3}}));
+  EXPECT_EQ(read.lines_read, 3u);
+  EXPECT_EQ(read.bytes_unread, 0u);
+  EXPECT_EQ(unread_part_text(read), "");
 }
 
 // After its first read, a follower (watch's looks, export's scrapes) reads at most
-// kMaxKernelLogGrowthBytes a call, the newest: a log written faster than it is read (a flood,
-// a line that never ends) costs each look a bounded read, not 64 MiB.
-TEST(KernelLogFollower, ReadsAtMostABoundedGrowthEachCall) {
+// kMaxKernelLogGrowthBytes a call: a log written faster than that (a flood, a line that never
+// ends) costs each look a bounded read, and what is left is read by the next calls, so that
+// every event is counted once and line numbers stay the file's.
+TEST(KernelLogFollower, AFloodIsReadOverSeveralCallsAndNothingIsSkipped) {
   const std::string path = temp_dir() + "/growing.log";
   std::ofstream(path) << "[ 1.000000] NVRM: Xid (PCI:0000:05:00): 13, pid=1, at the start.\n";
   KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path);
@@ -216,21 +221,54 @@ TEST(KernelLogFollower, ReadsAtMostABoundedGrowthEachCall) {
   const std::size_t flood_lines = 3 * kMaxKernelLogGrowthBytes / (junk.size() + 1);
   {
     std::ofstream out(path, std::ios::app);
-    out << "[ 2.000000] NVRM: Xid (PCI:0000:05:00): 31, pid=1, drowned in the flood.\n";
+    out << "[ 2.000000] NVRM: Xid (PCI:0000:05:00): 31, pid=1, before the flood.\n";
     for (std::size_t i = 0; i < flood_lines; ++i) out << junk << '\n';
     out << "[ 3.000000] NVRM: Xid (PCI:0000:05:00): 79, pid=1, the newest.\n";
   }
-  const KernelLogRead flood = follower.read_new();
-  ASSERT_FALSE(flood.error) << *flood.error;
-  ASSERT_EQ(flood.events.size(), 1u);
-  EXPECT_EQ(flood.events[0].xid, 79u);
-  EXPECT_LE(flood.lines_read - 1, kMaxKernelLogGrowthBytes / (junk.size() + 1) + 1);
-  std::ofstream(path, std::ios::app) << std::string(2 * kMaxKernelLogGrowthBytes, 'x');  // a line without end
-  EXPECT_TRUE(follower.read_new().events.empty());
+  std::vector<std::pair<unsigned, std::size_t>> seen;
+  const XidSink sink = [&](XidEvent&& e) { seen.emplace_back(e.xid, e.line_number); };
+  const KernelLogRead first = follower.read_new(sink);
+  ASSERT_FALSE(first.error) << *first.error;
+  EXPECT_LE(first.bytes_read, 100 + kMaxKernelLogGrowthBytes) << "the first line and one growth's worth";
+  EXPECT_GT(first.bytes_unread, 0u);
+  EXPECT_NE(unread_part_text(first).find(path + ": read lines 1 to "), std::string::npos) << unread_part_text(first);
+  int calls = 1;
+  for (KernelLogRead more = first; more.bytes_unread > 0 && calls < 10; ++calls) more = follower.read_new(sink);
+  EXPECT_EQ(calls, 4) << "3 growths' worth and a little more";
+  EXPECT_EQ(seen, (std::vector<std::pair<unsigned, std::size_t>>{{31, 2}, {79, flood_lines + 3}}));
+  // A line that never ends is read on, a bounded part a call, and counted once it ends.
+  std::ofstream(path, std::ios::app) << std::string(2 * kMaxKernelLogGrowthBytes, 'x');
+  seen.clear();
+  EXPECT_GT(follower.read_new(sink).bytes_unread, 0u);
+  EXPECT_EQ(follower.read_new(sink).bytes_unread, 0u);
   std::ofstream(path, std::ios::app) << "\n[ 4.000000] NVRM: Xid (PCI:0000:05:00): 43, pid=1, after it.\n";
-  const KernelLogRead after = follower.read_new();
-  ASSERT_EQ(after.events.size(), 1u);
-  EXPECT_EQ(after.events[0].xid, 43u);
+  const KernelLogRead after = follower.read_new(sink);
+  EXPECT_EQ(after.bytes_unread, 0u);
+  EXPECT_EQ(seen, (std::vector<std::pair<unsigned, std::size_t>>{{43, flood_lines + 5}}));
+}
+
+// A history longer than a follower reads a call (watch's first looks) is read over the next
+// calls, whole: the events at its start and at its end, each once, with their line numbers.
+TEST(KernelLogFollower, ALongHistoryIsReadOverSeveralCallsWhole) {
+  const std::string path = temp_dir() + "/history.log";
+  const std::string junk(99, 'h');
+  const std::size_t junk_lines = 30000;  // about 3 MB
+  {
+    std::ofstream out(path);
+    out << "[ 1.000000] NVRM: Xid (PCI:0000:05:00): 13, pid=1, the oldest.\n";
+    for (std::size_t i = 0; i < junk_lines; ++i) out << junk << '\n';
+    out << "[ 2.000000] NVRM: Xid (PCI:0000:05:00): 79, pid=1, the newest.\n";
+  }
+  KernelLogFollower follower(KernelLogFollower::Kind::SavedFile, path, 1u << 20);
+  std::vector<std::pair<unsigned, std::size_t>> seen;
+  const XidSink sink = [&](XidEvent&& e) { seen.emplace_back(e.xid, e.line_number); };
+  KernelLogRead read = follower.read_new(sink);
+  EXPECT_EQ(read.bytes_read, 1u << 20);
+  int calls = 1;
+  for (; read.bytes_unread > 0 && calls < 10; ++calls) read = follower.read_new(sink);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(read.lines_read, junk_lines + 2);
+  EXPECT_EQ(seen, (std::vector<std::pair<unsigned, std::size_t>>{{13, 1}, {79, junk_lines + 2}}));
 }
 
 TEST(KernelLogFile, CrlfContinuationLinesAndNoFinalNewline) {

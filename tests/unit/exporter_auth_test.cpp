@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "../basic_auth_header.hpp"
 #include "exporter/basic_auth.hpp"
 #include "exporter/credential_digest.hpp"
 #include "exporter/web_config.hpp"
@@ -31,21 +33,7 @@ std::string bcrypt_hash(const std::string& password, const char* prefix = "$2y$"
   return hash ? hash : "";
 }
 
-std::string basic(const std::string& user_colon_password) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  const auto& s = user_colon_password;
-  for (std::size_t i = 0; i < s.size(); i += 3) {
-    const unsigned n = (static_cast<unsigned char>(s[i]) << 16) |
-                       (i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) << 8 : 0) |
-                       (i + 2 < s.size() ? static_cast<unsigned char>(s[i + 2]) : 0);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < s.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += i + 2 < s.size() ? kAlphabet[n & 63] : '=';
-  }
-  return "Basic " + out;
-}
+std::string basic(const std::string& user_colon_password) { return test::basic_auth_header(user_colon_password); }
 
 TEST(ExporterBasicAuth, ParsesTheAuthorizationHeader) {
   auto c = parse_basic_authorization(basic("prometheus:s3cr:et"));
@@ -104,7 +92,7 @@ TEST(ExporterBasicAuth, AllowsTheRightPasswordOnly) {
 TEST(ExporterBasicAuth, AFloodOfOneWrongPasswordCostsOneBcryptRun) {
   BasicAuthenticator auth({{"prometheus", bcrypt_hash("right")}, {"grafana", bcrypt_hash("other")}});
   // 14 clients at once, each repeating the same wrong password: bcrypt runs once, the others
-  // wait for that one outcome or find it remembered.
+  // wait for that one outcome, find it remembered, or are turned away as the queue is full.
   std::vector<std::thread> clients;
   std::atomic<int> allowed{0};
   for (int c = 0; c < 14; ++c) {
@@ -129,6 +117,38 @@ TEST(ExporterBasicAuth, AFloodOfOneWrongPasswordCostsOneBcryptRun) {
   EXPECT_EQ(auth.bcrypt_runs(), 6u);
   EXPECT_FALSE(auth.allows(basic("prometheus:wrong")));
   EXPECT_EQ(auth.bcrypt_runs(), 6u);
+}
+
+TEST(ExporterBasicAuth, AFloodOfDistinctWrongPasswordsNeverPushesOutAScraperThatPassed) {
+  BasicAuthenticator auth({{"prometheus", bcrypt_hash("right")}});
+  ASSERT_TRUE(auth.allows(basic("prometheus:right")));
+  const auto runs = auth.bcrypt_runs();
+  // More distinct wrong passwords than failures are remembered: the old ones are forgotten,
+  // the success is not.
+  const std::size_t flood = BasicAuthenticator::kMaxRememberedFailures + 10;
+  for (std::size_t i = 0; i < flood; ++i) {
+    ASSERT_FALSE(auth.allows(basic("prometheus:wrong " + std::to_string(i))));
+  }
+  EXPECT_EQ(auth.bcrypt_runs(), runs + flood);
+  EXPECT_TRUE(auth.allows(basic("prometheus:right")));
+  EXPECT_EQ(auth.bcrypt_runs(), runs + flood) << "the scraper did not wait for bcrypt";
+  EXPECT_FALSE(auth.allows(basic("prometheus:wrong " + std::to_string(flood - 1))));
+  EXPECT_EQ(auth.bcrypt_runs(), runs + flood) << "the latest failures are remembered";
+  EXPECT_FALSE(auth.allows(basic("prometheus:wrong 0")));
+  EXPECT_EQ(auth.bcrypt_runs(), runs + flood + 1) << "the oldest failure was forgotten";
+}
+
+TEST(ExporterBasicAuth, ASuccessUnusedForItsLifetimeIsVerifiedAgain) {
+  BasicAuthenticator::Limits limits;
+  limits.success_lifetime = std::chrono::seconds(0);
+  BasicAuthenticator auth({{"prometheus", bcrypt_hash("right")}}, limits);
+  EXPECT_TRUE(auth.allows(basic("prometheus:right")));
+  EXPECT_TRUE(auth.allows(basic("prometheus:right")));
+  EXPECT_EQ(auth.bcrypt_runs(), 2u);
+  BasicAuthenticator lasting({{"prometheus", bcrypt_hash("right")}});
+  EXPECT_TRUE(lasting.allows(basic("prometheus:right")));
+  EXPECT_TRUE(lasting.allows(basic("prometheus:right")));
+  EXPECT_EQ(lasting.bcrypt_runs(), 1u);
 }
 
 TEST(ExporterBasicAuth, SipHashMatchesTheReferenceVectors) {

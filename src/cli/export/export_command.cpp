@@ -70,7 +70,9 @@ HostCollectorOptions collector_options(const ExportOptions& o) {
 }
 
 int print_once(const ExportOptions& o) {
-  HostCollector collector(collector_options(o));
+  HostCollectorOptions options = collector_options(o);
+  options.xid.history_bytes = kUnlimitedKernelLogBytes;  // one collection: the whole log, counted
+  HostCollector collector(std::move(options));
   const std::string text = render_text_format(collector.collect());
   write_out(text);
   return exit_code::kOk;
