@@ -195,7 +195,8 @@ int run_kill(KillOptions options) {
     const auto gpus = resolve_gpu_choice(options.gpus, *snapshot, "--gpu", error);
     if (!gpus) {
       std::cerr << "gpureap kill: " << error.message << "\n";
-      return error.needs_nvidia_library ? driver_failure() : exit_code::kUsage;
+      // An index while NVIDIA's library is missing is the driver's failure, where NVIDIA GPUs exist.
+      return error.needs_nvidia_library && !snapshot->driver.no_nvidia_gpus() ? driver_failure() : exit_code::kUsage;
     }
     options.criteria.gpus.assign(gpus->nvidia.begin(), gpus->nvidia.end());
     options.criteria.drm_gpus.assign(gpus->drm.begin(), gpus->drm.end());

@@ -126,7 +126,7 @@ int run_ps(PsOptions options) {
     }
     print_flushed(render(*snapshot, options, style, width));
     // The table already says it; JSON consumers get the reason on stderr as well.
-    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
+    if (!snapshot->driver.loaded && !snapshot->driver.no_nvidia_gpus() && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
     return snapshot_exit_status(*snapshot);
   }
 

@@ -223,7 +223,9 @@ int run_reap(ReapOptions options) {
     auto gpus = resolve_gpu_choice({options.gpus}, *snapshot, "--gpus", error);
     if (!gpus) {
       std::cerr << "gpureap reap: " << error.message << "; nothing was signalled\n";
-      return error.needs_nvidia_library ? driver_failure_code(*snapshot) : exit_code::kUsage;
+      // An index while NVIDIA's library is missing is the driver's failure, where NVIDIA GPUs exist.
+      return error.needs_nvidia_library && !snapshot->driver.no_nvidia_gpus() ? driver_failure_code(*snapshot)
+                                                                              : exit_code::kUsage;
     }
     report.criteria.gpus = std::move(gpus->nvidia);
     report.criteria.drm_gpus = std::move(gpus->drm);
