@@ -101,8 +101,9 @@ TEST(ReapDrm, ADeadRocmJobsWorkerIsTheJobsLeftoverAndEndsWithTheContextVerified)
 
   int rc = -1;
   const auto report = doctor_json(host, {"--settle", "0"}, &rc);
+  const auto found = findings(report, "kfd-process-left-behind");
   const nlohmann::json* left = nullptr;
-  for (const auto& f : findings(report, "kfd-process-left-behind")) {
+  for (const auto& f : found) {
     if (f["evidence"]["pid"] == root_pid) left = &f;
   }
   ASSERT_NE(left, nullptr) << report["findings"].dump(2);

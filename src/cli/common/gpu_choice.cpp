@@ -48,9 +48,14 @@ std::optional<GpuChoice> resolve_gpu_choice(const std::vector<std::string>& item
   };
   auto fail_without_nvml = [&](std::string_view item) {
     error.needs_nvidia_library = true;
-    return fail(item, "GPU indices and UUIDs are NVIDIA's, and NVIDIA's library is not loaded here (" +
-                          sanitize_for_terminal(snapshot.driver.message) +
-                          "); name an AMD or Intel GPU by its PCI address (gpureap ps lists them)");
+    if (snapshot.driver.no_nvidia_gpus()) {
+      return fail(item, fmt::format("GPU indices and UUIDs name NVIDIA GPUs, and this host has none; name a GPU by its "
+                                    "PCI address (this host has: {})",
+                                    known_gpus(snapshot)));
+    }
+    return fail(item, fmt::format("GPU indices and UUIDs are NVIDIA's, and NVIDIA's library is not loaded here ({}); "
+                                  "an AMD or Intel GPU is named by its PCI address (this host has: {})",
+                                  sanitize_for_terminal(snapshot.driver.message), known_gpus(snapshot)));
   };
   const bool nvml = snapshot.driver.loaded;
   auto index_exists = [&](unsigned index) { return snapshot.gpu_by_index(index) != nullptr; };
