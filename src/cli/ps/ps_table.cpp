@@ -30,6 +30,8 @@ std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
   out += fmt::format(" · {:%Y-%m-%d %H:%M:%S}\n", now);
   if (d.loaded) {
     out += style.dim(fmt::format("NVML library: {}", sanitize_for_terminal(d.library_path))) + "\n";
+  } else if (d.no_nvidia_gpus()) {
+    out += style.dim("No NVIDIA GPU here: its library is not needed") + "\n";  // an AMD- or Intel-only host
   } else {
     out += style.red("No GPU driver: ") + sanitize_for_terminal(d.message) + "\n";
     out += "Processes holding GPU device files are still listed below.\n";
