@@ -109,6 +109,16 @@ gpus_at_baseline() {
 }
 
 scenario() { printf '\n== %s\n' "$*"; scenario_started=$SECONDS; }
+# After a prolog refused job JOB on NODE for LEFTOVER: the leftover ends, the job goes, the node
+# is resumed and must be idle.
+resume_after_refusal() {
+  local node=$1 leftover=$2 job=$3
+  kill "$leftover"
+  eventually 5 gone "$leftover"
+  scancel "$job" 2>/dev/null || true
+  scontrol update NodeName="$node" State=RESUME
+  check "resumed, $node is idle" eventually 10 node_is "$node" IDLE
+}
 scenario_took() { printf 'took %s s\n' "$((SECONDS - scenario_started))"; }
 
 # ---------------------------------------------------------------------------------------------
@@ -180,11 +190,7 @@ check "the leftover the prolog saw still runs (a prolog only looks)" alive "$lef
 check "the reason is gpureap's and names the GPU and the leftover ($leftover)" \
   bash -c '[[ $0 == "gpureap prolog: job $1: GPU "[01]": 3072 MiB used; processes: $2 (root)"* ]]' "$reason" "$refused" "$leftover"
 check "slurmd's log has the prolog's words too" grep -q "not starting: GPU [01]: .*$leftover (root)" "$dir/log/slurmd-node2.log"
-kill "$leftover"
-eventually 5 gone "$leftover"
-scancel "$refused" 2>/dev/null || true
-scontrol update NodeName=node2 State=RESUME
-check "resumed, node2 is idle" eventually 10 node_is node2 IDLE
+resume_after_refusal node2 "$leftover" "$refused"
 scenario_took
 
 # ---------------------------------------------------------------------------------------------
@@ -215,11 +221,7 @@ reason=$(node_reason node3)
 echo "node3's reason: $reason"
 check "the reason names the AMD GPU and the leftover ($amd_leftover)" \
   bash -c '[[ $0 == "gpureap prolog: job $1: GPU 0000:c1:00.0: "*"processes: "*"$2"* ]]' "$reason" "$refused" "$amd_leftover"
-kill "$amd_leftover"
-eventually 5 gone "$amd_leftover"
-scancel "$refused" 2>/dev/null || true
-scontrol update NodeName=node3 State=RESUME
-check "resumed, node3 is idle" eventually 10 node_is node3 IDLE
+resume_after_refusal node3 "$amd_leftover" "$refused"
 scenario_took
 
 # ---------------------------------------------------------------------------------------------
