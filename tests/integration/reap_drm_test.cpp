@@ -77,7 +77,7 @@ TEST(ReapDrm, TheUsersRocmJobEndsAndItsDisplayAndGraphicsClientsAreLeftAlone) {
 // The worker is the job's leftover: doctor names it with `gpureap kill <worker>` first and
 // offers no reset; `kill --user` selects it; `reap --user` ends it and verifies the release (the
 // context's directory goes). The user's graphics client (a render node alone) is spared, and
-// root's running ROCm job, a bystander, runs on.
+// root's job, killed the same way, is a bystander: its worker is root's leftover, not the user's.
 TEST(ReapDrm, ADeadRocmJobsWorkerIsTheJobsLeftoverAndEndsWithTheContextVerified) {
   if (!running_as_root()) GTEST_SKIP() << "needs root: another user's processes";
   const passwd* pw = test_user();
@@ -95,6 +95,10 @@ TEST(ReapDrm, ADeadRocmJobsWorkerIsTheJobsLeftoverAndEndsWithTheContextVerified)
   const std::string context_dir = host.state_dir() + "/sys/class/kfd/kfd/proc/" + std::to_string(root_pid);
   ASSERT_EQ(::kill(root_pid, SIGKILL), 0);
   rocm_job.wait_exit();
+  // Root's job dies the same way: its worker is root's leftover, never the user's.
+  const pid_t roots_root = roots_job.pid, roots_worker = roots_job.workers.at(0);
+  ASSERT_EQ(::kill(roots_root, SIGKILL), 0);
+  roots_job.wait_exit();
   host.drm_settle();
   ASSERT_TRUE(running(worker));
   ASSERT_TRUE(std::filesystem::exists(context_dir)) << "the worker's /dev/kfd keeps the context";
@@ -115,9 +119,17 @@ TEST(ReapDrm, ADeadRocmJobsWorkerIsTheJobsLeftoverAndEndsWithTheContextVerified)
         << "a reset is not offered while a process holds the memory: " << remedy.dump();
   }
 
+  const nlohmann::json* roots = nullptr;
+  for (const auto& f : found) {
+    if (f["evidence"]["pid"] == roots_root) roots = &f;
+  }
+  ASSERT_NE(roots, nullptr) << report["findings"].dump(2);
+  EXPECT_EQ((*roots)["evidence"]["held_by"], nlohmann::json::array({roots_worker})) << roots->dump(2);
+
   const auto dry = kill_json(host, {"--user", kTestUserName, "--dry-run"}, &rc);
   EXPECT_NE(kill_target(dry, worker), nullptr) << dry.dump(2);
   EXPECT_EQ(kill_target(dry, graphics.pid), nullptr) << dry.dump(2);
+  EXPECT_EQ(kill_target(dry, roots_worker), nullptr) << "root's leftover is not the user's: " << dry.dump(2);
 
   const auto reaped = host.gpureap_json({"reap", "--user", kTestUserName, "--json"}, &rc);
   EXPECT_EQ(rc, 0) << reaped.dump(2);
@@ -131,7 +143,8 @@ TEST(ReapDrm, ADeadRocmJobsWorkerIsTheJobsLeftoverAndEndsWithTheContextVerified)
   EXPECT_FALSE(std::filesystem::exists(context_dir));
   EXPECT_TRUE(running(graphics.pid)) << "the user's graphics client was ended";
   EXPECT_NE(spared_entry(reaped, graphics.pid), nullptr) << reaped["spared"].dump(2);
-  for (pid_t pid : {roots_job.pid, roots_job.workers.at(0)}) EXPECT_TRUE(running(pid)) << "root's job: " << pid;
+  EXPECT_TRUE(running(roots_worker)) << "root's leftover was ended by the user's reap";
+  EXPECT_TRUE(std::filesystem::exists(host.state_dir() + "/sys/class/kfd/kfd/proc/" + std::to_string(roots_root)));
 }
 
 }  // namespace
