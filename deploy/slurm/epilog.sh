@@ -11,7 +11,9 @@
 #   - otherwise: the job's user's GPU processes on the job's GPUs (--uid + --gpus). This
 #     assumes the GPUs were allocated to this job exclusively (gres, ConstrainDevices=yes): any
 #     process of that user on those GPUs is then this job's. A job without GPUs is left alone
-#     in this mode (--uid alone would reach the user's other jobs).
+#     in this mode (--uid alone would reach the user's other jobs). On a node without NVIDIA
+#     GPUs (AMD or Intel only, seen through jq) Slurm's indices name no GPU gpureap can prove:
+#     there the job's user's GPU processes on the node are reaped (exclusive nodes).
 #
 # Environment (set by slurmd unless noted):
 #   SLURM_JOB_ID, SLURM_JOB_UID      required
@@ -68,7 +70,15 @@ elif [[ -z $gpus ]]; then
   say "no job cgroup and no GPUs allocated: nothing to reap"
   exit 0
 fi
-[[ -n $gpus ]] && args+=(--gpus "$gpus")
+# A node without NVIDIA GPUs (AMD or Intel only): Slurm's indices there follow gres.conf's order,
+# which nothing in the kernel ties to a GPU, so they narrow nothing: the job's cgroup, or its
+# user's GPU processes on the node, are the job's (the node's GPUs are the job's alone).
+nvidia_less=0
+if command -v jq >/dev/null && report=$("$gpureap" ps --json 2>/dev/null) &&
+  jq -e '(.driver.loaded | not) and (.gpus | length == 0) and (.drm_gpus | length > 0)' <<<"$report" >/dev/null 2>&1; then
+  nvidia_less=1
+fi
+[[ -n $gpus && $nvidia_less == 0 ]] && args+=(--gpus "$gpus")
 
 mkdir -p -m 0700 "$(dirname "${GPUREAP_AUDIT_LOG:-/var/log/gpureap/reap.log}")" 2>/dev/null
 out=$("$gpureap" "${args[@]}" 2>&1)

@@ -34,8 +34,18 @@ Finding driver_load_finding(const Snapshot& snapshot) {
   f.evidence["message"] = d.message;
   f.evidence["nvml_code"] = d.nvml_code;
   f.evidence["kernel_module"] = module.empty() ? nlohmann::json(nullptr) : nlohmann::json(module);
+  f.evidence["nvidia_hardware"] = d.nvidia_hardware.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.nvidia_hardware);
+  if (d.no_nvidia_gpus()) {
+    // An AMD- or Intel-only host: nothing NVIDIA's to inspect, and nothing wrong.
+    f.id = FindingId::NoDriver;
+    f.severity = Severity::Info;
+    f.summary = "No NVIDIA GPU here (no /dev/nvidia<N>, no PCI display device of vendor 0x10de, no nvidia module): "
+                "the NVIDIA checks are skipped";
+    return f;
+  }
   if (d.failure == LoadFailure::LibraryNotFound) {
     f.id = FindingId::NoDriver;
+    f.details.push_back("This host has NVIDIA GPUs: " + d.nvidia_hardware + ".");
     f.summary = "No NVIDIA driver library (libnvidia-ml.so.1) could be loaded: no GPU can be inspected";
     f.details.push_back(module.empty() ? "No NVIDIA kernel module is loaded either (/proc/driver/nvidia/version is missing)."
                                        : "The kernel module is loaded (" + module + ") but its user-space library is not found.");

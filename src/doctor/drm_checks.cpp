@@ -32,6 +32,7 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
     Finding f;
     f.id = FindingId::DrmMemoryUnexplained;
     f.severity = incomplete ? Severity::Info : Severity::Warning;
+    f.gpu_pci = device.pci_address;
     f.summary = fmt::format("{} GPU {}: {} of VRAM in use that no client explains ({} used, {} reported by its clients)",
                             drm::gpu_vendor_name(device.vendor), device.pci_address, format_bytes(unexplained),
                             format_bytes(used), format_bytes(explained));

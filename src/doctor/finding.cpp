@@ -77,4 +77,9 @@ std::string_view risk_name(Risk risk) {
   return "none";
 }
 
+std::string finding_gpu_label(const Finding& finding) {
+  if (finding.gpu) return std::to_string(*finding.gpu);
+  return finding.gpu_pci;
+}
+
 }  // namespace gpureap

@@ -63,11 +63,16 @@ std::optional<FindingId> parse_finding_id(std::string_view name);
 struct Finding {
   FindingId id = FindingId::NoDriver;  // stable kind
   Severity severity = Severity::Info;
-  std::optional<unsigned> gpu;  // NVML index, when the finding concerns one GPU
+  std::optional<unsigned> gpu;  // NVML index, when the finding concerns one NVIDIA GPU
+  std::string gpu_pci;          // PCI address, when it concerns one AMD or Intel (DRM) GPU
   std::string summary;     // one line for a person
   std::vector<std::string> details;  // further lines for a person (evidence in words)
   nlohmann::json evidence = nlohmann::json::object();  // machine-readable evidence
   std::vector<Remedy> remedies;  // safest first
 };
+
+// The GPU a finding concerns as export's `gpu` label and doctor's JSON show it: the NVML index,
+// a DRM GPU's PCI address, or "" when it concerns the host.
+std::string finding_gpu_label(const Finding& finding);
 
 }  // namespace gpureap

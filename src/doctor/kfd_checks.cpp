@@ -74,8 +74,18 @@ std::optional<KfdLeftBehind> kfd_left_behind(const Snapshot& snapshot, const Pro
   }
 }
 
-void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* process, std::vector<Remedy> resets,
-                      Finding& f) {
+void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* process, const std::vector<pid_t>& holders,
+                      std::vector<Remedy> resets, Finding& f) {
+  // Its process gone, the context lives on in the processes holding its /dev/kfd and render
+  // client (Snapshot::kfd_context_holders): ending them frees it, and nothing else is needed.
+  if (!holders.empty()) {
+    std::string pids;
+    for (const pid_t holder : holders) pids += fmt::format(" {}", holder);
+    f.remedies.push_back({"gpureap kill" + pids, Risk::Low,
+                          "end what keeps the exited job's KFD context: its VRAM goes back when they have ended"});
+    f.remedies.push_back({"gpureap ps", Risk::None, "see the AMD GPU's clients and KFD processes beside it"});
+    return;
+  }
   f.remedies.push_back({"gpureap ps", Risk::None, "see the AMD GPU's clients and KFD processes beside it"});
   if (why.reason == "pid-holds-no-kfd") return;  // nothing here is shown to be the context's
   const bool alive_here = process != nullptr && !process->kernel_thread && process->state != 'Z' &&
@@ -135,11 +145,21 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
     const auto why = kfd_left_behind(snapshot, process, stayed);
     if (!why) continue;
     const std::string command = process != nullptr ? process->command() : std::string("not visible here");
+    const std::vector<pid_t> holders = snapshot.kfd_context_holders(kfd.pid);
     Finding f;
     f.id = FindingId::KfdProcessLeftBehind;
-    f.severity = why->severity;
+    f.severity = holders.empty() ? why->severity : Severity::Warning;
     f.summary = fmt::format("KFD process {} ({}) {}: {} of AMD GPU VRAM is still allocated to it", kfd.pid, command,
                             why->words, format_bytes(total));
+    if (!holders.empty()) {
+      std::string kept;
+      for (const pid_t holder : holders) {
+        const ProcessInfo* h = snapshot.table.find(holder);
+        kept += fmt::format("{}{} ({})", kept.empty() ? "" : ", ", holder, h != nullptr ? h->command() : std::string("?"));
+      }
+      f.summary += fmt::format("; kept alive by {}, which hold{} its /dev/kfd and render client", kept,
+                               holders.size() == 1 ? "s" : "");
+    }
     nlohmann::json vram = nlohmann::json::array();
     for (const auto& memory : kfd.vram) {
       if (memory.vram_bytes == 0) continue;
@@ -150,6 +170,7 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
       f.details.push_back(fmt::format("{} on GPU {} (KFD gpu_id {})", format_bytes(memory.vram_bytes),
                                       pci.empty() ? std::string("?") : pci, memory.gpu_id));
     }
+    if (vram.size() == 1 && vram[0]["pci_bus_id"].is_string()) f.gpu_pci = vram[0]["pci_bus_id"].get<std::string>();
     f.details.push_back("The kernel keeps /sys/class/kfd/kfd/proc/" + std::to_string(kfd.pid) +
                         " until the context's last reference goes: the process's address space, and every "
                         "/dev/kfd descriptor of it.");
@@ -173,7 +194,8 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
     f.evidence["vram"] = vram;
     f.evidence["in_child_pid_namespace"] = snapshot.in_child_pid_namespace;
     f.evidence["resets"] = resets;
-    add_kfd_remedies(*why, kfd.pid, process, std::move(reset_remedies), f);
+    f.evidence["held_by"] = holders;
+    add_kfd_remedies(*why, kfd.pid, process, holders, std::move(reset_remedies), f);
     diagnosis.findings.push_back(std::move(f));
   }
   if (snapshot.in_child_pid_namespace && !reading.kfd_processes.empty()) {

@@ -44,8 +44,10 @@ ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_a
   ExplainedVram out;
   out.clients_bytes = reading.clients.device_memory_of(pci_address).value_or(0);
   std::vector<pid_t> client_pids;
+  std::vector<std::uint32_t> client_pasids;
   for (const auto* client : reading.clients.clients_of(pci_address)) {
     for (const pid_t pid : client->pids()) client_pids.push_back(pid);
+    if (client->stats.pasid && *client->stats.pasid != 0) client_pasids.push_back(*client->stats.pasid);
   }
   std::vector<std::uint32_t> ids;
   for (const auto& node : reading.kfd_nodes) {
@@ -53,6 +55,10 @@ ExplainedVram explained_vram(const DrmReading& reading, const std::string& pci_a
   }
   for (const auto& process : reading.kfd_processes) {
     if (std::find(client_pids.begin(), client_pids.end(), process.pid) != client_pids.end()) continue;
+    // Its process gone, the context's VM is still a client's: the one whose pasid it has.
+    if (process.pasid && std::find(client_pasids.begin(), client_pasids.end(), *process.pasid) != client_pasids.end()) {
+      continue;
+    }
     for (const auto& memory : process.vram) {
       if (std::find(ids.begin(), ids.end(), memory.gpu_id) != ids.end()) out.kfd_only_bytes += memory.vram_bytes;
     }

@@ -50,7 +50,8 @@ std::string kfd_gpu_pci_address(const DrmReading& reading, std::uint32_t gpu_id)
 // The VRAM of the device at `pci_address` that its processes account for: its DRM clients'
 // device memory (each client once) and, for ROCm processes holding no DRM client of it, their
 // KFD allocations on it. KFD allocations go through the process's render-node client too, so a
-// ROCm process with a client here is counted there already.
+// ROCm process with a client here is counted there already, and so is a context whose pasid a
+// client here has (the render file whose VM KFD took, held by a worker after its process died).
 struct ExplainedVram {
   std::uint64_t clients_bytes = 0;
   std::uint64_t kfd_only_bytes = 0;

@@ -82,17 +82,30 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
     }
   }
   for (const auto& process : reading.kfd_processes) {
-    if (!plan_has(signalled, process.pid) || !snapshot.owns_kfd_context(process.pid)) continue;
+    // Who keeps the context: its own process, or (its process gone) the holders of its /dev/kfd
+    // and render client. It goes only when every one of them has ended.
+    std::vector<pid_t> keepers;
+    if (snapshot.owns_kfd_context(process.pid)) {
+      keepers.push_back(process.pid);
+    } else {
+      keepers = snapshot.kfd_context_holders(process.pid);
+    }
+    if (keepers.empty() || !std::all_of(keepers.begin(), keepers.end(), [&](pid_t pid) { return plan_has(signalled, pid); })) {
+      continue;
+    }
     for (const auto& device : reading.devices) {
       const auto bytes = drm::kfd_vram_on(reading, process, device.pci_address);
       if (!bytes) continue;  // no context on this GPU
       auto& gpu = gpu_entry(gpus, device);
       gpu.kfd_pids.push_back(process.pid);
-      add_target_pid(gpu, process.pid);
-      const auto held = reading.clients.clients_held_by(process.pid);
-      const bool through_client = std::any_of(held.begin(), held.end(), [&](const drm::DrmClient* c) {
-        return c->pdev == device.pci_address;
-      });
+      bool through_client = false;
+      for (const pid_t keeper : keepers) {
+        add_target_pid(gpu, keeper);
+        const auto held = reading.clients.clients_held_by(keeper);
+        through_client = through_client || std::any_of(held.begin(), held.end(), [&](const drm::DrmClient* c) {
+                           return c->pdev == device.pci_address;
+                         });
+      }
       if (!through_client) gpu.expected_free_bytes += *bytes;
     }
   }

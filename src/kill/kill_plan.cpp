@@ -30,13 +30,7 @@ bool has_cap_kill() {
   return false;
 }
 
-std::string container_words(const ProcessInfo& process) {
-  if (!process.container) return {};
-  const auto& c = *process.container;
-  if (!c.id.empty()) return fmt::format("{} {}", c.runtime, c.id.substr(0, 12));
-  if (!c.pod_uid.empty()) return fmt::format("{} pod {}", c.runtime, c.pod_uid);
-  return c.runtime;
-}
+
 
 std::string stop_container_hint(const ProcessInfo* process) {
   if (process == nullptr || !process->container || process->container->id.empty()) {
@@ -265,7 +259,7 @@ KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const 
       target.ppid = process->ppid;
       target.pgid = process->pgid;
       target.command = process->command();
-      target.container = container_words(*process);
+      target.container = process->container ? container_words(*process->container) : std::string();
       if (process->container) target.container_id = process->container->id;
       std::set<unsigned> holds;
       for (const auto& f : process->device_files) {

@@ -13,10 +13,6 @@
 namespace gpureap {
 namespace {
 
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return !prefix.empty() && text.compare(0, prefix.size(), prefix) == 0;
-}
-
 class Selector {
  public:
   Selector(const Snapshot& snapshot, const SelectionCriteria& criteria)
@@ -89,7 +85,7 @@ class Selector {
       if (process == nullptr || !process->container) return false;
       const auto& c = *process->container;
       if (std::none_of(criteria_.containers.begin(), criteria_.containers.end(), [&](const std::string& w) {
-            return starts_with(c.id, w) || starts_with(c.pod_uid, w);
+            return container_selected_by(c, w, criteria_.container_selector);
           })) {
         return false;
       }
@@ -97,8 +93,18 @@ class Selector {
     return true;
   }
 
+  // With --gpu naming AMD or Intel GPUs: whether `pid` holds memory on one of them (a client of
+  // it, or KFD allocations there). Without a GPU filter every one is wanted.
+  bool on_wanted_drm_gpu(pid_t pid) const {
+    if (!criteria_.gpu_filter()) return true;
+    for (const auto& [pci, bytes] : snapshot_.drm_memory_of(pid)) {
+      if (std::find(criteria_.drm_gpus.begin(), criteria_.drm_gpus.end(), pci) != criteria_.drm_gpus.end()) return true;
+    }
+    return false;
+  }
+
   bool gpu_wanted(unsigned index) const {
-    return criteria_.gpus.empty() ||
+    return !criteria_.gpu_filter() ||
            std::find(criteria_.gpus.begin(), criteria_.gpus.end(), index) != criteria_.gpus.end();
   }
 
@@ -114,7 +120,7 @@ class Selector {
   }
 
   void select_by_filters() {
-    const bool processes_wanted = criteria_.all || !criteria_.gpus.empty() || !criteria_.users.empty() ||
+    const bool processes_wanted = criteria_.all || criteria_.gpu_filter() || !criteria_.users.empty() ||
                                   !criteria_.name_regex.empty() || !criteria_.containers.empty();
     if (processes_wanted) {
       for (const auto& p : snapshot_.processes) {
@@ -139,8 +145,7 @@ class Selector {
         add(std::move(selected));
       }
       // AMD GPUs have no driver list: ROCm jobs, by their /dev/kfd, stand for listed processes.
-      // A --gpu filter names NVIDIA's GPUs: it selects none of them.
-      if (criteria_.gpus.empty()) select_rocm_jobs();
+      if (!criteria_.gpu_filter() || !criteria_.drm_gpus.empty()) select_rocm_jobs();
     }
     if (criteria_.holders) select_holders();
   }
@@ -156,7 +161,7 @@ class Selector {
     for (const pid_t pid : pids) {
       const ProcessInfo& info = *snapshot_.table.find(pid);
       // A worker of another ROCm job's root joins with it, through the tree.
-      if (snapshot_.rocm_ancestor(info) != 0 || !linux_filters_match(&info)) continue;
+      if (snapshot_.rocm_ancestor(info) != 0 || !linux_filters_match(&info) || !on_wanted_drm_gpu(pid)) continue;
       std::string memory;
       for (const auto& [pci, bytes] : snapshot_.drm_memory_of(pid)) {
         memory += fmt::format("{}AMD GPU {} ({})", memory.empty() ? "" : ", ", pci, format_bytes(bytes));
@@ -166,6 +171,18 @@ class Selector {
       selected.reason = fmt::format("ROCm compute: holds /dev/kfd and has its own KFD context{}{}", memory.empty() ? "" : "; on " + memory,
                                     filter_words());
       add(std::move(selected));
+    }
+    // A dead job's leftovers: the processes keeping its KFD context (and its memory) alive.
+    for (const auto& kfd : snapshot_.drm.kfd_processes) {
+      for (const pid_t holder : snapshot_.kfd_context_holders(kfd.pid)) {
+        if (!linux_filters_match(snapshot_.table.find(holder)) || !on_wanted_drm_gpu(holder)) continue;
+        SelectedProcess selected;
+        selected.pid = holder;
+        selected.reason = fmt::format("keeps the KFD context of exited ROCm job {} alive (holds its /dev/kfd and render "
+                                      "client){}",
+                                      kfd.pid, filter_words());
+        add(std::move(selected));
+      }
     }
   }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "snapshot/snapshot.hpp"
 
@@ -16,18 +17,23 @@ struct SelectionCriteria {
   std::vector<pid_t> pids;                // named on the command line: selected whatever they are
   // Filters over the GPU processes the driver lists (combined with AND). Any of them, or
   // --holders/--all, selects GPU processes in addition to the named PIDs.
-  std::vector<unsigned> gpus;
+  std::vector<unsigned> gpus;             // NVIDIA GPUs, by NVML index
+  std::vector<std::string> drm_gpus;      // AMD and Intel GPUs, by PCI address (their ROCm jobs)
   std::vector<std::string> users;         // names or numeric uids
   std::string name_regex;                 // RE2 syntax, searched in the command line (command_pattern.hpp)
   std::vector<std::string> containers;    // id or pod-UID prefixes
+  // Whose --container it is (container_selected_by): another user's rootless container never
+  // satisfies it.
+  uid_t container_selector = ::getuid();
   bool holders = false;                   // also unlisted holders of the GPUs' device files
   bool all = false;                       // every GPU process
   bool tree = true;                       // add descendants holding GPU files or in the same group
   bool group = false;                     // add every member of each target's process group
   std::string named_reason = "named on the command line";  // how a named PID came to be chosen (top: "chosen in the view")
 
+  bool gpu_filter() const { return !gpus.empty() || !drm_gpus.empty(); }
   bool has_filters() const {
-    return !gpus.empty() || !users.empty() || !name_regex.empty() || !containers.empty() || holders || all;
+    return !gpus.empty() || !drm_gpus.empty() || !users.empty() || !name_regex.empty() || !containers.empty() || holders || all;
   }
 };
 

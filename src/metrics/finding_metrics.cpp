@@ -13,7 +13,7 @@ void add_finding_metrics(const std::vector<Finding>& findings, MetricSet& metric
   // Zombies and D-state processes are one finding each: the same labels must be one series.
   std::map<std::tuple<std::string_view, std::string_view, std::string>, int> counts;
   for (const Finding& f : findings) {
-    ++counts[{finding_id_name(f.id), severity_name(f.severity), f.gpu ? std::to_string(*f.gpu) : std::string()}];
+    ++counts[{finding_id_name(f.id), severity_name(f.severity), finding_gpu_label(f)}];
   }
   for (const auto& [key, count] : counts) {
     const auto& [id, severity, gpu] = key;

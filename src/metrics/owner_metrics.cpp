@@ -46,15 +46,18 @@ void add_owner_metrics(const Snapshot& snapshot, const SnapshotMetricsOptions& o
     const std::string user = owner ? outside_label(owner->user) : std::string();
     users[{view.gpu_index, user}] += bytes;
     const ContainerRef* container = owner && owner->container ? &*owner->container : nullptr;
+    // A rootless container's id is its user's word (container_selected_by): its series says
+    // whose, and never adds to the runtime's container of that id.
+    const std::string owner_mark = container && container->rootless_uid ? "~" + std::to_string(*container->rootless_uid) + ":" : "";
+    auto marked = [&](const std::string& id) { return id.empty() ? id : owner_mark + outside_label(id); };
     if (container) {
-      containers[{view.gpu_index, container->runtime, outside_label(container->id), outside_label(container->pod_uid)}] +=
-          bytes;
+      containers[{view.gpu_index, container->runtime, marked(container->id), marked(container->pod_uid)}] += bytes;
     }
     if (!options.per_process) continue;
     ProcessRow& row = processes[{view.gpu_index, view.driver.pid}];
     row.bytes += bytes;
     row.user = user;
-    row.container = container ? outside_label(container->id.empty() ? container->pod_uid : container->id) : "";
+    row.container = container ? marked(container->id.empty() ? container->pod_uid : container->id) : "";
     // The command of the process itself only: an exited PID's workers run other code.
     row.command = view.linux_process && owner == view.linux_process ? command_label(owner->command()) : "";
   }

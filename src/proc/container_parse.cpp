@@ -19,9 +19,13 @@
 // in a pod cgroup (no container level) gives runtime "kubernetes", id "" and the pod UID.
 //
 // Paths nest (docker-in-docker, kind nodes): the innermost container wins, since that is the
-// one the process runs in. conmon's own cgroups (crio-conmon-, libpod-conmon-) are not
+// one the process runs in. Below a user's own manager (.../user@<uid>.service/..., rootless
+// podman and docker) the user names the cgroups: such a container is recorded as rootless, with
+// that uid, and never stands for the runtime's container of the same id. conmon's own cgroups (crio-conmon-, libpod-conmon-) are not
 // containers: they give at most the pod they sit in.
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "proc/parse_util.hpp"
 #include "proc/proc_parse.hpp"
@@ -96,8 +100,24 @@ std::string pod_uid_of(std::string_view component, bool below_kubepods) {
   return is_pod_uid(restored) ? restored : std::string();
 }
 
+// "user@1000.service" -> 1000: systemd's per-user manager, whose tree it delegates to the user.
+std::optional<uid_t> delegated_uid_of(std::string_view component) {
+  constexpr std::string_view kPrefix = "user@", kSuffix = ".service";
+  if (!component.starts_with(kPrefix) || !component.ends_with(kSuffix)) return std::nullopt;
+  const std::string_view digits = component.substr(kPrefix.size(), component.size() - kPrefix.size() - kSuffix.size());
+  if (digits.empty() || digits.size() > 10) return std::nullopt;
+  std::uint64_t uid = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    uid = uid * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (uid > 0xfffffffeu) return std::nullopt;
+  return static_cast<uid_t>(uid);
+}
+
 std::optional<ContainerRef> recognise_path(std::string_view path) {
   ContainerRef ref;
+  std::optional<uid_t> delegated;  // the uid of a user@<uid>.service above this component
   bool found = false;
   bool below_kubepods = false;
   bool in_pod = false;
@@ -107,10 +127,11 @@ std::optional<ContainerRef> recognise_path(std::string_view path) {
     const std::string_view component = path.substr(0, slash);
     path.remove_prefix(slash == std::string_view::npos ? path.size() : slash + 1);
     if (component.empty()) continue;
+    if (!delegated) delegated = delegated_uid_of(component);
 
     if (component.find("kubepods") != std::string_view::npos) below_kubepods = true;
     if (std::string uid = pod_uid_of(component, below_kubepods); !uid.empty()) {
-      ref = ContainerRef{"kubernetes", "", std::move(uid), ""};
+      ref = ContainerRef{"kubernetes", "", std::move(uid), "", delegated};
       in_pod = true;
       found = true;
       previous = component;
@@ -141,6 +162,7 @@ std::optional<ContainerRef> recognise_path(std::string_view path) {
     if (matched) {
       // A container below a pod keeps the pod; a new outer container (kind node) does not.
       if (!in_pod) ref.pod_uid.clear();
+      ref.rootless_uid = delegated;
       found = true;
     }
     previous = component;
@@ -150,6 +172,23 @@ std::optional<ContainerRef> recognise_path(std::string_view path) {
 }
 
 }  // namespace
+
+bool container_selected_by(const ContainerRef& container, const std::string& prefix, std::optional<uid_t> selector) {
+  if (prefix.empty()) return false;
+  if (container.rootless_uid && container.rootless_uid != selector) return false;
+  return container.id.starts_with(prefix) || container.pod_uid.starts_with(prefix);
+}
+
+std::string container_words(const ContainerRef& container) {
+  std::string out = container.runtime;
+  if (!container.id.empty()) {
+    out += " " + container.id.substr(0, 12);
+  } else if (!container.pod_uid.empty()) {
+    out += " pod " + container.pod_uid.substr(0, 8);
+  }
+  if (container.rootless_uid) out += " (rootless, uid " + std::to_string(*container.rootless_uid) + ")";
+  return out;
+}
 
 std::optional<ContainerRef> parse_cgroup(std::string_view text) {
   // Lines are "<hierarchy-id>:<controllers>:<path>" (v1) or "0::<path>" (v2); a hybrid

@@ -16,7 +16,23 @@ struct ContainerRef {
   std::string id;       // full container id (64 hex for docker), or "" when only a pod is known
   std::string pod_uid;  // Kubernetes pod UID (dashes restored), "" when not in a pod
   std::string cgroup_path;  // the cgroup path it was recognised from (the line's third field)
+  // Set when the path runs through a user's own systemd manager (user@<uid>.service): systemd
+  // delegates that tree to the user, who may create and name cgroups in it as they like, so the
+  // id is the user's word, not a runtime's. The uid is the one the path names.
+  std::optional<uid_t> rootless_uid;
 };
+
+// Whether `prefix` (not empty) begins the container's id or its pod's UID, for a selection made
+// by `selector` (the selecting user's uid). A rootless container satisfies only its own user's
+// selection: anyone can give a cgroup in their delegated tree any container's id. Without a
+// selector (watch's exclusions, protections and rules, written by root for every user) it never
+// satisfies one.
+bool container_selected_by(const ContainerRef& container, const std::string& prefix, std::optional<uid_t> selector);
+
+// How a person reads the container: "docker ab12cd34ef56", "kubernetes pod 1f2e3d4c",
+// "podman 0a1b2c3d4e5f (rootless, uid 1000)". Not escaped: the id is checked hex, the pod UID
+// hex and dashes, the runtime ours.
+std::string container_words(const ContainerRef& container);
 
 // One open descriptor on a GPU device file. Control..Modeset are NVIDIA's; DrmCard and
 // DrmRender are any DRM driver's /dev/dri/card<N> and /dev/dri/renderD<N> (AMD, Intel, ...),

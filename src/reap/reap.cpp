@@ -56,12 +56,16 @@ std::string gpu_user_reason(const Snapshot& snapshot, const ProcessInfo& p, cons
   if (const pid_t job = rocm_job_of(snapshot, p); job != 0) {
     return fmt::format("worker of ROCm job {}: holds the /dev/kfd it inherited", job);
   }
+  if (const pid_t job = snapshot.held_kfd_context(p); job != 0) {
+    return fmt::format("keeps the KFD context of exited ROCm job {} alive: holds its /dev/kfd and its render client", job);
+  }
   return {};
 }
 
 // A process of the user holding only AMD or Intel display and render nodes.
 bool drm_graphics_only(const Snapshot& snapshot, const ProcessInfo& p) {
-  return p.holds_any_drm_file() && !p.holds_any_device_file() && !snapshot.rocm_compute(p) && rocm_job_of(snapshot, p) == 0;
+  return p.holds_any_drm_file() && !p.holds_any_device_file() && !snapshot.rocm_compute(p) &&
+         rocm_job_of(snapshot, p) == 0 && snapshot.held_kfd_context(p) == 0;
 }
 
 }  // namespace
@@ -146,7 +150,13 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
       why = fmt::format("GPU process of uid {}: {}", p->real_uid, why);
     }
     if (criteria.gpus) {
-      const bool on_selected = std::any_of(used.begin(), used.end(), [&](unsigned g) { return criteria.gpus->count(g) > 0; });
+      bool on_selected = std::any_of(used.begin(), used.end(), [&](unsigned g) { return criteria.gpus->count(g) > 0; });
+      if (!on_selected && criteria.drm_gpus && !criteria.drm_gpus->empty()) {
+        const auto drm_used = snapshot.drm_memory_of(pid);
+        on_selected = std::any_of(drm_used.begin(), drm_used.end(), [&](const auto& entry) {
+          return criteria.drm_gpus->count(entry.first) > 0;
+        });
+      }
       if (!on_selected) continue;
     }
     const std::string exe_name = executable_basename(p->exe);  // a replaced binary stays itself

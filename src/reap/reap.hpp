@@ -26,7 +26,10 @@ struct ReapCriteria {
   std::optional<std::string> cgroup_dir;  // resolved cgroup v2 directory (resolve_cgroup_dir)
   std::vector<pid_t> cgroup_pids;         // its subtree's members, read when the snapshot was taken
   std::optional<std::set<uid_t>> uids;    // real uids
-  std::optional<std::set<unsigned>> gpus; // GPU indices
+  // --gpus: NVIDIA GPUs by index, and AMD and Intel GPUs by PCI address; both present or both
+  // absent.
+  std::optional<std::set<unsigned>> gpus;
+  std::optional<std::set<std::string>> drm_gpus;
   std::vector<std::string> except;        // comm or executable basename, compared exactly
 };
 

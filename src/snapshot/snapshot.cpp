@@ -1,4 +1,5 @@
 #include "snapshot/snapshot.hpp"
+#include "snapshot/nvidia_presence.hpp"
 
 #include "snapshot/mps_roles.hpp"
 
@@ -261,6 +262,36 @@ pid_t Snapshot::rocm_ancestor(const ProcessInfo& p) const {
   return 0;
 }
 
+bool Snapshot::kfd_context_outlived_owner(pid_t kfd_pid) const {
+  if (in_child_pid_namespace) return false;
+  const ProcessInfo* owner = table.find(kfd_pid);
+  if (owner == nullptr || owner->state == 'Z') return true;
+  return owner->fd_access == FdAccess::Ok && !holds_kfd(*owner);
+}
+
+pid_t Snapshot::held_kfd_context(const ProcessInfo& p) const {
+  if (!holds_kfd(p) || rocm_compute(p)) return 0;
+  const auto held = drm.clients.clients_held_by(p.pid);
+  for (const auto& kfd : drm.kfd_processes) {
+    if (kfd.pid == p.pid || !kfd.pasid || *kfd.pasid == 0) continue;
+    const bool holds_its_vm = std::any_of(held.begin(), held.end(), [&](const drm::DrmClient* c) {
+      return c->stats.pasid && *c->stats.pasid == *kfd.pasid;
+    });
+    if (holds_its_vm && kfd_context_outlived_owner(kfd.pid)) return kfd.pid;
+  }
+  return 0;
+}
+
+std::vector<pid_t> Snapshot::kfd_context_holders(pid_t kfd_pid) const {
+  std::vector<pid_t> out;
+  if (!kfd_context_outlived_owner(kfd_pid)) return out;
+  for (const auto& [pid, info] : table.processes()) {
+    if (info.state != 'Z' && !info.kernel_thread && held_kfd_context(info) == kfd_pid) out.push_back(pid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::map<std::string, std::uint64_t> Snapshot::drm_memory_of(pid_t pid) const {
   return drm::device_memory_of_process(drm, pid, owns_kfd_context(pid));
 }
@@ -436,6 +467,7 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
     driver.count_error = reading->error;
   } else {
     reading.emplace();
+    driver.nvidia_hardware = nvidia_hardware_evidence(proc.dev_dir, options_.sysfs_root, proc.proc_root);
   }
   snapshot->in_child_pid_namespace = snapshot->table.in_child_pid_namespace();
 

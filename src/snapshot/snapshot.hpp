@@ -40,6 +40,11 @@ struct DriverStatus {
   std::string nvml_version;
   std::optional<int> cuda_driver_version;
   std::optional<NvmlError> count_error;
+  // When !loaded: what shows NVIDIA GPUs here without the library (nvidia_presence.hpp), "" when
+  // nothing does (an AMD- or Intel-only host, where no NVIDIA library is normal).
+  std::string nvidia_hardware;
+  // The library is missing on a host with no sign of NVIDIA GPUs: nothing NVIDIA's is to inspect.
+  bool no_nvidia_gpus() const { return !loaded && failure == LoadFailure::LibraryNotFound && nvidia_hardware.empty(); }
 };
 
 struct GpuMemoryAccount {
@@ -179,6 +184,19 @@ struct Snapshot {
   // The nearest ancestor of `p` that is rocm_compute (the root of the ROCm job `p` was forked
   // in); 0 when none is.
   pid_t rocm_ancestor(const ProcessInfo& p) const;
+  // Whether the KFD context listed under `kfd_pid` has outlived its process: that PID is gone, a
+  // zombie, or now a process (whose descriptors we read) holding no /dev/kfd. The kernel keeps
+  // the context while any descriptor of its /dev/kfd file is left (a forked worker's). Never true
+  // in a child PID namespace, whose PIDs are not the ones KFD names.
+  bool kfd_context_outlived_owner(pid_t kfd_pid) const;
+  // The ROCm job root (its KFD directory's PID) whose outlived context `p` holds, or 0. Proof from
+  // the kernel alone: `p` holds /dev/kfd and a DRM client whose pasid is the context's. KFD takes
+  // the VM of the job's render-node file (kfd_ioctl_acquire_vm) and amdgpu's fdinfo shows that
+  // VM's pasid, as the KFD directory does; a render file reaches another process only by
+  // inheritance or by the job passing it. So `p` is the job's, and keeps its memory.
+  pid_t held_kfd_context(const ProcessInfo& p) const;
+  // The processes for which held_kfd_context is `kfd_pid`, by PID.
+  std::vector<pid_t> kfd_context_holders(pid_t kfd_pid) const;
   // The device memory `pid` holds on each AMD or Intel GPU (drm::device_memory_of_process),
   // its KFD context read only when it owns it.
   std::map<std::string, std::uint64_t> drm_memory_of(pid_t pid) const;

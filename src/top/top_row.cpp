@@ -11,9 +11,7 @@ namespace {
 
 std::string container_text(const ProcessInfo& process) {
   if (!process.container) return {};
-  const auto& c = *process.container;
-  const std::string id = c.id.empty() ? "pod " + c.pod_uid.substr(0, 8) : c.id.substr(0, 12);
-  return sanitize_for_terminal(c.runtime + ":" + id);
+  return sanitize_for_terminal(container_words(*process.container));
 }
 
 // The Linux side of a row: the columns every kind of row shares.

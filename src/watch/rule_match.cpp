@@ -13,8 +13,9 @@ bool prefix_of(const std::string& prefix, const std::string& text) {
 
 bool in_container(const std::vector<std::string>& prefixes, const Candidate& c) {
   if (!c.container) return false;
+  // Policy written by root for every user: a rootless container's id is its user's word.
   return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
-    return prefix_of(p, c.container->id) || prefix_of(p, c.container->pod_uid);
+    return container_selected_by(*c.container, p, std::nullopt);
   });
 }
 

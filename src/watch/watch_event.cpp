@@ -53,7 +53,10 @@ std::string watch_event_json(const WatchEvent& event) {
   process["drm_gpus"] = std::move(drm_gpus);
   process["container"] = p.container ? nlohmann::ordered_json{{"runtime", p.container->runtime},
                                                                {"id", p.container->id},
-                                                               {"pod_uid", p.container->pod_uid}}
+                                                               {"pod_uid", p.container->pod_uid},
+                                                               {"rootless_uid", p.container->rootless_uid
+                                                                                    ? nlohmann::ordered_json(*p.container->rootless_uid)
+                                                                                    : nlohmann::ordered_json(nullptr)}}
                                      : nlohmann::ordered_json(nullptr);
   if (p.kind == CandidateKind::Zombie) process["parent_pid"] = p.parent;
   nlohmann::ordered_json json = {

@@ -4,9 +4,11 @@
 // accepts the output.
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "drm_host_support.hpp"
 #include "export_support.hpp"
@@ -64,6 +66,38 @@ TEST(ExportDrm, AmdGpusAreInTheSameSeriesWithAVendorLabel) {
   EXPECT_EQ(m2.value("gpureap_gpu_memory_unattributed_bytes", amd), std::nullopt);
   EXPECT_EQ(m2.value("gpureap_gpu_memory_unattributed_bytes", nvidia), 0);
   (void)cuda;
+}
+
+// Per-GPU findings carry the GPU they are about: two AMD GPUs with VRAM no client explains give
+// two series, each labelled with its PCI address (never gpu="" for both, merged into one), and
+// a third AMD GPU whose memory its client explains gives none.
+TEST(ExportDrm, EachAmdGpusFindingIsLabelledWithItsPciAddress) {
+  SimHost host({"--gpus", "1"});
+  const std::string first = "0000:03:00.0", second = "0000:83:00.0", clean = "0000:c1:00.0";
+  host.add_drm_gpu({.pci = first, .driver_vram = 3ull << 30, .card = 1, .render = 128});
+  host.add_drm_gpu({.pci = second, .driver_vram = 5ull << 30, .card = 2, .render = 129});
+  host.add_drm_gpu({.pci = clean, .card = 3, .render = 130});
+  auto bystander = host.start_drm_client({"--node", "renderD130", "--vram", "2GiB"});
+  ASSERT_GT(bystander.pid, 0) << bystander.ready_line;
+
+  const auto result = host.gpureap({"export", "--once", "--no-kernel-log"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const Scrape m = parse_exposition(result.out);
+  std::map<std::string, double> by_gpu;
+  for (const auto* sample : m.all("gpureap_doctor_finding")) {
+    if (sample->labels.at("id") == "drm-memory-unexplained") by_gpu[sample->labels.at("gpu")] += sample->value;
+  }
+  EXPECT_EQ(by_gpu, (std::map<std::string, double>{{first, 1}, {second, 1}})) << result.out;
+
+  // doctor's JSON names the same GPU.
+  const auto doctor = host.gpureap({"doctor", "--json", "--no-kernel-log", "--settle", "0"});
+  const auto report = nlohmann::json::parse(doctor.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << doctor.out << doctor.err;
+  std::set<std::string> named;
+  for (const auto& f : report["findings"]) {
+    if (f["id"] == "drm-memory-unexplained") named.insert(f["gpu"].get<std::string>());
+  }
+  EXPECT_EQ(named, (std::set<std::string>{first, second})) << report["findings"].dump(2);
 }
 
 }  // namespace

@@ -5,9 +5,12 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "drm_host_support.hpp"
 #include "sim_harness.hpp"
@@ -89,6 +92,71 @@ TEST(PsDrm, AnotherUsersClientIsReadByRoot) {
   ASSERT_EQ(amd["clients"].size(), 1u) << amd.dump(2);
   EXPECT_EQ(amd["clients"][0]["pids"], nlohmann::json::array({client.pid, client.workers.at(0)}));
   EXPECT_EQ(amd["memory"]["used_bytes"], 1 * GiB + 128 * MiB);
+}
+
+// ps's filters reach the AMD GPU's clients and KFD processes: --user and --pid list only the
+// selected processes' clients and contexts (never every user's), --gpu takes the AMD GPU's PCI
+// address (and then shows no NVIDIA GPU) or an NVIDIA index (and then no AMD GPU), and an NVIDIA
+// GPU whose processes the filter leaves out says so instead of "no processes listed". Without
+// root, another user's live ROCm job is "unreadable", never "holds no /dev/kfd".
+TEST(PsDrm, FiltersSelectTheAmdGpusClientsAndKfdProcessesAndUnreadableIsSaid) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root: another user's process";
+  const passwd* pw = test_user();
+  ASSERT_NE(pw, nullptr);
+  SimHost host({"--gpus", "1"});
+  const std::string pci = "0000:03:00.0";
+  host.add_drm_gpu({.pci = pci, .kfd = true});
+  auto cuda = host.start({"--alloc", "0:1GiB"});
+  auto roots_job = host.start_drm_client({"--node", "renderD128", "--vram", "1GiB", "--kfd"});
+  auto users_job = host.start_drm_client({"--node", "renderD128", "--vram", "2GiB", "--kfd"}, pw->pw_uid);
+  ASSERT_GT(roots_job.pid, 0) << roots_job.ready_line;
+  ASSERT_GT(users_job.pid, 0) << users_job.ready_line;
+  auto pids_of = [](const nlohmann::json& gpu, const char* list) {
+    std::set<pid_t> out;
+    for (const auto& entry : gpu[list]) {
+      if (entry.contains("pids")) {
+        for (const auto& pid : entry["pids"]) out.insert(pid.get<pid_t>());
+      } else {
+        out.insert(entry["pid"].get<pid_t>());
+      }
+    }
+    return out;
+  };
+
+  const auto by_user = host.ps_json({"--user", kTestUserName});
+  ASSERT_EQ(by_user["drm_gpus"].size(), 1u) << by_user.dump(2);
+  EXPECT_EQ(pids_of(by_user["drm_gpus"][0], "clients"), std::set<pid_t>{users_job.pid}) << by_user["drm_gpus"].dump(2);
+  EXPECT_EQ(pids_of(by_user["drm_gpus"][0], "kfd_processes"), std::set<pid_t>{users_job.pid});
+  EXPECT_TRUE(by_user["processes"].empty()) << by_user["processes"].dump(2);
+  const auto by_pid = host.ps_json({"--pid", std::to_string(roots_job.pid)});
+  EXPECT_EQ(pids_of(by_pid["drm_gpus"][0], "kfd_processes"), std::set<pid_t>{roots_job.pid});
+  EXPECT_EQ(pids_of(by_pid["drm_gpus"][0], "clients"), std::set<pid_t>{roots_job.pid});
+
+  const auto amd_only = host.ps_json({"--gpu", pci});
+  EXPECT_TRUE(amd_only["gpus"].empty()) << amd_only["gpus"].dump(2);
+  EXPECT_EQ(amd_only["drm_gpus"].size(), 1u);
+  const auto nvidia_only = host.ps_json({"--gpu", "0"});
+  EXPECT_EQ(nvidia_only["gpus"].size(), 1u);
+  EXPECT_TRUE(nvidia_only["drm_gpus"].empty()) << nvidia_only["drm_gpus"].dump(2);
+
+  const auto table = host.gpureap({"ps", "--user", kTestUserName});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("no listed process matches the selection"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find(std::to_string(cuda.pid)), std::string::npos) << table.out;
+
+  SpawnOptions as_user;
+  as_user.env = host.env();
+  as_user.uid = pw->pw_uid;
+  const auto unprivileged = run_command({gpureap_binary(), "ps", "--json"}, as_user);
+  ASSERT_EQ(unprivileged.exit_code, 0) << unprivileged.err;
+  const auto seen = nlohmann::json::parse(unprivileged.out);
+  ASSERT_EQ(seen["drm_gpus"].size(), 1u) << seen.dump(2);
+  std::map<pid_t, std::string> owners;
+  for (const auto& k : seen["drm_gpus"][0]["kfd_processes"]) owners[k["pid"].get<pid_t>()] = k["owner"];
+  EXPECT_EQ(owners[roots_job.pid], "unreadable") << seen["drm_gpus"].dump(2);
+  EXPECT_EQ(owners[users_job.pid], "self") << seen["drm_gpus"].dump(2);
+  const auto text = run_command({gpureap_binary(), "ps"}, as_user);
+  EXPECT_NE(text.out.find("not readable without root"), std::string::npos) << text.out;
 }
 
 }  // namespace

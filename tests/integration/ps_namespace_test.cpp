@@ -3,6 +3,7 @@
 // Kubernetes ones.
 #include <fcntl.h>
 #include <signal.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,6 +169,55 @@ TEST(Containers, KubernetesPodCgroupNamesThePod) {
   ASSERT_NE(worker, nullptr);
   EXPECT_EQ((*worker)["container"]["pod_uid"], pod);
   job.kill_all();
+}
+
+// A user names a cgroup in their own tree (user@<uid>.service, which systemd delegates to them)
+// exactly like a running docker container. Their process is shown as their rootless container,
+// not as that container's, and root's --container does not select it. A prefix that begins two
+// containers' ids is refused, naming both, and nothing is signalled.
+TEST(Containers, AUsersOwnScopeNamedLikeAContainerIsTheirsAndAnAmbiguousPrefixIsRefused) {
+  if (!running_as_root()) GTEST_SKIP() << "creating cgroups needs root";
+  const passwd* user = test_user();
+  if (user == nullptr) GTEST_SKIP() << "no test user";
+  const std::string root = cgroup_root(true).empty() ? cgroup_root(false) : cgroup_root(true);
+  if (root.empty()) GTEST_SKIP() << "no cgroup hierarchy on this host";
+  const std::string uid = std::to_string(user->pw_uid);
+  const std::string other_id = kDockerId.substr(0, 8) + "00112233445566778899aabbccddeeff00112233445566778899aabb";
+  CgroupDir real(root + "/system.slice/docker-" + kDockerId + ".scope");
+  CgroupDir other(root + "/system.slice/docker-" + other_id + ".scope");
+  CgroupDir forged(root + "/user.slice/user-" + uid + ".slice/user@" + uid + ".service/app.slice/docker-" + kDockerId + ".scope");
+  for (CgroupDir* dir : {&real, &other, &forged}) dir->set_root(root + "/");
+  if (!real.ok() || !other.ok() || !forged.ok()) GTEST_SKIP() << "cannot create cgroups under " << root;
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  auto bystander = host.start({"--alloc", "1:1GiB"});
+  auto hostile = host.start({"--alloc", "0:512MiB"}, user->pw_uid);
+  ASSERT_GT(hostile.pid, 0) << hostile.ready_line;
+  ASSERT_TRUE(real.add(job.pid));
+  ASSERT_TRUE(other.add(bystander.pid));
+  ASSERT_TRUE(forged.add(hostile.pid));
+
+  const auto ps = host.ps_json();
+  const auto* p = find_process(ps, hostile.pid);
+  ASSERT_NE(p, nullptr) << ps.dump(2);
+  ASSERT_TRUE((*p)["container"].is_object()) << p->dump(2);
+  EXPECT_EQ((*p)["container"]["rootless_uid"], user->pw_uid) << p->dump(2);
+  const auto* j = find_process(ps, job.pid);
+  ASSERT_NE(j, nullptr);
+  EXPECT_TRUE((*j)["container"]["rootless_uid"].is_null()) << j->dump(2);
+
+  const auto only = host.ps_json({"--container", kDockerId.substr(0, 12)});
+  ASSERT_EQ(only["processes"].size(), 1u) << only["processes"].dump(2);
+  EXPECT_EQ(only["processes"][0]["pid"], job.pid);
+
+  const auto refused = host.gpureap({"kill", "--container", kDockerId.substr(0, 8), "--yes"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find(kDockerId.substr(0, 12)), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find(other_id.substr(0, 12)), std::string::npos) << refused.err;
+  for (pid_t pid : {job.pid, bystander.pid, hostile.pid}) EXPECT_EQ(::kill(pid, 0), 0) << pid << " was signalled";
+  job.kill_all();
+  bystander.kill_all();
+  hostile.kill_all();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -250,9 +251,10 @@ TEST(Reap, ExceptMatchesTheExecutableNeverTheProcessName) {
 // deploy/slurm/epilog.sh as slurmd runs it (root, the job's environment), against a job cgroup
 // the test creates at <root>/system.slice/slurmstepd.scope/job_<id>.
 CommandResult run_epilog(const SimHost& host, const std::string& cgroup_root, const std::string& job,
-                         const std::string& gpus) {
+                         const std::string& gpus, const std::map<std::string, std::string>& extra_env = {}) {
   SpawnOptions options;
   options.env = host.env();
+  for (const auto& [key, value] : extra_env) options.env[key] = value;
   options.env["SLURM_JOB_ID"] = job;
   options.env["SLURM_JOB_UID"] = std::to_string(getuid());
   options.env["SLURM_JOB_GPUS"] = gpus;
@@ -320,6 +322,60 @@ TEST(SlurmEpilog, EndsTheJobsCgroupLeavesTheNextJobAndDrainsWhenSomethingSurvive
   EXPECT_EQ(stuck.exit_code, 6) << stuck.out << stuck.err;
   EXPECT_NE(stuck.err.find("survivor PID " + std::to_string(next_job.pid)), std::string::npos) << stuck.err;
   EXPECT_NE(stuck.err.find("Slurm drains this node"), std::string::npos) << stuck.err;
+}
+
+// An AMD-only node (no NVIDIA GPU, no NVIDIA library; the simulated DRM driver): the prolog
+// passes while the GPUs are free and refuses a job while a previous job's ROCm process holds
+// one, naming its PCI address and PID. Slurm's indices (gres.conf's order) name no GPU there:
+// every AMD GPU of the node is checked.
+TEST(SlurmProlog, AnAmdOnlyNodePassesWhenFreeAndRefusesALeftover) {
+  if (access("/usr/bin/jq", X_OK) != 0) GTEST_SKIP() << "the prolog needs jq (scripts/setup-deps.sh installs it)";
+  SimHost host({"--gpus", "0"});
+  const std::string pci = "0000:c1:00.0";
+  host.add_drm_gpu({.pci = pci, .kfd = true});
+  auto run_prolog = [&] {
+    SpawnOptions options;
+    options.env = host.env();
+    options.env["GPUREAP_NVML_LIBRARY"] = host.state_dir() + "/no/libnvidia-ml.so.1";
+    options.env["SLURM_JOB_ID"] = "45";
+    options.env["SLURM_JOB_GPUS"] = "0";
+    options.env["GPUREAP"] = gpureap_binary();
+    return run_command({"/bin/bash", std::string(GPUREAP_DEPLOY_DIR) + "/slurm/prolog.sh"}, options);
+  };
+  const auto free_node = run_prolog();
+  EXPECT_EQ(free_node.exit_code, 0) << free_node.err;
+  EXPECT_EQ(free_node.err, "") << "a clean AMD node is normal: nothing to say";
+  auto leftover = host.start_drm_client({"--node", "renderD128", "--vram", "2GiB", "--kfd"});
+  ASSERT_GT(leftover.pid, 0) << leftover.ready_line;
+  const auto busy = run_prolog();
+  EXPECT_EQ(busy.exit_code, 1) << busy.err;
+  EXPECT_NE(busy.err.find("GPU " + pci), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find(std::to_string(leftover.pid)), std::string::npos) << busy.err;
+  EXPECT_TRUE(running(leftover.pid)) << "a prolog only looks";
+}
+
+// The epilog on an AMD-only node: the job's cgroup is ended and the release verified, exit 0;
+// the next job of the same user, in its own cgroup, runs on. Slurm's "0" is not taken for an
+// NVIDIA index (which would fail the epilog and drain every AMD node after every job).
+TEST(SlurmEpilog, OnAnAmdOnlyNodeEndsTheJobsCgroupAndLeavesTheNextJob) {
+  OwnCgroup cgroup("slurm-amd");
+  if (!cgroup.skip_reason().empty()) GTEST_SKIP() << cgroup.skip_reason();
+  if (access("/usr/bin/jq", X_OK) != 0) GTEST_SKIP() << "needs jq";
+  SimHost host({"--gpus", "0"});
+  host.add_drm_gpu({.pci = "0000:c1:00.0", .kfd = true});
+  const std::string scope = "system.slice/slurmstepd.scope/";
+  const std::string job46 = cgroup.make_child(scope + "job_46/step_0");
+  const std::string job47 = cgroup.make_child(scope + "job_47/step_0");
+  auto ended = host.start_drm_client({"--node", "renderD128", "--vram", "2GiB", "--kfd", "--workers", "1"});
+  auto next_job = host.start_drm_client({"--node", "renderD128", "--vram", "1GiB", "--kfd"});
+  ASSERT_GT(ended.pid, 0) << ended.ready_line;
+  for (pid_t pid : {ended.pid, ended.workers.at(0)}) ASSERT_TRUE(cgroup.adopt_into(job46, pid));
+  ASSERT_TRUE(cgroup.adopt_into(job47, next_job.pid));
+  const auto result =
+      run_epilog(host, cgroup.path(), "46", "0", {{"GPUREAP_NVML_LIBRARY", host.state_dir() + "/no/libnvidia-ml.so.1"}});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_TRUE(eventually([&] { return !running(ended.pid) && !running(ended.workers.at(0)); })) << result.err;
+  EXPECT_TRUE(running(next_job.pid)) << "the epilog of job 46 ended job 47's process: " << result.err;
 }
 
 TEST(Reap, WithoutTheRightToSignalAnotherUsersProcessesItIsExit7NeverBackToBaseline) {

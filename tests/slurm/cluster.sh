@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# A two-node Slurm cluster on this machine for the Slurm scenarios (tests/slurm/scenarios.sh):
-# munged, slurmctld and two slurmd, each slurmd in a network and UTS namespace of its own
-# (hostname node1/node2, its own address on a bridge), each node with two simulated GPUs given to
-# Slurm as GRES, and the shipped deploy/slurm prolog, epilog and health check configured as a
-# site would. Root only. Slurm and munge come from Debian (scripts/setup-deps.sh).
+# A three-node Slurm cluster on this machine for the Slurm scenarios (tests/slurm/scenarios.sh):
+# munged, slurmctld and three slurmd, each slurmd in a network and UTS namespace of its own
+# (hostname node1/node2/node3, its own address on a bridge), node1 and node2 with two simulated
+# NVIDIA GPUs and node3 with one simulated AMD GPU and no NVIDIA GPU or library (the simulator's
+# DRM driver), given to Slurm as GRES, and the shipped deploy/slurm prolog, epilog and health
+# check configured as a site would. Root only. Slurm and munge come from Debian
+# (scripts/setup-deps.sh).
 #
 #   cluster.sh start DIR SOURCE_DIR BUILD_DIR   configure in DIR (created, must not exist), start, wait until idle
 #   cluster.sh stop DIR                         stop everything start started, remove DIR
@@ -12,7 +14,7 @@
 set -euo pipefail
 
 readonly net=10.213.21 bridge=gr21-br ctld_port=6917 slurmd_port=6918
-readonly nodes=(node1 node2)
+readonly nodes=(node1 node2 node3) nvidia_nodes=(node1 node2) amd_pci=0000:c1:00.0
 netns_name() { printf 'gr21-%s' "$1"; }
 
 die() { printf 'cluster.sh: %s\n' "$*" >&2; exit 1; }
@@ -67,12 +69,17 @@ ReturnToService=2
 SlurmdParameters=config_overrides
 NodeName=node1 NodeAddr=$net.2 CPUs=2 Gres=gpu:2 State=UNKNOWN
 NodeName=node2 NodeAddr=$net.3 CPUs=2 Gres=gpu:2 State=UNKNOWN
+NodeName=node3 NodeAddr=$net.4 CPUs=2 Gres=gpu:1 State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
   {
-    for node in "${nodes[@]}"; do
+    for node in "${nvidia_nodes[@]}"; do
       printf 'NodeName=%s Name=gpu File=%s/%s/sim/dev/nvidia[0-1]\n' "$node" "$dir" "$node"
     done
+    # The AMD GPU's nodes are the simulator's regular files, which slurmd takes for no GRES: a
+    # character device of /dev/null's numbers stands for its render node (ConstrainDevices=no).
+    printf 'NodeName=node3 Name=gpu File=%s/node3/gres-renderD128\n' "$dir"
+
   } >"$dir/etc/gres.conf"
   printf 'CgroupPlugin=cgroup/v1\nConstrainDevices=no\n' >"$dir/etc/cgroup.conf"
 }
@@ -89,6 +96,8 @@ export GPUSIM_STATE_DIR=$dir/\$node/sim GPUREAP_DEV_DIR=$dir/\$node/sim/dev
 export GPUREAP_NVML_LIBRARY=$dir/bin/libnvidia-ml.so.1 GPUREAP=$dir/bin/gpureap
 export GPUREAP_AUDIT_LOG=$dir/log/reap-\$node.log GPUREAP_KILL_TIMEOUT=1s GPUREAP_VERIFY_TIMEOUT=3s
 export SLURM_CONF=$dir/etc/slurm.conf SCONTROL=/usr/bin/scontrol ASAN_OPTIONS=detect_leaks=0
+# A node's own settings (node3: its AMD GPU's sysfs and fdinfo, and no NVIDIA library).
+[[ -f $dir/\$node/gpureap.env ]] && . $dir/\$node/gpureap.env
 exec /bin/bash $dir/etc/shipped/$name.sh
 EOF
   chmod 0755 "$dir/etc/gpureap-$name.sh"
@@ -106,7 +115,7 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...
 nodes_idle() {
   local states
   states=$(sinfo -h -N -o '%N %t' | sort -u)
-  [[ $states == $'node1 idle\nnode2 idle' ]]
+  [[ $states == $'node1 idle\nnode2 idle\nnode3 idle' ]]
 }
 
 start() {
@@ -114,18 +123,30 @@ start() {
   [[ $(id -u) == 0 ]] || die "needs root"
   command -v slurmctld >/dev/null && command -v munged >/dev/null || die "slurm-wlm and munge are not installed"
   mkdir -m 0755 "$dir"
-  mkdir -m 0755 "$dir"/{etc,etc/shipped,bin,log,run,ctld,spool,spool/node1,spool/node2,munge}
+  mkdir -m 0755 "$dir"/{etc,etc/shipped,bin,log,run,ctld,spool,spool/node1,spool/node2,spool/node3,munge}
   mkdir -m 1777 "$dir/pids"  # the ranks (tests/slurm/rank.sh) write their PIDs here
   # Copies any user can run: the build tree may be closed to other users (CI's 0700 checkout).
-  cp "$build/src/gpureap" "$build/sim/gpusim" "$build/sim/gpusim-cuda" \
+  cp "$build/src/gpureap" "$build/sim/gpusim" "$build/sim/gpusim-cuda" "$build/sim/gpusim-drm-client" \
      "$build/src/gpureap-http.so" "$build/sim/drivers/r550/libnvidia-ml.so.1" "$build/sim/cuda/libcuda.so.1" \
      "$source"/tests/slurm/{rank,node-sim}.sh "$dir/bin/"
   cp "$source"/deploy/slurm/{prolog,epilog,healthcheck}.sh "$dir/etc/shipped/"
-  for node in "${nodes[@]}"; do
+  for node in "${nvidia_nodes[@]}"; do
     mkdir -m 0755 "$dir/$node"
     GPUSIM_STATE_DIR=$dir/$node/sim "$dir/bin/gpusim" init --gpus 2 --memory 80GiB >/dev/null
     [[ -c $dir/$node/sim/dev/nvidia0 ]] || die "gpusim made no character devices (slurmd takes no other GRES file)"
   done
+  # node3: no NVIDIA GPU (no nvidia<N> node) and no NVIDIA library; one AMD GPU with ROCm (KFD),
+  # whose driver runs until stop (its parent, a shell left waiting, must outlive this script).
+  mkdir -m 0755 "$dir/node3"
+  GPUSIM_STATE_DIR=$dir/node3/sim "$dir/bin/gpusim" init --gpus 0 >/dev/null
+  "$dir/bin/gpusim" --state "$dir/node3/sim" drm-add --pci "$amd_pci" --kfd >/dev/null
+  mknod -m 0666 "$dir/node3/gres-renderD128" c 1 3
+  setsid sh -c '"$0" drm-driver --state "$1" & echo $! >"$2"; wait' \
+    "$dir/bin/gpusim" "$dir/node3/sim" "$dir/run/drm-driver.pid" </dev/null >>"$dir/log/drm-driver.log" 2>&1 &
+  cat >"$dir/node3/gpureap.env" <<EOF
+export GPUREAP_NVML_LIBRARY=$dir/node3/no-libnvidia-ml.so.1
+export GPUREAP_SYS_DIR=$dir/node3/sim/sys GPUREAP_FDINFO_DIR=$dir/node3/sim/fdinfo
+EOF
   write_slurm_conf "$dir"
   for name in prolog epilog healthcheck; do write_wrapper "$dir" "$name"; done
   cat >"$dir/env" <<EOF
@@ -173,7 +194,7 @@ stop() {
   # All daemons at once; then SIGKILL whatever still runs after 3 s. A zombie counts as ended:
   # the daemons' parent is PID 1, which may be slow to reap.
   local pidfile pid pids=()
-  for pidfile in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
+  for pidfile in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid" "$dir/run/drm-driver.pid"; do
     [[ -f $pidfile ]] || continue
     pid=$(<"$pidfile")
     [[ $pid =~ ^[0-9]+$ ]] && kill "$pid" 2>/dev/null && pids+=("$pid")

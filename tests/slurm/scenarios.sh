@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shipped deploy/slurm scripts and `gpureap run` inside a real two-node Slurm cluster
+# The shipped deploy/slurm scripts and `gpureap run` inside a real three-node Slurm cluster
 # (tests/slurm/cluster.sh, started once for all scenarios): jobs submitted with sbatch/srun by
 # normal users, and what Slurm (scontrol, sinfo, the job completion log) and the GPUs show after.
 # Usage: scenarios.sh SOURCE_DIR BUILD_DIR. Exit 77 (skipped) without root or without Slurm.
@@ -109,6 +109,16 @@ gpus_at_baseline() {
 }
 
 scenario() { printf '\n== %s\n' "$*"; scenario_started=$SECONDS; }
+# After a prolog refused job JOB on NODE for LEFTOVER: the leftover ends, the job goes, the node
+# is resumed and must be idle.
+resume_after_refusal() {
+  local node=$1 leftover=$2 job=$3
+  kill "$leftover"
+  eventually 5 gone "$leftover"
+  scancel "$job" 2>/dev/null || true
+  scontrol update NodeName="$node" State=RESUME
+  check "resumed, $node is idle" eventually 10 node_is "$node" IDLE
+}
 scenario_took() { printf 'took %s s\n' "$((SECONDS - scenario_started))"; }
 
 # ---------------------------------------------------------------------------------------------
@@ -180,11 +190,38 @@ check "the leftover the prolog saw still runs (a prolog only looks)" alive "$lef
 check "the reason is gpureap's and names the GPU and the leftover ($leftover)" \
   bash -c '[[ $0 == "gpureap prolog: job $1: GPU "[01]": 3072 MiB used; processes: $2 (root)"* ]]' "$reason" "$refused" "$leftover"
 check "slurmd's log has the prolog's words too" grep -q "not starting: GPU [01]: .*$leftover (root)" "$dir/log/slurmd-node2.log"
-kill "$leftover"
-eventually 5 gone "$leftover"
-scancel "$refused" 2>/dev/null || true
-scontrol update NodeName=node2 State=RESUME
-check "resumed, node2 is idle" eventually 10 node_is node2 IDLE
+resume_after_refusal node2 "$leftover" "$refused"
+scenario_took
+
+# ---------------------------------------------------------------------------------------------
+# node3 has one AMD GPU (the simulator's DRM driver, ROCm's KFD) and no NVIDIA GPU or library.
+scenario "an AMD-only node: its health check, prolog and epilog pass; a killed ROCm job's worker that keeps its KFD context is ended by the epilog; the prolog refuses a job while a process holds the GPU"
+amd=$dir/node3/sim
+check "node3 joined idle: no NVIDIA library there is no fault" node_is node3 IDLE
+check "node3's health check (gpureap doctor) passes" env SLURMD_NODENAME=node3 "$dir/etc/gpureap-healthcheck.sh"
+rocm=$(submit "$user_a" -w node3 --gres=gpu:1 --wrap \
+  "exec $dir/bin/gpusim-drm-client --state $amd --node renderD128 --vram 2GiB --kfd --workers 1 >$dir/pids/rocm-node3-0")
+eventually 30 ready rocm-node3-0 || fail "the ROCm job did not start"
+rocm_root=$(pid_of rocm-node3-0) rocm_worker=$(workers_of rocm-node3-0)
+# The worker leaves the job's cgroup (as a helper started outside the job does): Slurm ends the
+# job's root, and the worker keeps the root's /dev/kfd, render client and KFD context.
+[[ -n $rocm_worker ]] && echo "$rocm_worker" >/sys/fs/cgroup/freezer/cgroup.procs
+scancel "$rocm"
+check "the ROCm job's root ($rocm_root) is gone" eventually 15 gone "$rocm_root"
+check "node3 back to idle: the epilog passed" eventually 20 node_is node3 IDLE
+check "the worker that kept the dead job's KFD context ($rocm_worker) is gone" gone $rocm_worker
+check "the job's KFD context is gone" test ! -e "$amd/sys/class/kfd/kfd/proc/$rocm_root"
+check "the epilog ended the worker (its audit log)" grep -q "\"pid\":$rocm_worker," "$dir/log/reap-node3.log"
+"$dir/bin/gpusim-drm-client" --state "$amd" --node renderD128 --vram 3GiB --kfd >"$dir/pids/leftover-node3" </dev/null &
+eventually 5 ready leftover-node3 || fail "the AMD leftover did not start"
+amd_leftover=$(pid_of leftover-node3)
+refused=$(submit "$user_a" -w node3 --gres=gpu:1 --wrap "exec sleep 1")
+check "node3 is drained" eventually 15 bash -c '[[ $(scontrol show node node3) == *DRAIN* ]]'
+reason=$(node_reason node3)
+echo "node3's reason: $reason"
+check "the reason names the AMD GPU and the leftover ($amd_leftover)" \
+  bash -c '[[ $0 == "gpureap prolog: job $1: GPU 0000:c1:00.0: "*"processes: "*"$2"* ]]' "$reason" "$refused" "$amd_leftover"
+resume_after_refusal node3 "$amd_leftover" "$refused"
 scenario_took
 
 # ---------------------------------------------------------------------------------------------
@@ -300,7 +337,7 @@ if command -v prometheus >/dev/null; then
   baseline_used() { echo $((baseline[node$1.0] + baseline[node$1.1])); }
   check "fleet shows both nodes up, at their baseline" \
     eventually 30 eval 'fleet_host_at 1 "$(baseline_used 1)" && fleet_host_at 2 "$(baseline_used 2)"'
-  as "$user_a" srun -N2 --ntasks-per-node=1 --gres=gpu:1 "$dir/bin/rank.sh" fleet >"$dir/log/fleet.out" 2>&1 &
+  as "$user_a" srun -N2 -w node1,node2 --ntasks-per-node=1 --gres=gpu:1 "$dir/bin/rank.sh" fleet >"$dir/log/fleet.out" 2>&1 &
   srun_pid=$!
   eventually 30 all_ready fleet-node1-0 fleet-node2-0 fleet-node1-0.loader fleet-node2-0.loader ||
     fail "the job's ranks did not start"

@@ -161,7 +161,7 @@ TEST_F(SysfsTree, AnXgmiHiveIsReadAndAResetNamesEveryGpuOfItWithItsProcesses) {
   ASSERT_EQ(reset_domain_of(snapshot.drm.devices, alone).size(), 1u);
   EXPECT_EQ(reset_domain_of(snapshot.drm.devices, alone)[0], &alone);
   // ps --json: exact, as decimal strings.
-  const auto ps = drm_gpus_json(snapshot);
+  const auto ps = drm_gpus_json(snapshot, PsFilter{});
   EXPECT_EQ(ps[0]["xgmi_hive_id"], hive);
   EXPECT_EQ(ps[0]["xgmi_device_id"], "1000");
   EXPECT_TRUE(ps[2]["xgmi_hive_id"].is_null());

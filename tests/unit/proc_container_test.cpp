@@ -109,5 +109,43 @@ TEST(ProcContainer, RejectsLookalikes) {
   }
 }
 
+// Below user@<uid>.service the user names the cgroups (systemd delegates that tree): a runtime's
+// name there is the user's word. Such a container is that user's rootless one, and it satisfies
+// neither root's --container nor any watch policy (no selector) for the same id; the runtime's
+// own container of that id does.
+TEST(ProcContainer, AScopeInAUsersOwnTreeIsThatUsersRootlessContainer) {
+  const auto rootless = parse_fixture("podman_rootless");
+  ASSERT_TRUE(rootless);
+  EXPECT_EQ(rootless->rootless_uid, std::optional<uid_t>(1000));
+  const auto forged = parse_cgroup(std::string("0::/user.slice/user-1001.slice/user@1001.service/app.slice/docker-") +
+                                   kDockerId + ".scope\n");
+  ASSERT_TRUE(forged);
+  EXPECT_EQ(forged->runtime, "docker");
+  EXPECT_EQ(forged->rootless_uid, std::optional<uid_t>(1001));
+  const auto forged_pod = parse_cgroup(std::string("0::/user.slice/user-1001.slice/user@1001.service/kubepods/pod") +
+                                       kPodUid + "/" + kCriId + "\n");
+  ASSERT_TRUE(forged_pod);
+  EXPECT_EQ(forged_pod->rootless_uid, std::optional<uid_t>(1001));
+  const auto real = parse_fixture("docker_systemd_v2");
+  ASSERT_TRUE(real);
+  EXPECT_FALSE(real->rootless_uid);
+  // A session scope is root's, not delegated: only user@<uid>.service counts.
+  const auto not_delegated = parse_cgroup(std::string("0::/user.slice/user-1001.slice/session-4.scope/docker-") +
+                                          kDockerId + ".scope\n");
+  ASSERT_TRUE(not_delegated);
+  EXPECT_FALSE(not_delegated->rootless_uid);
+
+  const std::string prefix = std::string(kDockerId).substr(0, 12);
+  EXPECT_TRUE(container_selected_by(*real, prefix, 0));
+  EXPECT_TRUE(container_selected_by(*real, prefix, std::nullopt));
+  EXPECT_FALSE(container_selected_by(*forged, prefix, 0)) << "root's --container is not the user's word";
+  EXPECT_FALSE(container_selected_by(*forged, prefix, std::nullopt)) << "no policy exclusion by a user's own name";
+  EXPECT_FALSE(container_selected_by(*forged, prefix, 1000)) << "another user's";
+  EXPECT_TRUE(container_selected_by(*forged, prefix, 1001)) << "its own user selects it";
+  EXPECT_FALSE(container_selected_by(*forged_pod, std::string(kPodUid).substr(0, 8), std::nullopt));
+  EXPECT_EQ(container_words(*forged), "docker " + prefix + " (rootless, uid 1001)");
+  EXPECT_EQ(container_words(*real), "docker " + prefix);
+}
+
 }  // namespace
 }  // namespace gpureap

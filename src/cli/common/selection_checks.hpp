@@ -18,13 +18,15 @@ namespace gpureap {
 std::string check_user_names(const std::vector<std::string>& users, const std::string& command);
 
 
-// Whether `prefix` (not empty) begins the container's id or its pod's UID: what --container
-// selects, in ps's filter and in the check that it names a container here.
+// Whether `prefix` (not empty) begins the container's id or its pod's UID, for the user running
+// gpureap (container_selected_by: another user's rootless container never matches): what
+// --container selects, in ps's and kill's filters and in the check that it names a container.
 bool container_has_prefix(const ContainerRef& container, const std::string& prefix);
 
-// "" when every --container prefix names a container (id or pod UID prefix) that some process
-// here runs in; else one line naming the first unknown one. Reads the cgroup of processes whose
-// details were not loaded only when the loaded ones do not settle it.
+// "" when every --container prefix names exactly one container (by id prefix) or one pod (by
+// UID prefix) that some process here runs in; else one line naming the first prefix that names
+// none (saying so when it is only another user's rootless container) or several (naming them).
+// Reads the details of every process: a container of processes not read yet is a candidate too.
 std::string check_containers(ProcessTable& table, const std::vector<std::string>& prefixes, const std::string& command);
 
 // An option given an empty value (`--gpus "$UNSET"`) is not an option left out: it would widen

@@ -8,6 +8,7 @@ namespace gpureap {
 
 int snapshot_exit_status(const Snapshot& snapshot) {
   const auto& d = snapshot.driver;
+  if (d.no_nvidia_gpus()) return exit_code::kOk;  // an AMD- or Intel-only host
   if (!d.loaded) {
     return d.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary : exit_code::kDriverInitFailed;
   }

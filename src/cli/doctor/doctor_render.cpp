@@ -65,7 +65,7 @@ nlohmann::json doctor_json(const DoctorReport& report) {
     }
     findings.push_back({{"id", finding_id_name(f.id)},
                         {"severity", severity_name(f.severity)},
-                        {"gpu", f.gpu ? nlohmann::json(*f.gpu) : nlohmann::json(nullptr)},
+                        {"gpu", f.gpu ? nlohmann::json(*f.gpu) : f.gpu_pci.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.gpu_pci)},
                         {"summary", f.summary},
                         {"details", f.details},
                         {"evidence", f.evidence},

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cli/common/exit_codes.hpp"
+#include "cli/common/gpu_choice.hpp"
 #include "cli/common/selection_checks.hpp"
 #include "cli/common/snapshot_status.hpp"
 #include "cli/common/terminal_io.hpp"
@@ -62,7 +63,7 @@ std::string usage_check(KillOptions& options) {
     return fmt::format("gpureap kill: {} was given an empty value (an unset variable?); nothing was signalled",
                        options.empty_option);
   }
-  if (options.criteria.pids.empty() && !options.criteria.has_filters()) {
+  if (options.criteria.pids.empty() && !options.criteria.has_filters() && options.gpus.empty()) {
     return "gpureap kill: name what to end: PIDs, or --gpu, --user, --name, --container, --holders or --all";
   }
   for (pid_t pid : options.criteria.pids) {
@@ -113,7 +114,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
       "--name, --container; --all for every GPU process; --holders adds holders of the GPUs' device\n"
       "files whose job has provably ended, such as a killed job's workers; never a running job's). On AMD\n"
       "GPUs, which have no driver list, the GPU processes are ROCm jobs, by their /dev/kfd and KFD context (never a\n"
-      "render or card node alone); --gpu names NVIDIA's GPUs only. By default each target's descendants\n"
+      "render or card node alone); --gpu takes any GPU's PCI address as well. By default each target's descendants\n"
       "that hold GPU device files or share its process group are included (--no-tree to turn off).\n"
       "Never signalled: PID <= 1, gpureap and its ancestors, kernel threads, driver PIDs whose\n"
       "identity is foreign or mismatch, and protected processes (display servers,\n"
@@ -134,9 +135,9 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& options) {
       "NO_COLOR.");
   kill->add_option("pids", options.criteria.pids, "PIDs to end");
   // An empty value (`--gpu "$UNSET"`) would widen the selection: refused, never taken as absent.
-  refuse_empty(kill->add_option("--gpu", options.criteria.gpus, "Every GPU process on these GPU indices (comma-separated)"),
-               options.empty_option)
-      ->delimiter(',');
+  refuse_empty(kill->add_option("--gpu", options.gpus,
+                                "Every GPU process on these GPUs: NVIDIA indices or UUIDs, any GPU's PCI address (comma-separated)"),
+               options.empty_option);
   refuse_empty(kill->add_option("--user", options.criteria.users, "GPU processes of this user (name or uid)"),
                options.empty_option)
       ->delimiter(',');
@@ -211,17 +212,27 @@ int run_kill(KillOptions options) {
 
   SnapshotSource source(default_snapshot_options());
   auto snapshot = source.take();
-  // --all on a host with AMD or Intel GPUs still has their ROCm jobs to select without NVML.
-  const bool driver_needed =
-      !options.criteria.gpus.empty() || (options.criteria.all && snapshot->drm.devices.empty());
-  if (!snapshot->driver.loaded && driver_needed) {
-    std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
+  const auto driver_failure = [&] {
     return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
                                                                     : exit_code::kDriverInitFailed;
+  };
+  if (!options.gpus.empty()) {
+    GpuChoiceError error;
+    const auto gpus = resolve_gpu_choice(options.gpus, *snapshot, "--gpu", error);
+    if (!gpus) {
+      std::cerr << "gpureap kill: " << error.message << "\n";
+      // An index while NVIDIA's library is missing is the driver's failure, where NVIDIA GPUs exist.
+      return error.needs_nvidia_library && !snapshot->driver.no_nvidia_gpus() ? driver_failure() : exit_code::kUsage;
+    }
+    options.criteria.gpus.assign(gpus->nvidia.begin(), gpus->nvidia.end());
+    options.criteria.drm_gpus.assign(gpus->drm.begin(), gpus->drm.end());
   }
-  if (auto error = unknown_gpu_error(*snapshot, options.criteria.gpus); !error.empty()) {
-    std::cerr << "gpureap kill: " << error << "\n";
-    return exit_code::kUsage;
+  // NVIDIA's processes can be read only through its library: needed for --all, unless the host
+  // has AMD or Intel GPUs (their ROCm jobs are selected without it) or no NVIDIA GPU at all.
+  const bool nvidia_unread = !snapshot->driver.loaded && !snapshot->driver.no_nvidia_gpus();
+  if (nvidia_unread && options.criteria.all && snapshot->drm.devices.empty()) {
+    std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
+    return driver_failure();
   }
 
   if (auto error = check_containers(snapshot->table, options.criteria.containers, "gpureap kill"); !error.empty()) {
@@ -247,7 +258,7 @@ int run_kill(KillOptions options) {
   report.settings.timeout_s = options.timeout_s;
   report.settings.escalate = !options.no_escalate;
   report.settings.verify = !options.no_verify;
-  if (!snapshot->driver.loaded && options.criteria.all) {
+  if (nvidia_unread && options.criteria.all) {
     // --all went on for the AMD and Intel GPUs; what NVML would have listed is not in the plan.
     report.notes.push_back("NVIDIA GPUs not read, their processes not selected: " + snapshot->driver.message);
   }
@@ -263,11 +274,10 @@ int run_kill(KillOptions options) {
     for (pid_t pid : plan.missing) missing += (missing.empty() ? " (no such process: " : ", ") + std::to_string(pid);
     if (!missing.empty()) missing += ")";
     std::cerr << "gpureap kill: nothing matched the selection" << missing << "\n";
-    if (!snapshot->driver.loaded && options.criteria.all) {
+    if (nvidia_unread && options.criteria.all) {
       // Nothing on the AMD and Intel GPUs, and NVIDIA's could not be read: not "nothing matched".
       std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
-      return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
-                                                                      : exit_code::kDriverInitFailed;
+      return driver_failure();
     }
     return exit_code::kNothingSelected;
   }

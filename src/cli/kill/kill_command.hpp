@@ -15,6 +15,7 @@ namespace gpureap {
 
 struct KillOptions {
   SelectionCriteria criteria;
+  std::vector<std::string> gpus;  // --gpu as typed: resolved into criteria's GPUs (gpu_choice.hpp)
   bool no_tree = false;
   std::string empty_option;  // the first selection option given an empty value (refused)
   std::string signal = "TERM";

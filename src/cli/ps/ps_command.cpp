@@ -29,10 +29,16 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_stop_signal(int) { g_stop = 1; }
 
-// --gpu names indices the driver must have; a typo should not silently show nothing.
-std::string check_gpu_filter(const Snapshot& snapshot, const PsFilter& filter) {
-  const std::string error = unknown_gpu_error(snapshot, filter.gpus);
-  return error.empty() ? error : "gpureap ps: " + error;
+// --gpu names GPUs the host must have; a typo should not silently show nothing. An NVIDIA index
+// while NVIDIA's library is not loaded is the driver's failure: its exit status, as without --gpu.
+std::optional<int> resolve_gpu_filter(const Snapshot& snapshot, PsOptions& options) {
+  if (options.gpus.empty()) return std::nullopt;
+  GpuChoiceError error;
+  options.filter.gpus = resolve_gpu_choice(options.gpus, snapshot, "--gpu", error);
+  if (options.filter.gpus) return std::nullopt;
+  std::cerr << "gpureap ps: " << error.message << "\n";
+  const int driver_status = snapshot_exit_status(snapshot);
+  return error.needs_nvidia_library && driver_status != exit_code::kOk ? driver_status : exit_code::kUsage;
 }
 
 std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style,
@@ -75,7 +81,7 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
       "--watch", [&options](const std::string& text) { options.watch = text; },
       "Refresh every SECONDS, from 0.1 to 86400 (1d), such as 2, 0.5 or 1m (with --json: one object per line)");
   ps->add_flag("--wide,-w", options.wide, "Show whole command lines on a terminal too (they always are through a pipe)");
-  ps->add_option("--gpu", options.filter.gpus, "Only these GPU indices (comma-separated)")->delimiter(',');
+  ps->add_option("--gpu", options.gpus, "Only these GPUs: NVIDIA indices or UUIDs, any GPU's PCI address (comma-separated)");
   ps->add_option("--user", options.filter.users, "Only processes of this user (name or uid)")->delimiter(',');
   ps->add_option("--pid", options.filter.pids, "Only these PIDs")->delimiter(',');
   ps->add_option("--container", options.filter.containers, "Only processes in this container (id or pod UID prefix)")
@@ -113,17 +119,14 @@ int run_ps(PsOptions options) {
 
   if (options.watch_seconds <= 0) {
     auto snapshot = source.take();
-    if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
-      std::cerr << error << "\n";
-      return exit_code::kUsage;
-    }
+    if (const auto failed = resolve_gpu_filter(*snapshot, options)) return *failed;
     if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps"); !error.empty()) {
       std::cerr << error << "\n";
       return exit_code::kUsage;
     }
     print_flushed(render(*snapshot, options, style, width));
     // The table already says it; JSON consumers get the reason on stderr as well.
-    if (!snapshot->driver.loaded && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
+    if (!snapshot->driver.loaded && !snapshot->driver.no_nvidia_gpus() && options.json) std::cerr << "gpureap: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
     return snapshot_exit_status(*snapshot);
   }
 
@@ -136,14 +139,12 @@ int run_ps(PsOptions options) {
   bool first = true;  // a container that ends while watching is not a usage error
   while (!g_stop) {
     auto snapshot = source.take();
-    if (auto error = check_gpu_filter(*snapshot, options.filter); !error.empty()) {
-      std::cerr << error << "\n";
-      return exit_code::kUsage;
-    }
-    if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps");
-        first && !error.empty()) {
-      std::cerr << error << "\n";
-      return exit_code::kUsage;
+    if (const auto failed = resolve_gpu_filter(*snapshot, options)) return *failed;
+    if (first) {
+      if (auto error = check_containers(snapshot->table, options.filter.containers, "gpureap ps"); !error.empty()) {
+        std::cerr << error << "\n";
+        return exit_code::kUsage;
+      }
     }
     first = false;
     std::string frame = render(*snapshot, options, style, width);

@@ -19,6 +19,7 @@ struct PsOptions {
   double watch_seconds = 0;  // 0: once
   bool wide = false;         // never cut commands, even on a terminal
   std::string color = "auto";
+  std::vector<std::string> gpus;  // --gpu as typed: resolved into filter.gpus for each snapshot
   PsFilter filter;
 };
 

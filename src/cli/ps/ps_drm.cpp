@@ -1,6 +1,7 @@
 #include "cli/ps/ps_drm.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -61,23 +62,57 @@ const ProcessInfo* kfd_owner(const Snapshot& snapshot, pid_t pid) {
   return snapshot.owns_kfd_context(pid) ? snapshot.table.find(pid) : nullptr;
 }
 
+// The process at a KFD directory's PID whose descriptors could not be read (another user's, when
+// not root): whether it holds /dev/kfd, and so owns the context, is unknown.
+const ProcessInfo* kfd_unreadable(const Snapshot& snapshot, pid_t pid) {
+  if (snapshot.in_child_pid_namespace) return nullptr;
+  const ProcessInfo* p = snapshot.table.find(pid);
+  return p != nullptr && p->fd_access == FdAccess::Denied ? p : nullptr;
+}
+
 std::string kfd_user(const Snapshot& snapshot, pid_t pid) {
-  const ProcessInfo* p = kfd_owner(snapshot, pid);
-  return p != nullptr ? p->user : std::string("-");
+  if (const ProcessInfo* p = kfd_owner(snapshot, pid)) return p->user;
+  if (const ProcessInfo* p = kfd_unreadable(snapshot, pid); p != nullptr && p->details_loaded) return p->user;
+  return "-";
 }
 
 std::string kfd_command(const Snapshot& snapshot, pid_t pid) {
   if (const ProcessInfo* p = kfd_owner(snapshot, pid)) return p->command();
-  return snapshot.in_child_pid_namespace ? std::string("(a PID of the host's namespace)")
-                                         : std::string("(the PID holds no /dev/kfd: its context is kept by another descriptor)");
+  if (kfd_unreadable(snapshot, pid) != nullptr) {
+    return "(not readable without root: whether this PID holds /dev/kfd cannot be checked)";
+  }
+  if (snapshot.in_child_pid_namespace) return "(a PID of the host's namespace)";
+  const auto holders = snapshot.kfd_context_holders(pid);
+  if (holders.empty()) return "(the PID holds no /dev/kfd: its context is kept by another descriptor)";
+  std::string list;
+  for (const pid_t h : holders) list += fmt::format("{}{}", list.empty() ? "" : ", ", h);
+  return "(exited: its context is kept by PID " + list + ", holding its /dev/kfd and render client)";
+}
+
+// Whether the filter's --pid/--user/--container select the KFD context listed under `pid`: by its
+// own process, by the processes keeping it after that one exited, or by a process whose
+// descriptors are unreadable.
+bool kfd_selected(const Snapshot& snapshot, const PsFilter& filter, pid_t pid) {
+  if (!filter.linux_filter()) return true;
+  if (const ProcessInfo* p = kfd_owner(snapshot, pid)) return filter.linux_selected(pid, p);
+  if (const ProcessInfo* p = kfd_unreadable(snapshot, pid)) return filter.linux_selected(pid, p);
+  const auto holders = snapshot.kfd_context_holders(pid);
+  return std::any_of(holders.begin(), holders.end(),
+                     [&](pid_t h) { return filter.linux_selected(h, snapshot.table.find(h)); });
+}
+
+bool pid_selected(const Snapshot& snapshot, const PsFilter& filter, pid_t pid) {
+  return !filter.linux_filter() || filter.linux_selected(pid, snapshot.table.find(pid));
 }
 
 }  // namespace
 
-std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style, const OutputWidth& width) {
+std::string render_drm_gpus(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
+                            const OutputWidth& width) {
   const auto& reading = snapshot.drm;
   std::string out;
   for (const auto& device : reading.devices) {
+    if (!filter.drm_gpu_selected(device.pci_address)) continue;
     std::string title = fmt::format("{} GPU {}  {}  (DRM fdinfo)", drm::gpu_vendor_name(device.vendor), device.pci_address,
                                     sanitize_for_terminal(device.driver));
     if (device.vram_used || device.vram_total) {
@@ -87,9 +122,14 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
     out += "\n" + style.bold(title) + "\n";
     const std::size_t rows_start = out.size();
     const auto clients = reading.clients.clients_of(device.pci_address);
-    if (!clients.empty()) out += style.dim("      PID USER          VRAM     SHARED  CLIENT  COMMAND") + "\n";
+    bool header = false;
     for (const auto* client : clients) {
-      const auto pids = client->pids();
+      std::vector<pid_t> pids;
+      for (const pid_t pid : client->pids()) {
+        if (pid_selected(snapshot, filter, pid)) pids.push_back(pid);
+      }
+      if (pids.empty()) continue;
+      if (!std::exchange(header, true)) out += style.dim("      PID USER          VRAM     SHARED  CLIENT  COMMAND") + "\n";
       const std::string start =
           fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", pids.front(), fixed_cell(drm_holder_user(snapshot, pids.front()), 9),
                       format_bytes(drm::device_memory_bytes(client->stats)),
@@ -102,6 +142,7 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
       }
     }
     for (const auto& holder : holders_without_client(snapshot, device)) {
+      if (!pid_selected(snapshot, filter, holder.pid)) continue;
       const bool display = holder.file->kind == DeviceFileKind::DrmCard;
       const std::string start = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", holder.pid,
                                             fixed_cell(drm_holder_user(snapshot, holder.pid), 9), "?", "",
@@ -110,12 +151,14 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
     }
     for (const auto& process : reading.kfd_processes) {
       const auto vram = drm::kfd_vram_on(reading, process, device.pci_address);
-      if (!vram) continue;
+      if (!vram || !kfd_selected(snapshot, filter, process.pid)) continue;
       const std::string start = fmt::format("  {:>7} {} {:>10} {:>10}  {:<6}  ", process.pid,
                                             fixed_cell(kfd_user(snapshot, process.pid), 9), format_bytes(*vram), "", "kfd");
       out += start + width.rest_of_line(kfd_command(snapshot, process.pid), start) + "\n";
     }
-    if (out.size() == rows_start) out += style.dim("  no process holds this GPU") + "\n";
+    if (out.size() == rows_start) {
+      out += style.dim(filter.linux_filter() ? "  no process of the selection holds this GPU" : "  no process holds this GPU") + "\n";
+    }
   }
   if (reading.fdinfo_unread > 0) {
     out += style.dim(fmt::format("  {} DRM descriptor(s) without readable client stats: memory unknown (run as root; "
@@ -126,10 +169,11 @@ std::string render_drm_gpus(const Snapshot& snapshot, const TerminalStyle& style
   return out;
 }
 
-Json drm_gpus_json(const Snapshot& snapshot) {
+Json drm_gpus_json(const Snapshot& snapshot, const PsFilter& filter) {
   const auto& reading = snapshot.drm;
   Json gpus = Json::array();
   for (const auto& device : reading.devices) {
+    if (!filter.drm_gpu_selected(device.pci_address)) continue;
     Json gpu;
     gpu["vendor"] = drm::gpu_vendor_name(device.vendor);
     gpu["source"] = "drm";
@@ -150,6 +194,8 @@ Json drm_gpus_json(const Snapshot& snapshot) {
                          {"clients_bytes", drm_optional_json(reading.clients.device_memory_of(device.pci_address))}};
     Json clients = Json::array();
     for (const auto* client : reading.clients.clients_of(device.pci_address)) {
+      const auto holders = client->pids();
+      if (std::none_of(holders.begin(), holders.end(), [&](pid_t pid) { return pid_selected(snapshot, filter, pid); })) continue;
       Json c;
       c["client_id"] = client->client_id;
       c["pids"] = client->pids();
@@ -182,6 +228,7 @@ Json drm_gpus_json(const Snapshot& snapshot) {
     gpu["clients"] = clients;
     Json others = Json::array();
     for (const auto& holder : holders_without_client(snapshot, device)) {
+      if (!pid_selected(snapshot, filter, holder.pid)) continue;
       others.push_back(Json{{"pid", holder.pid},
                             {"fd", holder.file->fd},
                             {"node", holder.file->kind == DeviceFileKind::DrmCard ? "card" : "render"},
@@ -190,9 +237,20 @@ Json drm_gpus_json(const Snapshot& snapshot) {
     gpu["holders_without_stats"] = others;
     Json kfd = Json::array();
     for (const auto& process : reading.kfd_processes) {
-      if (const auto vram = drm::kfd_vram_on(reading, process, device.pci_address)) {
-        kfd.push_back(Json{{"pid", process.pid}, {"pasid", drm_optional_json(process.pasid)}, {"vram_bytes", *vram}});
-      }
+      const auto vram = drm::kfd_vram_on(reading, process, device.pci_address);
+      if (!vram || !kfd_selected(snapshot, filter, process.pid)) continue;
+      const ProcessInfo* owner = kfd_owner(snapshot, process.pid);
+      const ProcessInfo* unreadable = kfd_unreadable(snapshot, process.pid);
+      const ProcessInfo* shown = owner != nullptr ? owner : unreadable;
+      kfd.push_back(Json{{"pid", process.pid},
+                         {"pasid", drm_optional_json(process.pasid)},
+                         {"vram_bytes", *vram},
+                         {"owner", owner != nullptr        ? "self"
+                                   : unreadable != nullptr ? "unreadable"
+                                   : snapshot.in_child_pid_namespace ? "host-pid"
+                                                                     : "other"},
+                         {"user", shown != nullptr && shown->details_loaded ? Json(shown->user) : Json(nullptr)},
+                         {"held_by", snapshot.kfd_context_holders(process.pid)}});
     }
     gpu["kfd_processes"] = kfd;
     gpus.push_back(gpu);

@@ -6,9 +6,9 @@
 
 namespace gpureap {
 
-bool PsFilter::gpu_selected(unsigned index) const {
-  return gpus.empty() || std::find(gpus.begin(), gpus.end(), index) != gpus.end();
-}
+bool PsFilter::gpu_selected(unsigned index) const { return !gpus || gpus->has_nvidia(index); }
+
+bool PsFilter::drm_gpu_selected(const std::string& pci) const { return !gpus || gpus->has_drm(pci); }
 
 bool PsFilter::linux_selected(pid_t pid, const ProcessInfo* process) const {
   if (!pids.empty() && std::find(pids.begin(), pids.end(), pid) == pids.end()) return false;
@@ -39,7 +39,7 @@ bool PsFilter::process_selected(const GpuProcessView& process) const {
 }
 
 bool PsFilter::holder_selected(const HolderView& holder) const {
-  if (!gpus.empty() && std::none_of(holder.gpus.begin(), holder.gpus.end(),
+  if (gpus && std::none_of(holder.gpus.begin(), holder.gpus.end(),
                                     [this](unsigned g) { return gpu_selected(g); })) {
     return false;
   }

@@ -31,6 +31,7 @@ Json container_json(const ProcessInfo* process) {
   const auto& c = *process->container;
   Json out{{"runtime", c.runtime}, {"id", c.id}};
   out["pod_uid"] = c.pod_uid.empty() ? Json(nullptr) : Json(c.pod_uid);
+  out["rootless_uid"] = c.rootless_uid ? Json(*c.rootless_uid) : Json(nullptr);
   return out;
 }
 
@@ -197,7 +198,7 @@ nlohmann::ordered_json ps_to_json(const Snapshot& snapshot, const PsFilter& filt
     if (filter.gpu_selected(gpu.reading.index)) gpus.push_back(gpu_json(gpu));
   }
   out["gpus"] = gpus;
-  out["drm_gpus"] = drm_gpus_json(snapshot);
+  out["drm_gpus"] = drm_gpus_json(snapshot, filter);
   Json processes = Json::array();
   for (const auto& process : snapshot.processes) {
     if (filter.process_selected(process)) processes.push_back(process_json(process));

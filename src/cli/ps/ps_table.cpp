@@ -30,6 +30,8 @@ std::string header(const Snapshot& snapshot, const TerminalStyle& style) {
   out += fmt::format(" · {:%Y-%m-%d %H:%M:%S}\n", now);
   if (d.loaded) {
     out += style.dim(fmt::format("NVML library: {}", sanitize_for_terminal(d.library_path))) + "\n";
+  } else if (d.no_nvidia_gpus()) {
+    out += style.dim("No NVIDIA GPU here: its library is not needed") + "\n";  // an AMD- or Intel-only host
   } else {
     out += style.red("No GPU driver: ") + sanitize_for_terminal(d.message) + "\n";
     out += "Processes holding GPU device files are still listed below.\n";
@@ -144,7 +146,9 @@ std::string container_cell(const ProcessInfo* p) {
   if (p == nullptr || !p->container) return "-";
   const auto& c = *p->container;
   std::string id = c.id.empty() ? ("pod " + c.pod_uid.substr(0, 8)) : c.id.substr(0, 12);
-  return fixed_cell(c.runtime + ":" + id, 16);
+  // A rootless container's id is its user's word: the cell says whose.
+  const std::string owner = c.rootless_uid ? "~" + std::to_string(*c.rootless_uid) + ":" : "";
+  return fixed_cell(owner + c.runtime + ":" + id, 16);
 }
 
 // " [MPS server, 2 clients]", " [MPS client of 1234]": the role the kernel's socket table proves.
@@ -234,7 +238,9 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
         rows += process_row(process, style, width);
       }
     }
-    out += rows.empty() ? style.dim("  no processes listed by the driver") + "\n" : style.dim(kProcessHeader) + rows;
+    out += rows.empty() ? style.dim(filter.linux_filter() ? "  no listed process matches the selection"
+                                                          : "  no processes listed by the driver") + "\n"
+                        : style.dim(kProcessHeader) + rows;
     std::string holder_rows;
     for (const auto& holder : snapshot.holders) {
       if (holder.listed_by_driver || !filter.holder_selected(holder)) continue;
@@ -257,7 +263,7 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
                                                     : "Holders of GPU device files:") +
            "\n" + style.dim(kHolderHeader) + others;
   }
-  out += render_drm_gpus(snapshot, style, width);
+  out += render_drm_gpus(snapshot, filter, style, width);
   const bool drm_holders = std::any_of(snapshot.table.processes().begin(), snapshot.table.processes().end(),
                                        [](const auto& entry) { return entry.second.holds_any_drm_file(); });
   if (snapshot.holders.empty() && !drm_holders) {
@@ -325,7 +331,9 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
         Walker{snapshot, style, width, out, minor}.walk(p->pid, "");
       }
     }
-    if (!any) out += style.dim("  no processes listed by the driver") + "\n";
+    if (!any) {
+      out += style.dim(filter.linux_filter() ? "  no listed process matches the selection" : "  no processes listed by the driver") + "\n";
+    }
     for (const auto& holder : snapshot.holders) {
       if (holder.listed_by_driver || holder.listed_ancestor || !filter.holder_selected(holder)) continue;
       if (!holder.holds_gpu(gpu.reading.index)) continue;

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/common/exit_codes.hpp"
-#include "cli/reap/gpu_list.hpp"
+#include "cli/common/gpu_choice.hpp"
 #include "cli/kill/kill_render.hpp"
 #include "cli/common/option_limits.hpp"
 #include "cli/reap/reap_render.hpp"
@@ -124,7 +124,7 @@ CLI::App* add_reap_command(CLI::App& app, ReapOptions& options) {
       ->delimiter(',');
   refuse_empty(reap->add_option("--uid", options.uids, "The job's owner by numeric uid (as --user)"), empty)->delimiter(',');
   refuse_empty(reap->add_option("--gpus", options.gpus,
-                                "Only processes using these GPUs, and the GPUs to verify: indices, ranges and UUIDs (0,2-3,GPU-...)"),
+                                "Only processes using these GPUs, and the GPUs to verify: NVIDIA indices, ranges and UUIDs, any GPU's PCI address (0,2-3,GPU-...,0000:c1:00.0)"),
                empty);
   reap->add_option("--except", options.except, "Never end processes whose executable's basename is NAME (not comm: a process names itself); what they hold still counts")
       ->expected(1, -1);
@@ -219,20 +219,16 @@ int run_reap(ReapOptions options) {
   SnapshotSource source(snapshot_options);
   auto snapshot = source.take();
   if (!options.gpus.empty()) {
-    if (!snapshot->driver.loaded) {
-      std::cerr << "gpureap reap: --gpus needs the driver: " << sanitize_for_terminal(snapshot->driver.message)
-                << "; nothing was signalled\n";
-      return driver_failure_code(*snapshot);
+    GpuChoiceError error;
+    auto gpus = resolve_gpu_choice({options.gpus}, *snapshot, "--gpus", error);
+    if (!gpus) {
+      std::cerr << "gpureap reap: " << error.message << "; nothing was signalled\n";
+      // An index while NVIDIA's library is missing is the driver's failure, where NVIDIA GPUs exist.
+      return error.needs_nvidia_library && !snapshot->driver.no_nvidia_gpus() ? driver_failure_code(*snapshot)
+                                                                              : exit_code::kUsage;
     }
-    std::vector<GpuReading> readings;
-    for (const auto& g : snapshot->gpus) readings.push_back(g.reading);
-    std::string error;
-    auto gpus = resolve_gpu_list(options.gpus, readings, error);
-    if (gpus.empty()) {
-      std::cerr << "gpureap reap: " << error << "; nothing was signalled\n";
-      return exit_code::kUsage;
-    }
-    report.criteria.gpus = std::move(gpus);
+    report.criteria.gpus = std::move(gpus->nvidia);
+    report.criteria.drm_gpus = std::move(gpus->drm);
   }
 
   PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);

@@ -62,6 +62,7 @@ Json reap_report_json(const KillPlan& plan, const ReapReport& report, int exit_s
   criteria["cgroup"] = optional_value(report.criteria.cgroup_dir);
   criteria["uids"] = report.criteria.uids ? Json(*report.criteria.uids) : Json(nullptr);
   criteria["gpus"] = report.criteria.gpus ? Json(*report.criteria.gpus) : Json(nullptr);
+  criteria["drm_gpus"] = report.criteria.drm_gpus ? Json(*report.criteria.drm_gpus) : Json(nullptr);
   criteria["except"] = report.criteria.except;
   out["criteria"] = criteria;
   out["kill_timeout_s"] = report.kill.settings.timeout_s;
