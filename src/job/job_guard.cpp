@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "job/exit_events.hpp"
+#include "holders/process_events.hpp"
 #include "job/job_cgroup.hpp"
 #include "job/job_ending.hpp"
 #include "job/job_members.hpp"
@@ -68,7 +68,7 @@ class Guard {
     if (cgroup_) report_.cgroup_path = cgroup_->path();
     if (settings_.fail_fast) {
       std::string why;
-      exit_events_ = ExitEvents::open(&why);
+      exit_events_ = holders::ProcessEvents::open(&why);
       report_.exit_events = exit_events_.has_value();
       if (!exit_events_) {
         report_.notes.push_back(
@@ -214,13 +214,11 @@ class Guard {
   void forward(int sig) { signal_group_members(membership(), report_.main_pid, sig); }
 
   void read_exit_events() {
-    std::vector<ProcessExit> exits;
-    std::vector<ProcessFork> forks;
-    bool lost = false;
-    exit_events_->drain(exits, forks, lost);
-    for (const auto& f : forks) gpu_users_.erase(f.child);  // a PID we knew now names a new process
-    for (const auto& e : exits) note_exit(e.pid, e.wait_status, false);
-    if (lost && !events_lost_noted_) {
+    holders::ProcessEventBatch batch;
+    exit_events_->drain(batch);
+    for (const auto& f : batch.forks) gpu_users_.erase(f.child);  // a PID we knew now names a new process
+    for (const auto& e : batch.exits) note_exit(e.pid, e.wait_status, false);
+    if (batch.lost && !events_lost_noted_) {
       events_lost_noted_ = true;
       report_.notes.push_back("the kernel dropped some exit events (a very busy host): --fail-fast may miss a crash");
     }
@@ -440,7 +438,7 @@ class Guard {
   sigset_t original_mask_{};
   procfs::unique_fd signal_fd_;
   std::optional<JobCgroup> cgroup_;
-  std::optional<ExitEvents> exit_events_;
+  std::optional<holders::ProcessEvents> exit_events_;
   bool take_terminal_ = false;
   bool interactive_ = false;  // started in the terminal's foreground: stops and resumes with its job
   bool poll_error_noted_ = false;

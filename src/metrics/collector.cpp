@@ -3,6 +3,7 @@
 #include <system_error>
 
 #include "doctor/doctor.hpp"
+#include "metrics/holder_event_metrics.hpp"
 #include "metrics/snapshot_metrics.hpp"
 
 namespace gpureap {
@@ -27,6 +28,7 @@ std::string driver_problem(const Snapshot& snapshot) {
 SnapshotOptions collection_snapshot_options() {
   SnapshotOptions options = default_snapshot_options();
   options.proc.scope = ProcScanScope::Holders;
+  options.holder_events = std::make_shared<HolderEvents>(300);
   return options;
 }
 
@@ -65,6 +67,11 @@ MetricSet HostCollector::collect() {
   errors_.note(CollectionSource::Proc, "");
   errors_.note(CollectionSource::Nvml, driver_problem(*snapshot));
   add_snapshot_metrics(*snapshot, options_.metrics, metrics);
+  add_holder_event_metrics(*snapshot, metrics);
+  if (snapshot->holder_events && !snapshot->holder_events->active && !fallback_told_ && options_.on_problem) {
+    fallback_told_ = true;
+    options_.on_problem(snapshot->holder_events->fallback_reason);
+  }
   add_quick_finding_metrics(*snapshot, metrics);
   if (xids_) {
     xids_->update(*snapshot);

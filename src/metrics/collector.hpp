@@ -33,6 +33,8 @@ class Collector {
 
 // default_snapshot_options() in the Holders scope, as `ps` reads: the processes holding GPU
 // device files with their trees, zombies and unreadable ones in full; one look at the others.
+// The holders are kept from the kernel's events between reconciliation walks where it can
+// give them (snapshot/holder_events.hpp).
 SnapshotOptions collection_snapshot_options();
 
 struct HostCollectorOptions {
@@ -68,6 +70,7 @@ class HostCollector : public Collector {
   SnapshotSource source_;
   std::optional<XidTracker> xids_;
   CollectionErrors errors_;
+  bool fallback_told_ = false;  // why the holders are walked, told once
 };
 
 class PublishedCollector : public Collector {

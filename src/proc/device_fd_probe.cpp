@@ -17,12 +17,17 @@ FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid, std::vector<DeviceFileHandl
   end[3] = '\0';
   const unique_fd fd_dir = open_dir_at(root_fd, path, /*no_follow=*/false);
   if (!fd_dir) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
+  return probe_fd_dir(fd_dir.get(), held);
+}
+
+FdProbe DeviceFdProbe::probe_fd_dir(int fd_dir_fd, std::vector<DeviceFileHandle>& held) {
+  held.clear();
   FdProbe result = FdProbe::NoFiles;
   bool complete = true;  // every link of a holder read
   const bool listed = lister_.for_each(
-      fd_dir.get(),
+      fd_dir_fd,
       [&](const char* name, unsigned char) {
-        const auto target = buffer_.read_link_at(fd_dir.get(), name);
+        const auto target = buffer_.read_link_at(fd_dir_fd, name);
         if (!target) {
           if (!errno_means_denied()) return true;  // closed since the listing
           if (result == FdProbe::DeviceFile) {
@@ -33,7 +38,7 @@ FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid, std::vector<DeviceFileHandl
           return false;
         }
         auto handle = classify_fd_link(name, *target, dev_dir_);
-        if (handle && is_procfs_ && !nodes_.is_that_node(fd_dir.get(), name, handle->path)) handle.reset();
+        if (handle && is_procfs_ && !nodes_.is_that_node(fd_dir_fd, name, handle->path)) handle.reset();
         if (handle) {
           held.push_back(std::move(*handle));
           result = FdProbe::DeviceFile;

@@ -11,6 +11,7 @@
 
 #include "proc/device_node_check.hpp"
 #include "proc/proc_io.hpp"
+#include "proc/process_info.hpp"
 
 namespace gpureap::procfs {
 
@@ -29,6 +30,8 @@ class DeviceFdProbe {
   // With DeviceFile, `held` has every GPU device file of the listing (in descriptor order),
   // or is empty when a later link could not be read; otherwise it is empty.
   FdProbe probe(int root_fd, pid_t pid, std::vector<DeviceFileHandle>& held);
+  // The same for an fd/ directory already open (a pinned process's).
+  FdProbe probe_fd_dir(int fd_dir, std::vector<DeviceFileHandle>& held);
 
  private:
   std::string_view dev_dir_;

@@ -50,6 +50,46 @@ std::optional<PinnedProcess> PinnedProcess::pin(const std::string& proc_root, pi
   return pinned;
 }
 
+std::optional<PinnedProcess> PinnedProcess::adopt(const std::string& proc_root, pid_t pid, unique_fd pidfd,
+                                                  std::string& why) {
+  PinnedProcess pinned;
+  pinned.pid_ = pid;
+  pinned.pidfd_ = std::move(pidfd);
+  pinned.dir_ = open_dir_at(AT_FDCWD, fmt::format("{}/{}", proc_root, pid).c_str(), true);
+  pollfd exited{pinned.pidfd_.get(), POLLIN, 0};
+  if (!pinned.pidfd_ || !pinned.dir_ || ::poll(&exited, 1, 0) != 0) {
+    why = fmt::format("PID {} has exited", pid);
+    return std::nullopt;
+  }
+  // The pidfd's process ran when the directory was opened: the directory is its.
+  ReadBuffer buffer(1024);
+  const auto text = buffer.read_proc_file_at(pinned.dir_.get(), "stat");
+  const auto stat = text ? parse_stat(*text) : std::nullopt;
+  if (!stat || !pinned.still_there_since(stat->start_time_ticks)) {
+    why = fmt::format("PID {} has exited", pid);
+    return std::nullopt;
+  }
+  return pinned;
+}
+
+bool PinnedProcess::still_there_since(std::uint64_t start_time_ticks) {
+  start_ticks_ = start_time_ticks;
+  return still_there();
+}
+
+FdProbe PinnedProcess::device_files(std::string_view dev_dir, std::vector<DeviceFileHandle>& held) const {
+  held.clear();
+  const unique_fd fd_dir = open_dir_at(dir_.get(), "fd", true);
+  if (!fd_dir) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
+  DeviceFdProbe probe(dev_dir, /*is_procfs=*/true);
+  const FdProbe seen = probe.probe_fd_dir(fd_dir.get(), held);
+  if (!still_there()) {
+    held.clear();
+    return FdProbe::Gone;
+  }
+  return seen;
+}
+
 bool PinnedProcess::still_there() const {
   pollfd exited{pidfd_.get(), POLLIN, 0};
   if (::poll(&exited, 1, 0) != 0) return false;  // readable once it has exited (a zombie too)

@@ -8,9 +8,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <sys/types.h>
 
+#include "proc/device_fd_probe.hpp"
 #include "proc/proc_io.hpp"
 #include "proc/process_info.hpp"
 
@@ -22,6 +25,10 @@ class PinnedProcess {
   // time), or the kernel has no pidfd_open; `why` says which.
   static std::optional<PinnedProcess> pin(const std::string& proc_root, pid_t pid, std::uint64_t start_time_ticks,
                                           std::string& why);
+  // The same for a process already named by a pidfd (one fanotify made for an opener): its
+  // start time is read through the directory once the pidfd proves it still runs.
+  static std::optional<PinnedProcess> adopt(const std::string& proc_root, pid_t pid, unique_fd pidfd,
+                                            std::string& why);
 
   pid_t pid() const { return pid_; }
   int dir() const { return dir_.get(); }
@@ -37,8 +44,13 @@ class PinnedProcess {
   unique_fd open_executable() const;
   // Its root directory (a container's), for paths it names.
   unique_fd open_root() const;
+  // Whether it holds a GPU device file under dev_dir (the node itself, as the scan checks):
+  // DeviceFile with what it holds, OtherFiles, NoFiles; Gone once it has exited, Denied.
+  FdProbe device_files(std::string_view dev_dir, std::vector<DeviceFileHandle>& held) const;
 
  private:
+  bool still_there_since(std::uint64_t start_time_ticks);
+
   pid_t pid_ = 0;
   std::uint64_t start_ticks_ = 0;
   unique_fd pidfd_;

@@ -115,7 +115,8 @@ void ProcessTableBuilder::scan(int root_fd) {
   }
   const bool holders_only = table_.options_.scope == ProcScanScope::Holders && is_procfs_;
   table_.complete_ = !holders_only;
-  read_all(root_fd, list_pids(root_fd), holders_only);
+  const auto& only = table_.options_.only_pids;
+  read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only);
   if (holders_only) complete_holders(root_fd);
   build_children();
 

@@ -33,6 +33,10 @@ struct ProcScanOptions {
   // Holders scope only: carried from scan to scan by a caller that repeats them (top), which
   // then looks again only at processes that may have changed (fd_look_memory.hpp).
   std::shared_ptr<FdLookMemory> memory;
+  // Holders scope only: the processes to look at instead of every PID in /proc (a holder set
+  // kept from the kernel's events, holders/holder_tracker.hpp); their trees are then read as
+  // a walk's holders' are.
+  std::shared_ptr<const std::vector<pid_t>> only_pids;
 };
 
 class ProcessTable {

@@ -428,6 +428,8 @@ std::unique_ptr<Snapshot> SnapshotSource::take() { return take(options_.proc.sco
 std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   ProcScanOptions proc = options_.proc;
   proc.scope = scope;
+  HolderEvents* events = scope == ProcScanScope::Holders ? options_.holder_events.get() : nullptr;
+  if (events != nullptr) proc.only_pids = events->before_scan(proc);
   auto snapshot = std::make_unique<Snapshot>();
   snapshot->taken_at = std::chrono::system_clock::now();
   // The driver (loaded on the first take) is read on a second thread while this one scans
@@ -452,6 +454,10 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
     }
     snapshot->table = ProcessTable::scan(proc);
   }  // joins the driver thread, also when the scan throws
+  if (events != nullptr) {
+    if (!proc.only_pids) events->after_walk(snapshot->table);
+    snapshot->holder_events = events->state();
+  }
   if (driver_error) std::rethrow_exception(driver_error);
 
   DriverStatus& driver = snapshot->driver;
@@ -491,10 +497,14 @@ const MpsControlDaemon* Snapshot::mps_daemon(pid_t pid) const {
   return nullptr;
 }
 
+bool SnapshotSource::holders_changed() {
+  return options_.holder_events != nullptr && options_.holder_events->changed_since_scan();
+}
+
 std::optional<drm::DrmReading> SnapshotSource::read_drm_only() const {
   ProcScanOptions proc = options_.proc;
   proc.scope = ProcScanScope::Holders;
-  proc.memory = nullptr;
+  proc.memory = nullptr;  // a walk of its own: neither the memory nor the events' set
   try {
     const ProcessTable table = ProcessTable::scan(proc);
     return drm::read_drm({options_.sysfs_root, options_.fdinfo_root.empty() ? proc.proc_root : options_.fdinfo_root},

@@ -18,6 +18,7 @@
 #include "nvml/driver_reading.hpp"
 #include "nvml/nvml_library.hpp"
 #include "proc/process_table.hpp"
+#include "snapshot/holder_events.hpp"
 
 namespace gpureap {
 
@@ -159,6 +160,8 @@ struct Snapshot {
   drm::DrmReading drm;
   // The MPS control daemons proven among the parents of the listed processes.
   std::vector<MpsControlDaemon> mps_daemons;
+  // With SnapshotOptions::event_holders in the Holders scope: how the holders were found.
+  std::optional<HolderEventsState> holder_events;
 
   const GpuView* gpu_by_minor(unsigned minor) const;
   const GpuView* gpu_by_index(unsigned index) const;
@@ -215,6 +218,11 @@ struct SnapshotOptions {
   // (GPUREAP_FDINFO_DIR for tests: the simulator's processes hold plain files, whose fdinfo has
   // no DRM keys).
   std::string fdinfo_root;
+  // Takes in the Holders scope (watch, export, top) keep the holders from the kernel's events
+  // and walk /proc only to reconcile (snapshot/holder_events.hpp), shared by every source made
+  // from these options. Null: every take walks, as one-shot commands (ps, doctor) do: a set is
+  // worth keeping only across takes.
+  std::shared_ptr<HolderEvents> holder_events;
 };
 
 SnapshotOptions default_snapshot_options();  // honours GPUREAP_DEV_DIR, GPUREAP_SYS_DIR, GPUREAP_FDINFO_DIR
@@ -237,6 +245,9 @@ class SnapshotSource {
   // that poll it (kill's verification); nullopt when no library is loaded.
   std::optional<DriverReading> read_driver_only(DriverReadScope scope = DriverReadScope::Everything,
                                                const DriverReading* previous = nullptr) const;
+  // With holder_events: whether the holders differ from the last take's (the events read now).
+  // False without events.
+  bool holders_changed();
   // The DRM side alone (sysfs, the fdinfo of every process holding a DRM node, KFD processes),
   // for kill's verification on AMD and Intel GPUs; nullopt when /proc cannot be scanned.
   std::optional<drm::DrmReading> read_drm_only() const;

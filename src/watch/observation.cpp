@@ -408,6 +408,9 @@ std::optional<Look> Observer::quick_look() {
     it = keep ? std::next(it) : followed_.erase(it);
   }
   if (!rescan_wanted_ && sentinel_ended()) rescan_wanted_ = true;
+  // A process that opened a device file, or a holder's new child: the kernel's events tell
+  // (snapshot/holder_events.hpp), and the full look reads only the holders.
+  if (!rescan_wanted_ && source_ && source_->holders_changed()) rescan_wanted_ = true;
   // Every full scan a look asks for comes from the bucket: a user starting and ending GPU
   // processes in a loop gets one every kTriggeredScanGap, not one a look. What asked for it
   // stays asked (a new PID stays unfollowed, rescan_wanted_ stays set) until a scan is taken.

@@ -9,8 +9,10 @@
 // and zombies can also arise while the driver's lists stay the same: a job's leader that
 // lists nothing ends (its workers' proof), a worker's listed parent ends and leaves the list
 // with its context, a GPU process leaves the list alive (its workers are no longer a running
-// job's), a child of a GPU process exits unreaped. (Not: a child forked after the last full
-// scan, a process that starts holding a device file unlisted: the next full scan finds them.)
+// job's), a child of a GPU process exits unreaped, and, where the kernel's events can be had
+// (snapshot/holder_events.hpp), a process opens a device file or a holder forks. (Without
+// them: a child forked after the last full scan, a process that starts holding a device file
+// unlisted wait for the next full scan.)
 // So each look also reads one `stat` of the processes whose end would make them
 // (exit_sentinels.hpp). Every full scan these ask for comes from one token bucket: at once, up
 // to kTriggeredScanBurst in a row, then one per kTriggeredScanGap, so that a user who starts and

@@ -100,8 +100,11 @@ TEST(MetricsCollectors, AHostCollectionCarriesTheCallersFamiliesAndSurvivesNoDri
   EXPECT_EQ(value_of(second, "gpureap_collection_errors_total", {{"source", "nvml"}}), 2);
   EXPECT_EQ(value_of(second, "gpureap_watch_policy_matches_total", {{"rule", "idle"}, {"action", "log"}}), 3);
   EXPECT_EQ(second.families().back().name, "gpureap_watch_policy_matches_total") << "after gpureap's own";
-  ASSERT_EQ(problems.size(), 1u) << "a problem is told once, not per collection";
+  // A fixture tree is no procfs: the holders are walked at every collection, and that is told too.
+  ASSERT_EQ(problems.size(), 2u) << "each problem is told once, not per collection";
   EXPECT_NE(problems[0].find("the NVML library is not usable"), std::string::npos);
+  EXPECT_NE(problems[1].find("holders found by walking /proc at every scan"), std::string::npos);
+  EXPECT_EQ(value_of(second, "gpureap_holder_events_active", {}), 0);
   ::unsetenv("GPUREAP_NVML_LIBRARY");
 }
 

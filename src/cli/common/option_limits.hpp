@@ -27,6 +27,10 @@ inline constexpr double kMaxHangTimeoutSeconds = 7 * 86400.0;
 inline constexpr double kMaxScrapes = 1000;
 inline constexpr double kMaxExportCacheSeconds = 60;
 
+// export --reconcile, top --reconcile: the walk of /proc that checks the holders kept from
+// events. A day: what the events missed (a descriptor passed over a socket) is not left longer.
+inline constexpr double kMaxReconcileSeconds = 24 * 3600;
+
 // fleet --timeout: every query together; a Prometheus that needs minutes for these is broken.
 inline constexpr double kMinFleetTimeoutSeconds = 0.1;
 inline constexpr double kMaxFleetTimeoutSeconds = 300;

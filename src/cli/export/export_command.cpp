@@ -34,6 +34,7 @@ void export_says(const std::string& line) { say_on_stderr(kCommand, line); }
 struct CheckedOptions {
   ServeOptions serve;
   double cache_seconds = 1;
+  double reconcile_seconds = 300;
 };
 
 // The first problem with the options, in one line, or "".
@@ -51,6 +52,11 @@ std::string check(const ExportOptions& o, CheckedOptions& out) {
       !error.empty()) {
     return error;
   }
+  if (error = check_duration_option("--reconcile", o.reconcile, option_limits::kMaxReconcileSeconds,
+                                    out.reconcile_seconds, 1);
+      !error.empty()) {
+    return error;
+  }
   if (o.kernel_log) {
     if (const std::string problem = kernel_log_file_problem(*o.kernel_log); !problem.empty()) {
       return "--kernel-log " + problem;
@@ -60,8 +66,9 @@ std::string check(const ExportOptions& o, CheckedOptions& out) {
   return {};
 }
 
-HostCollectorOptions collector_options(const ExportOptions& o) {
+HostCollectorOptions collector_options(const ExportOptions& o, double reconcile_seconds) {
   HostCollectorOptions options;
+  options.snapshot.holder_events = std::make_shared<HolderEvents>(reconcile_seconds);
   options.metrics.per_process = o.per_process;
   options.kernel_log = !o.no_kernel_log;
   options.xid.kernel_log_file = o.kernel_log.value_or("");
@@ -70,7 +77,8 @@ HostCollectorOptions collector_options(const ExportOptions& o) {
 }
 
 int print_once(const ExportOptions& o) {
-  HostCollectorOptions options = collector_options(o);
+  HostCollectorOptions options = collector_options(o, 300);
+  options.snapshot.holder_events = nullptr;  // one collection: a walk, as ps
   options.xid.history_bytes = kUnlimitedKernelLogBytes;  // one collection: the whole log, counted
   HostCollector collector(std::move(options));
   const std::string text = render_text_format(collector.collect());
@@ -109,6 +117,9 @@ CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
                       "Scrapes served at once; more are answered 503, 1 to 1000 (default 10)");
   command->add_option("--cache", options.cache,
                       "Serve a collection younger than this as it is, 0 to 60 s (default 1s; 0: always a new one)");
+  command->add_option("--reconcile", options.reconcile,
+                      "How often a walk of /proc checks the holders kept from the kernel's events, 1s to 24h "
+                      "(default 5m; without events every collection walks)");
   command->add_option("--kernel-log", options.kernel_log,
                       "Count Xid events from this file as it grows (a journalctl -kf or syslog file) instead of /dev/kmsg");
   command->add_flag("--no-kernel-log", options.no_kernel_log, "Do not count Xid events");
@@ -132,7 +143,7 @@ int run_export(const ExportOptions& options) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto collector = std::make_unique<HostCollector>(collector_options(options));
+  auto collector = std::make_unique<HostCollector>(collector_options(options, checked.reconcile_seconds));
   ExporterOptions exporter_options;
   exporter_options.listen = checked.serve.listen;
   exporter_options.web = checked.serve.web;

@@ -15,6 +15,7 @@ struct ExportOptions {
   bool per_process = false;
   std::string max_scrapes = "10";
   std::string cache = "1s";
+  std::string reconcile = "5m";  // walks of /proc that check the event-kept holders
   std::optional<std::string> kernel_log;
   bool no_kernel_log = false;
   bool once = false;

@@ -82,7 +82,11 @@ bool utf8_locale() { return std::strcmp(nl_langinfo(CODESET), "UTF-8") == 0; }
 SnapshotOptions view_snapshot_options(bool repeated) {
   SnapshotOptions options = default_snapshot_options();
   options.proc.scope = ProcScanScope::Holders;
-  if (repeated) options.proc.memory = std::make_shared<FdLookMemory>(kFullLookEvery);
+  if (repeated) {
+    options.proc.memory = std::make_shared<FdLookMemory>(kFullLookEvery);
+    // A new holder in the next refresh, and a walk of /proc only every 5 minutes.
+    options.holder_events = std::make_shared<HolderEvents>(300);
+  }
   return options;
 }
 

@@ -37,6 +37,9 @@ constexpr const char* kWatchCommand = "gpureap watch";
 
 // How long a stop waits for the exporter: its collections only copy what was published.
 constexpr auto kServerStopGrace = std::chrono::seconds(2);
+// The walk of /proc that checks the holders kept from the kernel's events, as often as the
+// policy's default full scan.
+constexpr double kWatchReconcileSeconds = 300;
 
 void watch_says(const std::string& line) { say_on_stderr(kWatchCommand, line); }
 
@@ -241,6 +244,7 @@ int run_watch(WatchOptions options) {
   daemon.config_audit_log = config->audit_log;
   daemon.protect = config->protect;
   daemon.snapshot = default_snapshot_options();
+  daemon.snapshot.holder_events = std::make_shared<HolderEvents>(kWatchReconcileSeconds);
   daemon.log_fd = STDERR_FILENO;
   auto policy = load_policy(options.policy, error);
   if (!policy) {

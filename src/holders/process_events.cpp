@@ -1,4 +1,4 @@
-#include "job/exit_events.hpp"
+#include "holders/process_events.hpp"
 
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
-namespace gpureap::job {
+namespace gpureap::holders {
 
-std::optional<ExitEvents> ExitEvents::open(std::string* why) {
-  ExitEvents events;
+std::optional<ProcessEvents> ProcessEvents::open(std::string* why) {
+  ProcessEvents events;
   events.fd_ = procfs::unique_fd(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR));
-  auto fail = [why](const char* step) -> std::optional<ExitEvents> {
+  auto fail = [why](const char* step) -> std::optional<ProcessEvents> {
     if (why) *why = fmt::format("process events connector: {}: {}", step, std::strerror(errno));
     return std::nullopt;
   };
@@ -54,14 +54,14 @@ namespace {
 constexpr std::size_t kEventPrefix = 32;
 }  // namespace
 
-void ExitEvents::drain(std::vector<ProcessExit>& exits, std::vector<ProcessFork>& forks, bool& lost) {
+void ProcessEvents::drain(ProcessEventBatch& batch) {
   alignas(nlmsghdr) char buffer[8192];
   while (true) {
     const ssize_t n = recv(fd_.get(), buffer, sizeof buffer, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == ENOBUFS) {
-        lost = true;
+        batch.lost = true;
         continue;
       }
       return;  // EAGAIN: nothing more queued
@@ -74,7 +74,7 @@ void ExitEvents::drain(std::vector<ProcessExit>& exits, std::vector<ProcessFork>
       offset += NLMSG_ALIGN(header->nlmsg_len);
       if (header->nlmsg_type == NLMSG_ERROR || header->nlmsg_type == NLMSG_NOOP) continue;
       // The kernel's proc_event may be shorter or longer than these headers' (fields were added
-      // over the years): what we read (what, pid, tgid, exit code) is in the first 32 bytes.
+      // over the years): what we read (what, the PIDs, the exit code) is in the first 32 bytes.
       if (header->nlmsg_len < NLMSG_LENGTH(sizeof(cn_msg) + kEventPrefix)) continue;
       const auto* message = reinterpret_cast<const cn_msg*>(reinterpret_cast<const char*>(header) + NLMSG_HDRLEN);
       if (message->id.idx != CN_IDX_PROC || message->id.val != CN_VAL_PROC) continue;
@@ -84,14 +84,16 @@ void ExitEvents::drain(std::vector<ProcessExit>& exits, std::vector<ProcessFork>
       if (event.what == proc_event::PROC_EVENT_EXIT) {
         const auto& exit = event.event_data.exit;
         if (exit.process_pid == exit.process_tgid) {
-          exits.push_back(ProcessExit{exit.process_pid, static_cast<int>(exit.exit_code)});
+          batch.exits.push_back(ProcessExit{exit.process_pid, static_cast<int>(exit.exit_code)});
         }
       } else if (event.what == proc_event::PROC_EVENT_FORK) {
         const auto& fork = event.event_data.fork;
-        if (fork.child_pid == fork.child_tgid) forks.push_back(ProcessFork{fork.child_pid});
+        if (fork.child_pid == fork.child_tgid) batch.forks.push_back(ProcessFork{fork.child_pid, fork.parent_tgid});
+      } else if (event.what == proc_event::PROC_EVENT_EXEC) {
+        batch.execs.push_back(event.event_data.exec.process_tgid);
       }
     }
   }
 }
 
-}  // namespace gpureap::job
+}  // namespace gpureap::holders

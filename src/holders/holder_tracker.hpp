@@ -1,0 +1,94 @@
+// The processes that hold a GPU device file, kept from the kernel's events between walks of
+// /proc: fanotify reports every open of a marked node with the opener's pidfd
+// (device_open_events.hpp), the process-events connector every fork, exec and exit
+// (process_events.hpp). A process joins on its open, or on a fork by a process already here
+// (the child inherits the descriptors); an exec, an exit or a last close makes it be proven
+// again. Every process here is pinned (its pidfd and /proc/<pid> directory) and proven by its
+// fd/ directory read through that pin, never by the event alone: an open may be closed again at
+// once, a close or exec may leave other descriptors. What events cannot show, a walk must: a
+// descriptor received over a Unix socket (SCM_RIGHTS makes no open), anything while events were
+// lost (a queue overflowed), the holders from before we listened. reconcile() takes a walk's
+// answer and counts what the events had missed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "holders/device_open_events.hpp"
+#include "holders/process_events.hpp"
+#include "proc/pinned_process.hpp"
+
+namespace gpureap::holders {
+
+struct HolderTrackerOptions {
+  std::string proc_root = "/proc";
+  std::string dev_dir = "/dev";  // where the GPU device nodes are (GPUREAP_DEV_DIR in tests)
+  // How often the device directory is read again for nodes that appeared (hot-plug, MIG).
+  double node_rescan_seconds = 10;
+};
+
+struct HolderEventCounts {
+  std::uint64_t device_events = 0;  // fanotify events read
+  std::uint64_t forks_followed = 0;  // children of holders taken in
+  std::uint64_t proofs = 0;          // fd/ directories read to prove a process
+  std::uint64_t walks = 0;           // reconciliations with a full walk
+  std::uint64_t missed = 0;          // holders a walk found that the events had not (expected 0)
+  std::uint64_t lost = 0;            // times the kernel dropped events (a queue overflowed)
+  std::size_t nodes_marked = 0;      // device nodes watched now
+};
+
+class HolderTracker {
+ public:
+  // Listens to both event sources and marks every GPU node under dev_dir; nullptr with the
+  // reason (one line) when this host, these privileges or this /proc cannot give events that
+  // name the processes the scans read.
+  static std::unique_ptr<HolderTracker> start(HolderTrackerOptions options, std::string& why);
+
+  // Reads every queued event and proves each process they touched. Marks nodes that appeared.
+  void refresh();
+  // True until the first reconcile, and from events lost until the next: the set is then
+  // not to be trusted alone, and a walk must be done.
+  bool needs_walk() const { return needs_walk_; }
+  // The proven holders, sorted.
+  std::vector<pid_t> holders() const;
+  bool tracks(pid_t pid) const { return tracked_.count(pid) > 0; }
+  // After a walk of /proc (and a refresh after it) that found `walked` holding device files:
+  // takes in, proven, those the events did not bring (counted as missed but at the first walk),
+  // and proves again those here that the walk did not find.
+  void reconcile(std::span<const pid_t> walked_pids);
+
+  const HolderEventCounts& counts() const { return counts_; }
+  // What to poll for events: the fanotify group and the connector socket.
+  int device_events_fd() const { return device_events_.fd(); }
+  int process_events_fd() const { return process_events_.fd(); }
+
+ private:
+  HolderTracker(HolderTrackerOptions options, DeviceOpenEvents device_events, ProcessEvents process_events);
+  bool mark_nodes(std::string& why);
+  void take(pid_t pid, procfs::unique_fd pidfd);
+  void take_by_pid(pid_t pid);
+  void prove_dirty();
+
+  HolderTrackerOptions options_;
+  DeviceOpenEvents device_events_;
+  ProcessEvents process_events_;
+  pid_t self_ = 0;
+  std::unordered_map<pid_t, procfs::PinnedProcess> tracked_;
+  std::set<pid_t> dirty_;  // to prove before the next answer
+  std::set<std::pair<dev_t, ino_t>> marked_;
+  double next_node_rescan_ = 0;
+  bool needs_walk_ = true;
+  bool walked_ = false;
+  HolderEventCounts counts_;
+  DeviceOpenBatch device_batch_;
+  ProcessEventBatch process_batch_;
+};
+
+}  // namespace gpureap::holders

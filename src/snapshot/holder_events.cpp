@@ -1,0 +1,69 @@
+#include "snapshot/holder_events.hpp"
+
+namespace gpureap {
+
+HolderEvents::HolderEvents(double reconcile_seconds)
+    : reconcile_every_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(reconcile_seconds > 0 ? reconcile_seconds : 1))) {}
+
+void HolderEvents::start(const ProcScanOptions& proc) {
+  if (started_) return;
+  started_ = true;
+  holders::HolderTrackerOptions options;
+  options.proc_root = proc.proc_root;
+  options.dev_dir = proc.dev_dir;
+  tracker_ = holders::HolderTracker::start(std::move(options), state_.fallback_reason);
+  state_.active = tracker_ != nullptr;
+  if (!state_.active) state_.fallback_reason = "holders found by walking /proc at every scan: " + state_.fallback_reason;
+}
+
+HolderEvents::~HolderEvents() = default;
+
+std::shared_ptr<const std::vector<pid_t>> HolderEvents::before_scan(const ProcScanOptions& proc) {
+  const std::lock_guard lock(mutex_);
+  start(proc);
+  state_.walked = true;
+  if (!tracker_) return nullptr;
+  tracker_->refresh();
+  state_.counts = tracker_->counts();
+  if (tracker_->needs_walk() || std::chrono::steady_clock::now() >= next_walk_) return nullptr;
+  state_.walked = false;
+  last_given_ = tracker_->holders();
+  return std::make_shared<const std::vector<pid_t>>(last_given_);
+}
+
+void HolderEvents::after_walk(const ProcessTable& table) {
+  const std::lock_guard lock(mutex_);
+  if (!tracker_) return;
+  std::vector<pid_t> walked;
+  for (const auto& [pid, process] : table.processes()) {
+    if (process.holds_any_gpu_file()) walked.push_back(pid);
+  }
+  // Events queued while the walk ran: an open the walk saw has its event queued already.
+  tracker_->refresh();
+  tracker_->reconcile(walked);
+  state_.counts = tracker_->counts();
+  last_given_ = tracker_->holders();
+  next_walk_ = std::chrono::steady_clock::now() + reconcile_every_;
+}
+
+bool HolderEvents::changed_since_scan() {
+  const std::lock_guard lock(mutex_);
+  if (!tracker_) return !started_;  // before the first scan: it walks
+  tracker_->refresh();
+  state_.counts = tracker_->counts();
+  return tracker_->needs_walk() || tracker_->holders() != last_given_;
+}
+
+HolderEventsState HolderEvents::state() const {
+  const std::lock_guard lock(mutex_);
+  return state_;
+}
+
+std::vector<int> HolderEvents::event_fds() const {
+  const std::lock_guard lock(mutex_);
+  if (!tracker_) return {};
+  return {tracker_->device_events_fd(), tracker_->process_events_fd()};
+}
+
+}  // namespace gpureap

@@ -1,0 +1,59 @@
+// The snapshot's side of the event-kept holder set (holders/holder_tracker.hpp): before a scan
+// in the Holders scope, the PIDs to read instead of walking /proc; after it, a walk's holders
+// to reconcile with. A walk is due at the first scan, every reconcile interval, whenever the
+// kernel dropped events, and at every scan where events cannot be had (why, in
+// `fallback_reason`, for the caller to say once). The events are listened to from the first
+// scan on. One object serves every SnapshotSource made from the same options (a source made
+// again does not lose the set), one call at a time.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "holders/holder_tracker.hpp"
+#include "proc/process_table.hpp"
+
+namespace gpureap {
+
+struct HolderEventsState {
+  bool active = false;          // the holder set comes from events
+  std::string fallback_reason;  // why not, when not (one line)
+  bool walked = false;          // this snapshot walked /proc (a reconciliation, or no events)
+  holders::HolderEventCounts counts;
+};
+
+class HolderEvents {
+ public:
+  explicit HolderEvents(double reconcile_seconds);
+  ~HolderEvents();
+  HolderEvents(const HolderEvents&) = delete;
+  HolderEvents& operator=(const HolderEvents&) = delete;
+
+  // Reads the events; the PIDs a scan of `proc` is to read, or null when it must walk.
+  std::shared_ptr<const std::vector<pid_t>> before_scan(const ProcScanOptions& proc);
+  // After a scan before_scan asked to walk: its holders reconcile the set.
+  void after_walk(const ProcessTable& table);
+  // Reads the events; whether the holder set differs from what the last scan was given.
+  bool changed_since_scan();
+  HolderEventsState state() const;
+  // What to poll to hear of events (none without them, or before the first scan).
+  std::vector<int> event_fds() const;
+
+ private:
+  void start(const ProcScanOptions& proc);
+
+  mutable std::mutex mutex_;
+  bool started_ = false;
+  std::unique_ptr<holders::HolderTracker> tracker_;
+  std::chrono::steady_clock::duration reconcile_every_;
+  std::chrono::steady_clock::time_point next_walk_{};
+  std::vector<pid_t> last_given_;
+  HolderEventsState state_;
+};
+
+}  // namespace gpureap
