@@ -42,7 +42,7 @@ _gpureap() {
               --protect --audit-log --color"
       ;;
     doctor)
-      options="-h --help --json --fix -y --yes --only --allow-reset --kernel-log --no-kernel-log
+      options="-h --help --json -w --wide --fix -y --yes --only --allow-reset --kernel-log --no-kernel-log
                --since --settle --tolerance-mib --timeout --verify-timeout --audit-log --ipc-min-age --color"
       values="--only --kernel-log --since --settle --tolerance-mib --timeout --verify-timeout --audit-log
               --ipc-min-age --color"

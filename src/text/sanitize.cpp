@@ -34,7 +34,7 @@ bool is_hidden_control(char32_t c) {
   return false;
 }
 
-std::string sanitize(std::string_view text, bool keep_newlines) {
+std::string sanitize(std::string_view text, bool keep_newlines, Charset charset) {
   std::string out;
   out.reserve(text.size());
   std::size_t at = 0;
@@ -50,7 +50,7 @@ std::string sanitize(std::string_view text, bool keep_newlines) {
       ++at;
       continue;
     }
-    if (byte < 0x20 || byte == 0x7F) {
+    if (byte < 0x20 || byte == 0x7F || (byte >= 0x80 && charset == Charset::Ascii)) {
       out += fmt::format("\\x{:02x}", byte);
       ++at;
       continue;
@@ -134,8 +134,10 @@ std::string unsanitize_terminal_text(std::string_view text) {
   return out;
 }
 
-std::string sanitize_for_terminal(std::string_view text) { return sanitize(text, false); }
+std::string sanitize_for_terminal(std::string_view text) { return sanitize(text, false, terminal_charset()); }
 
-std::string sanitize_lines_for_terminal(std::string_view text) { return sanitize(text, true); }
+std::string sanitize_for_terminal(std::string_view text, Charset charset) { return sanitize(text, false, charset); }
+
+std::string sanitize_lines_for_terminal(std::string_view text) { return sanitize(text, true, terminal_charset()); }
 
 }  // namespace gpureap

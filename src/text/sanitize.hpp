@@ -16,7 +16,9 @@
 //            zero-width space U+200B, joiners U+200C/U+200D, word joiner U+2060, the byte order
 //            mark U+FEFF, soft hyphen U+00AD, tags U+E0001-U+E007F, ...) and the Hangul
 //            fillers that render blank (U+115F, U+1160, U+3164, U+FFA0)
-// Everything else (printable ASCII, valid UTF-8) is kept as it is.
+// Everything else (printable ASCII, valid UTF-8) is kept as it is, except for a terminal whose
+// locale is not UTF-8 (charset.hpp): there every byte above 0x7F is \xHH, so that nothing but
+// ASCII reaches it (on an 8-bit terminal the byte 0x9B is CSI).
 //
 // JSON output does not use this: it keeps the exact bytes, escaped by the JSON library.
 #pragma once
@@ -24,10 +26,15 @@
 #include <string>
 #include <string_view>
 
+#include "text/charset.hpp"
+
 namespace gpureap {
 
-// For single-line fields: every control, newline and tab included, is escaped.
+// For single-line fields: every control, newline and tab included, is escaped. For the
+// terminal's character set (terminal_charset()), or the one given: metrics are UTF-8 whatever
+// the locale of the exporter.
 std::string sanitize_for_terminal(std::string_view text);
+std::string sanitize_for_terminal(std::string_view text, Charset charset);
 
 // The bytes sanitize_for_terminal was given, from what it returned: \\, \xHH and \uHHHH are
 // undone; anything else (a backslash that begins none of them) is kept as it is. For text that

@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +41,38 @@ std::string OutputWidth::rest_of_line(std::string_view untrusted, std::string_vi
   const std::size_t used = visible_width(line_so_far);
   const std::size_t room = used + kMinimumColumns < *columns_ ? *columns_ - used : kMinimumColumns;
   return truncate_to_width(text, room);
+}
+
+std::string OutputWidth::joined(const std::vector<std::string>& items, std::string_view separator,
+                                std::string_view indent) const {
+  std::string out;
+  std::size_t used = 0;
+  for (const std::string& item : items) {
+    const std::size_t w = visible_width(item);
+    if (out.empty()) {
+      out = item;
+      used = w;
+    } else if (columns_ && used + visible_width(separator) + w > *columns_) {
+      out.append("\n").append(indent).append(item);
+      used = visible_width(indent) + w;
+    } else {
+      out.append(separator).append(item);
+      used += visible_width(separator) + w;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> OutputWidth::wrapped(std::string_view text, std::string_view first_indent,
+                                              std::string_view indent) const {
+  if (!columns_) return {std::string(first_indent).append(text).append("\n")};
+  const std::size_t indent_width = std::max(display_width(first_indent), display_width(indent));
+  const std::size_t room = *columns_ > indent_width + kMinimumColumns ? *columns_ - indent_width : kMinimumColumns;
+  std::vector<std::string> lines;
+  for (const std::string& line : wrap_to_width(text, room)) {
+    lines.push_back(std::string(lines.empty() ? first_indent : indent).append(line).append("\n"));
+  }
+  return lines;
 }
 
 std::string fixed_cell(std::string_view untrusted, std::size_t width) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpureap {
 
@@ -26,11 +27,38 @@ class OutputWidth {
   // fewer than kMinimumColumns.
   std::string rest_of_line(std::string_view untrusted, std::string_view line_so_far) const;
 
+  // Lines gpureap writes itself, fitted without losing a word: `items` (which may carry colour
+  // codes) joined by `separator`, a line broken between two items where the next would not fit,
+  // each line after the first starting with `indent`. One line when the width is unlimited.
+  std::string joined(const std::vector<std::string>& items, std::string_view separator,
+                     std::string_view indent) const;
+  // Plain text (sanitised, no colour codes) broken at spaces into lines that fit, the first
+  // starting with `first_indent` and the others with `indent`; each line ends in '\n'.
+  std::vector<std::string> wrapped(std::string_view text, std::string_view first_indent,
+                                   std::string_view indent) const;
+
   static constexpr std::size_t kMinimumColumns = 16;
 
  private:
   std::optional<std::size_t> columns_;
 };
+
+// Plain text (sanitised) in lines that fit `width` (OutputWidth::wrapped), the words of each line
+// passed through `styled` (a colour code never spans a line break); each line ends in '\n'.
+template <typename Styler>
+std::string fit_lines(const OutputWidth& width, std::string_view text, std::string_view first_indent,
+                      std::string_view indent, Styler styled) {
+  std::string out;
+  for (const std::string& line : width.wrapped(text, first_indent, indent)) {
+    const std::size_t lead = out.empty() ? first_indent.size() : indent.size();
+    out += line.substr(0, lead) + styled(line.substr(lead, line.size() - lead - 1)) + "\n";
+  }
+  return out;
+}
+inline std::string fit_lines(const OutputWidth& width, std::string_view text, std::string_view first_indent,
+                             std::string_view indent) {
+  return fit_lines(width, text, first_indent, indent, [](const std::string& line) { return line; });
+}
 
 // `untrusted` sanitised, cut and padded to exactly `width` columns: a table cell.
 std::string fixed_cell(std::string_view untrusted, std::size_t width);

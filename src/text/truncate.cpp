@@ -51,9 +51,15 @@ std::size_t display_width(std::string_view text) {
 }
 
 std::string truncate_to_width(std::string_view text, std::size_t width) {
+  return truncate_to_width(text, width, terminal_charset());
+}
+
+std::string truncate_to_width(std::string_view text, std::size_t width, Charset charset) {
   if (display_width(text) <= width) return std::string(text);
-  if (width == 0) return {};
-  const std::size_t room = width - 1;  // one column for the ellipsis
+  const std::string_view mark = ellipsis(charset);
+  const std::size_t mark_width = display_width(mark);
+  if (width < mark_width) return std::string(mark.substr(0, width));
+  const std::size_t room = width - mark_width;
   std::size_t used = 0, at = 0;
   while (at < text.size()) {
     std::size_t size = 0;
@@ -62,7 +68,7 @@ std::string truncate_to_width(std::string_view text, std::size_t width) {
     used += w;
     at += size;
   }
-  return std::string(text.substr(0, at)) + "…";
+  return std::string(text.substr(0, at)).append(mark);
 }
 
 std::string pad_to_width(std::string_view text, std::size_t width) {

@@ -10,14 +10,18 @@
 #include <string_view>
 #include <vector>
 
+#include "text/charset.hpp"
+
 namespace gpureap {
 
 // Columns a terminal uses to show the text.
 std::size_t display_width(std::string_view text);
 
 // The text cut to at most `width` columns at a character boundary (never inside a UTF-8
-// sequence, combining marks kept with their base), ending in "…" when something was cut.
+// sequence, combining marks kept with their base), ending in the charset's ellipsis ("…" or
+// "...", the terminal's unless given) when something was cut.
 std::string truncate_to_width(std::string_view text, std::size_t width);
+std::string truncate_to_width(std::string_view text, std::size_t width, Charset charset);
 
 // The text followed by spaces up to `width` columns (unchanged when already as wide).
 std::string pad_to_width(std::string_view text, std::size_t width);

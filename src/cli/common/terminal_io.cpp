@@ -7,12 +7,13 @@
 #include <cstdio>
 
 #include "proc/proc_io.hpp"
+#include "text/charset.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {
 
 void say_on_stderr(std::string_view command, const std::string& line) {
-  const std::string text = std::string(command) + ": " + sanitize_for_terminal(line) + "\n";
+  const std::string text = in_charset(std::string(command) + ": " + sanitize_for_terminal(line) + "\n", terminal_charset());
   std::fputs(text.c_str(), stderr);
 }
 
@@ -42,6 +43,8 @@ void write_out(const std::string& text) {
   std::fflush(stdout);
 }
 
+void write_text(const std::string& text) { write_out(in_charset(text, terminal_charset())); }
+
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 
 Answer ask_on_terminal(std::string_view shown_first, std::string_view question) {
@@ -51,6 +54,7 @@ Answer ask_on_terminal(std::string_view shown_first, std::string_view question) 
   std::fflush(stderr);
   std::string prompt(shown_first);
   prompt.append(question).append(" [y/N] ");
+  prompt = in_charset(prompt, terminal_charset());
   Answer answer = Answer::No;
   if (procfs::write_all(tty, prompt) == 0) {
     const std::string line = read_line(tty);

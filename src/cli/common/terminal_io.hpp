@@ -15,8 +15,12 @@ void add_color_option(CLI::App* command, std::string& color);
 // too): what export and watch say as they serve.
 void say_on_stderr(std::string_view command, const std::string& line);
 
-// Writes to stdout and flushes, so output and prompts on stderr appear in order.
+// Writes to stdout and flushes, so output and prompts on stderr appear in order: as it is
+// (JSON, metrics).
 void write_out(const std::string& text);
+
+// The same for text a person reads: in the terminal's character set (text/charset.hpp).
+void write_text(const std::string& text);
 
 enum class Answer { Yes, No, NoTerminal };
 

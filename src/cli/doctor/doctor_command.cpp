@@ -23,6 +23,7 @@
 #include "doctor/reset_readiness.hpp"
 #include "kill/kill_config.hpp"
 #include "text/duration.hpp"
+#include "text/charset.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {
@@ -123,6 +124,7 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
       "open or mapped; every other leftover, System V objects included, only with --only ID.\n"
       "Each removal is in the audit log like a signal.\n\n"
       "Environment: GPUREAP_NVML_LIBRARY, GPUREAP_DEV_DIR, GPUREAP_AUDIT_LOG, GPUREAP_CONFIG, NO_COLOR.");
+  doctor->add_flag("--wide,-w", options.wide, "Lines as long as they are on a terminal too (they always are through a pipe)");
   doctor->add_flag("--json", options.json, "Machine-readable output (schema gpureap.doctor/1, see docs/doctor-json.md)");
   doctor->add_flag("--fix", options.fix, "Apply the safe remedies after showing them and asking");
   doctor->add_flag("--yes,-y", options.yes, "With --fix: do not ask");
@@ -166,6 +168,7 @@ int run_doctor(const DoctorCommandOptions& given) {
   if (o.ipc_min_age_s >= 0) options.ipc_min_age_seconds = o.ipc_min_age_s;
   const ColorChoice choice = parse_color_choice(o.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, o.json ? ColorChoice::Never : choice);
+  const OutputWidth width = OutputWidth::for_fd(STDOUT_FILENO, o.wide);
 
   auto source = std::make_unique<SnapshotSource>(default_snapshot_options());
   auto snapshot = source->take();
@@ -191,13 +194,13 @@ int run_doctor(const DoctorCommandOptions& given) {
       // Show the diagnosis first: the fixes only make sense beside it.
       // No exit status under it: that is known only after the fixes (or 10 when declined).
       DoctorReport before{snapshot.get(), &diagnosis, &options, false, {}, std::nullopt};
-      if (!o.json) write_out(render_doctor(before, style));
-      const std::string plan = render_fix_plan(actions, style);
+      if (!o.json) write_text(render_doctor(before, style, width));
+      const std::string plan = render_fix_plan(actions, style, width);
       if (!o.yes) {
         // The same rule as kill: asked on the terminal even when output is piped.
         const Answer answer = ask_on_terminal(plan, "Apply these fixes?");
         if (answer == Answer::NoTerminal) {
-          std::cerr << plan << "gpureap doctor: there is no terminal to ask for confirmation on, so nothing was "
+          std::cerr << in_charset(plan, terminal_charset()) << "gpureap doctor: there is no terminal to ask for confirmation on, so nothing was "
                                "changed: add --yes to apply these fixes without asking (exit status 10)\n";
           return exit_code::kAborted;
         }
@@ -206,7 +209,7 @@ int run_doctor(const DoctorCommandOptions& given) {
           return exit_code::kAborted;
         }
       } else if (!o.json) {
-        write_out("\n" + plan);
+        write_text("\n" + plan);
       }
       const std::string audit_path = audit_log_path(o.audit_log, *config);
       std::optional<AuditLog> audit;
@@ -236,8 +239,8 @@ int run_doctor(const DoctorCommandOptions& given) {
   if (o.json) {
     write_out(doctor_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   } else {
-    if (final_snapshot) write_out("\n" + style.bold("After the fixes:") + "\n");
-    write_out(render_doctor(report, style));
+    if (final_snapshot) write_text("\n" + style.bold("After the fixes:") + "\n");
+    write_text(render_doctor(report, style, width));
   }
   return exit_status;
 }

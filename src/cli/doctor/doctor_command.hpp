@@ -11,6 +11,7 @@ namespace gpureap {
 
 struct DoctorCommandOptions {
   bool json = false;
+  bool wide = false;  // no line fitted to the terminal's width
   bool fix = false;
   bool yes = false;
   std::vector<std::string> only;

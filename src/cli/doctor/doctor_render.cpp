@@ -27,6 +27,22 @@ std::string severity_label(Severity s, const TerminalStyle& style) {
   return "";
 }
 
+// A remedy's command, what a person copies: broken at spaces into lines ending in " \\", which
+// the shell joins back, so that it fits and still runs as one command when pasted whole.
+std::string shell_lines(const std::string& command, std::string_view first_indent, std::string_view indent,
+                        const OutputWidth& width, const TerminalStyle& style) {
+  const std::size_t room = width.columns() ? *width.columns() : 0;
+  const OutputWidth narrower(room > 2 ? std::optional<std::size_t>(room - 2) : std::nullopt);
+  const auto lines = narrower.wrapped(command, first_indent, indent);
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::size_t lead = i == 0 ? first_indent.size() : indent.size();
+    out += lines[i].substr(0, lead) + style.bold(lines[i].substr(lead, lines[i].size() - lead - 1)) +
+           (i + 1 < lines.size() ? " \\\n" : "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json doctor_json(const DoctorReport& report) {
@@ -86,66 +102,75 @@ nlohmann::json doctor_json(const DoctorReport& report) {
   return out;
 }
 
-std::string render_doctor(const DoctorReport& report, const TerminalStyle& style) {
+std::string render_doctor(const DoctorReport& report, const TerminalStyle& style, const OutputWidth& width) {
   const Snapshot& s = *report.snapshot;
   const Diagnosis& d = *report.diagnosis;
-  std::string out = style.bold("gpureap doctor");
+  const auto dim = [&](const std::string& line) { return style.dim(line); };
+  std::vector<std::string> items = {style.bold("gpureap doctor")};
   if (s.driver.loaded) {
-    out += fmt::format(" · driver {} · {} GPU{}",
-                       s.driver.driver_version.empty() ? "?" : sanitize_for_terminal(s.driver.driver_version),
-                       s.gpus.size(), s.gpus.size() == 1 ? "" : "s");
+    items.push_back("driver " + (s.driver.driver_version.empty() ? "?" : sanitize_for_terminal(s.driver.driver_version)));
+    items.push_back(fmt::format("{} GPU{}", s.gpus.size(), s.gpus.size() == 1 ? "" : "s"));
   }
-  out += fmt::format(" · {:%Y-%m-%d %H:%M:%S}\n", fmt::localtime(std::chrono::system_clock::to_time_t(s.taken_at)));
-  if (s.driver.loaded) out += style.dim("NVML library: " + sanitize_for_terminal(s.driver.library_path)) + "\n";
+  items.push_back(fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::localtime(std::chrono::system_clock::to_time_t(s.taken_at))));
+  std::string out = width.joined(items, " · ", "  ") + "\n";
+  if (s.driver.loaded) out += fit_lines(width, "NVML library: " + sanitize_for_terminal(s.driver.library_path), "", "  ", dim);
   if (s.table.options().dev_dir != "/dev") {
-    out += style.dim(fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)",
-                                 sanitize_for_terminal(s.table.options().dev_dir))) +
-           "\n";
+    out += fit_lines(width, fmt::format("GPU device files: {} (GPUREAP_DEV_DIR)", sanitize_for_terminal(s.table.options().dev_dir)), "", "  ", dim);
   }
   for (const auto& g : s.gpus) {
     if (g.reading.error) continue;
-    out += style.dim(fmt::format("GPU {} {}: {} used, {} by listed processes, {} unexplained", g.reading.index,
-                                 sanitize_for_terminal(g.reading.name), format_bytes(g.memory.used),
-                                 format_bytes(g.memory.attributed),
-                                 format_bytes(g.memory.unattributed))) +
-           "\n";
+    out += fit_lines(width, fmt::format("GPU {} {}: {} used, {} by listed processes, {} unexplained", g.reading.index,
+                              sanitize_for_terminal(g.reading.name), format_bytes(g.memory.used),
+                              format_bytes(g.memory.attributed), format_bytes(g.memory.unattributed)), "", "  ", dim);
   }
   if (!report.fixes.empty()) {
     out += "\n" + style.bold("Fixes applied:") + "\n";
     for (const auto& r : report.fixes) {
-      out += fmt::format("  {} {}{}\n", r.outcome == FixOutcome::Done ? style.green("done   ") : style.red(fmt::format("{:<7}", fix_outcome_name(r.outcome))),
-                         sanitize_for_terminal(r.description),
-                         r.message.empty() ? "" : ": " + sanitize_for_terminal(r.message));
+      const std::string outcome = fmt::format("{:<7}", r.outcome == FixOutcome::Done ? "done" : fix_outcome_name(r.outcome));
+      const std::string line = fit_lines(width, sanitize_for_terminal(r.description) + (r.message.empty() ? "" : ": " + sanitize_for_terminal(r.message)), "          ", "          ");
+      out += "  " + (r.outcome == FixOutcome::Done ? style.green(outcome) : style.red(outcome)) + line.substr(9);
     }
   }
   out += "\n";
   if (d.findings.empty()) {
-    out += style.green("No problems found") +
-           ": memory is accounted for; no orphaned holders, zombies, D-state processes, leftover shared memory or "
-           "Xid events.\n";
+    out += fit_lines(width,
+                     "No problems found: memory is accounted for; no orphaned holders, zombies, D-state processes, "
+                     "leftover shared memory or Xid events.",
+                     "", "");
+    out.replace(0, std::string_view("No problems found").size(), style.green("No problems found"));
   }
+  constexpr std::string_view kDetail = "          ";   // under the summary
+  constexpr std::string_view kRemedy = "               ";  // under a remedy's text
   for (const auto& f : d.findings) {
     // Findings quote commands, file names and kernel-log text: each line goes through the sanitiser.
-    out += severity_label(f.severity, style) + "  " + style.bold(sanitize_for_terminal(f.summary)) + "\n";
-    for (const auto& line : f.details) out += "          " + sanitize_for_terminal(line) + "\n";
+    out += severity_label(f.severity, style) + "  " +
+           fit_lines(width, sanitize_for_terminal(f.summary), "", kDetail, [&](const std::string& line) { return style.bold(line); });
+    for (const auto& line : f.details) out += fit_lines(width, sanitize_for_terminal(line), kDetail, kDetail);
     if (!f.remedies.empty()) {
-      out += "          What to do, safest first:\n";
+      out += std::string(kDetail) + "What to do, safest first:\n";
       int n = 1;
       for (const auto& r : f.remedies) {
         const std::string risk = fmt::format("[risk: {}]", risk_name(r.risk));
         const std::string explanation = sanitize_for_terminal(r.explanation);
+        const std::string number = fmt::format("            {}. ", n++);
         if (r.command.empty()) {
-          out += fmt::format("            {}. {} {}\n", n++, explanation, style.dim(risk));
+          out += fit_lines(width, explanation + " " + risk, number, kRemedy);
         } else {
-          out += fmt::format("            {}. {}  {} {}{}\n", n++, style.bold(sanitize_for_terminal(r.command)),
-                             style.dim(risk), explanation,
-                             r.applied_by_fix ? style.dim(" (doctor --fix does this)") : "");
+          // The command on a line of its own when the width is limited: it is what a person copies.
+          const std::string command = sanitize_for_terminal(r.command);
+          const std::string rest = risk + " " + explanation + (r.applied_by_fix ? " (doctor --fix does this)" : "");
+          if (!width.columns()) {
+            out += fmt::format("{}{}  {} {}{}\n", number, style.bold(command), style.dim(risk), explanation,
+                               r.applied_by_fix ? style.dim(" (doctor --fix does this)") : "");
+          } else {
+            out += shell_lines(command, number, kRemedy, width, style) + fit_lines(width, rest, kRemedy, kRemedy);
+          }
         }
       }
     }
     out += "\n";
   }
-  for (const auto& note : d.notes) out += style.dim("Note: " + sanitize_for_terminal(note)) + "\n";
+  for (const auto& note : d.notes) out += fit_lines(width, "Note: " + sanitize_for_terminal(note), "", "      ", dim);
   std::size_t counts[3] = {0, 0, 0};
   for (const auto& f : d.findings) ++counts[static_cast<int>(f.severity)];
   out += fmt::format("{} critical, {} warning{}, {} info{}\n", counts[2], counts[1], counts[1] == 1 ? "" : "s",
@@ -153,9 +178,10 @@ std::string render_doctor(const DoctorReport& report, const TerminalStyle& style
   return out;
 }
 
-std::string render_fix_plan(const std::vector<const FixAction*>& actions, const TerminalStyle& style) {
+std::string render_fix_plan(const std::vector<const FixAction*>& actions, const TerminalStyle& style,
+                            const OutputWidth& width) {
   std::string out = style.bold(fmt::format("doctor --fix will do {} thing{}:", actions.size(), actions.size() == 1 ? "" : "s")) + "\n";
-  for (const FixAction* a : actions) out += "  - " + sanitize_for_terminal(a->description) + "\n";
+  for (const FixAction* a : actions) out += fit_lines(width, sanitize_for_terminal(a->description), "  - ", "    ");
   return out;
 }
 

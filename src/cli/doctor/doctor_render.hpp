@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/terminal_style.hpp"
+#include "text/terminal_width.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/doctor_fix.hpp"
 
@@ -25,9 +26,11 @@ struct DoctorReport {
 
 nlohmann::json doctor_json(const DoctorReport& report);
 // Text for a terminal: every line that quotes a command, a file name or kernel-log text is
-// sanitised. Commands are never cut here (they sit inside sentences), so none is ever split.
-std::string render_doctor(const DoctorReport& report, const TerminalStyle& style);
+// sanitised. Nothing is cut here (commands sit inside sentences): at a limited width the lines
+// break at spaces, and continue indented under their own start.
+std::string render_doctor(const DoctorReport& report, const TerminalStyle& style, const OutputWidth& width);
 // The list shown before --fix asks.
-std::string render_fix_plan(const std::vector<const FixAction*>& actions, const TerminalStyle& style);
+std::string render_fix_plan(const std::vector<const FixAction*>& actions, const TerminalStyle& style,
+                            const OutputWidth& width);
 
 }  // namespace gpureap

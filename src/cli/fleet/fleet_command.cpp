@@ -288,7 +288,7 @@ int run_fleet(FleetOptions options) {
     write_out(fleet_json(read.view, source, status).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
               "\n");
   } else {
-    write_out(render_fleet_table(read.view, source, TerminalStyle::for_fd(STDOUT_FILENO, parse_color_choice(options.color)),
+    write_text(render_fleet_table(read.view, source, TerminalStyle::for_fd(STDOUT_FILENO, parse_color_choice(options.color)),
                                  OutputWidth::for_fd(STDOUT_FILENO, options.wide)));
   }
   return status;

@@ -285,7 +285,7 @@ int run_kill(KillOptions options) {
   std::map<pid_t, PinResult> pins = pin_targets(plan, *snapshot);
 
   const std::string plan_text = render_plan(plan, report.settings, style, OutputWidth::for_fd(STDOUT_FILENO, options.wide));
-  if (!options.json) write_out(plan_text);
+  if (!options.json) write_text(plan_text);
   report.targets = planned_outcomes(plan);
 
   if (options.dry_run) {
@@ -332,7 +332,7 @@ int run_kill(KillOptions options) {
   if (options.json) {
     write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   } else {
-    write_out(render_results(plan, report, style));
+    write_text(render_results(plan, report, style));
   }
   return kill_exit_status(report);
 }

@@ -168,30 +168,40 @@ std::string render_plan(const KillPlan& plan, const KillSettings& settings, cons
   out += style.bold(fmt::format("{}Plan: {} process{} to signal ({})", settings.dry_run ? "[dry run] " : "",
                                 act.size(), act.size() == 1 ? "" : "es", ladder)) +
          "\n";
+  // gpureap's own words under a row, never cut: at a limited width they continue on more lines.
+  constexpr std::string_view kUnder = "           ";
   auto row = [&](const PlannedTarget& t) {
-    return target_line(t, state_words(t), "?", width) + "           why: " + sanitize_for_terminal(t.reason) + "\n";
+    return target_line(t, state_words(t), "?", width) +
+           fit_lines(width, "why: " + sanitize_for_terminal(t.reason), kUnder, "                ");
   };
   if (!act.empty()) out += style.dim(fmt::format("  {:>7}  {:<10} {:<6} {:<18} {}", "PID", "USER", "STATE", "GPU MEMORY", "COMMAND")) + "\n";
   for (const auto* t : act) out += row(*t);
   for (const auto* t : skip) {
-    std::string what;
+    std::string label, what;  // the label in colour
     if (t->refusal != Refusal::None) {
-      what = style.yellow("refused") + ": " + sanitize_for_terminal(t->refusal_text);
+      label = style.yellow("refused"), what = "refused: " + sanitize_for_terminal(t->refusal_text);
     } else if (t->permission_denied) {
-      what = style.red("not permitted") + ": " + sanitize_for_terminal(t->permission_text);
+      label = style.red("not permitted"), what = "not permitted: " + sanitize_for_terminal(t->permission_text);
     } else if (t->zombie()) {
       what = fmt::format("zombie: holds no GPU memory; its parent PID {} has not reaped it", t->ppid);
     }
+    std::string what_lines = what.empty() ? std::string(kUnder) + "\n" : fit_lines(width, what, kUnder, kUnder);
+    if (!label.empty() && what_lines.rfind(std::string(kUnder) + what.substr(0, what.find(':')) + ":", 0) == 0) {
+      what_lines.replace(kUnder.size(), what.find(':'), label);
+    }
     out += target_line(*t, t->present ? state_words(*t) : "-", "(not visible here)", width) +
-           "           why: " + sanitize_for_terminal(t->reason) + "\n           " + what + "\n";
+           fit_lines(width, "why: " + sanitize_for_terminal(t->reason), kUnder, "                ") + what_lines;
   }
   for (pid_t pid : plan.missing) out += fmt::format("  {:>7}  no such process\n", pid);
   for (const auto& g : plan.gpus) {
-    out += fmt::format("  GPU {}: expected to free {}{}{}\n", g.index, format_bytes(g.expected_free_bytes),
-                       g.orphaned_bytes > 0
-                           ? fmt::format(", of which {} held only by orphaned holders", format_bytes(g.orphaned_bytes))
-                           : std::string(),
-                       g.baseline_used ? fmt::format(" (now {} used)", format_bytes(*g.baseline_used)) : std::string());
+    out += fit_lines(width,
+                     fmt::format("GPU {}: expected to free {}{}{}", g.index, format_bytes(g.expected_free_bytes),
+                                 g.orphaned_bytes > 0 ? fmt::format(", of which {} held only by orphaned holders",
+                                                                    format_bytes(g.orphaned_bytes))
+                                                      : std::string(),
+                                 g.baseline_used ? fmt::format(" (now {} used)", format_bytes(*g.baseline_used))
+                                                 : std::string()),
+                     "  ", "    ");
   }
   for (const auto& g : plan.drm_gpus) out += drm_gpu_plan_lines(g);
   return out;

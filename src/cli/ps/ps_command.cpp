@@ -19,6 +19,7 @@
 #include "cli/common/snapshot_status.hpp"
 #include "snapshot/snapshot.hpp"
 #include "text/duration.hpp"
+#include "text/charset.hpp"
 #include "text/sanitize.hpp"
 #include "text/terminal_width.hpp"
 
@@ -44,8 +45,9 @@ std::optional<int> resolve_gpu_filter(const Snapshot& snapshot, PsOptions& optio
 std::string render(const Snapshot& snapshot, const PsOptions& options, const TerminalStyle& style,
                    const OutputWidth& width) {
   if (options.json) return ps_to_json(snapshot, options.filter).dump(options.watch_seconds > 0 ? -1 : 2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  return options.tree ? render_ps_tree(snapshot, options.filter, style, width)
-                      : render_ps_table(snapshot, options.filter, style, width);
+  return in_charset(options.tree ? render_ps_tree(snapshot, options.filter, style, width)
+                                 : render_ps_table(snapshot, options.filter, style, width),
+                    terminal_charset());
 }
 
 // stdout through stdio, flushed at once: each --watch frame appears whole.

@@ -255,9 +255,9 @@ int run_reap(ReapOptions options) {
   }
   if (!options.json) {
     if (plan.targets.empty()) {
-      write_out(style.bold(fmt::format("{}Nothing of the job is running", options.dry_run ? "[dry run] " : "")) + "\n");
+      write_text(style.bold(fmt::format("{}Nothing of the job is running", options.dry_run ? "[dry run] " : "")) + "\n");
     } else {
-      write_out(render_plan(plan, report.kill.settings, style, OutputWidth::for_fd(STDOUT_FILENO, options.wide)));
+      write_text(render_plan(plan, report.kill.settings, style, OutputWidth::for_fd(STDOUT_FILENO, options.wide)));
     }
   }
   if (options.dry_run) {
@@ -265,7 +265,7 @@ int run_reap(ReapOptions options) {
     if (options.json) {
       write_json(reap_report_json(plan, report, status));
     } else {
-      write_out(render_reap_outcome(report, style));
+      write_text(render_reap_outcome(report, style));
     }
     return status;
   }
@@ -320,8 +320,8 @@ int run_reap(ReapOptions options) {
   if (options.json) {
     write_json(reap_report_json(plan, report, status));
   } else {
-    if (!plan.targets.empty()) write_out(render_results(plan, report.kill, style));
-    write_out(render_reap_outcome(report, style));
+    if (!plan.targets.empty()) write_text(render_results(plan, report.kill, style));
+    write_text(render_reap_outcome(report, style));
   }
   return status;
 }

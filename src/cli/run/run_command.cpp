@@ -23,6 +23,7 @@
 #include "proc/proc_io.hpp"
 #include "snapshot/snapshot.hpp"
 #include "text/duration.hpp"
+#include "text/charset.hpp"
 #include "text/sanitize.hpp"
 
 namespace gpureap {
@@ -186,7 +187,7 @@ int run_run(RunOptions options) {
     return exit_code::kRunCannotRun;
   }
   const std::string summary = render_run_summary(report);
-  if (!summary.empty()) std::cerr << summary;
+  if (!summary.empty()) std::cerr << in_charset(summary, terminal_charset());
   const int status = run_exit_status(report);
   // A report that cannot be written is an error whatever the job did: a wrapper reading it
   // would otherwise take a missing or cut report for the job's.

@@ -1,7 +1,6 @@
 #include "cli/top/top_command.hpp"
 
 #include <fcntl.h>
-#include <langinfo.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "cli/top/top_screen.hpp"
 #include "audit/audit_log.hpp"
 #include "kill/kill_config.hpp"
+#include "text/charset.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
 #include "text/terminal_style.hpp"
@@ -73,8 +73,6 @@ std::string styled(const Frame& frame, const TerminalStyle& style) {
   return out;
 }
 
-bool utf8_locale() { return std::strcmp(nl_langinfo(CODESET), "UTF-8") == 0; }
-
 // What ps reads: holders with their trees. `repeated`: each refresh looks again only at the
 // processes that may have changed since the last (proc/fd_look_memory.hpp): looking at every
 // descriptor of every process each second costs a busy host a good part of a core
@@ -106,10 +104,10 @@ int run_once(const TopOptions& options, const TopState& prototype) {
   const auto columns = OutputWidth::for_fd(STDOUT_FILENO, false).columns();
   LayoutOptions layout;
   layout.width = columns.value_or(100000);  // through a pipe nothing is cut
-  layout.ascii = !utf8_locale();
+  layout.ascii = terminal_charset() == Charset::Ascii;
   layout.interval_s = options.interval_s;
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, parse_color_choice(options.color));
-  write_out(styled(layout_frame(state, layout), style));
+  write_text(styled(layout_frame(state, layout), style));
   return status;
 }
 

@@ -1,6 +1,5 @@
 #include "cli/top/top_screen.hpp"
 
-#include <langinfo.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -8,6 +7,8 @@
 #include <cstring>
 
 #include <curses.h>
+
+#include "text/charset.hpp"
 
 namespace gpureap {
 namespace {
@@ -27,7 +28,7 @@ std::unique_ptr<TopScreen> TopScreen::open(bool color, std::string& error) {
     return nullptr;
   }
   screen->screen_ = s;
-  screen->ascii_ = std::strcmp(nl_langinfo(CODESET), "UTF-8") != 0;
+  screen->ascii_ = terminal_charset() == Charset::Ascii;
   cbreak();
   noecho();
   nonl();
@@ -86,7 +87,7 @@ void TopScreen::paint(const Frame& frame) {
     move(y, 0);
     for (const Span& span : line.spans) {
       attrset(attributes(span.tone) | reverse);
-      addstr(span.text.c_str());
+      addstr(in_charset(span.text, terminal_charset()).c_str());
     }
     if (line.highlighted) {
       attrset(A_REVERSE);

@@ -174,7 +174,7 @@ static int check_config(const WatchOptions& options) {
     std::cerr << kWatchCommand << ": " << sanitize_for_terminal(host.problem) << "\n";
     return exit_code::kUsage;
   }
-  write_out(render_policy_summary(*policy));
+  write_text(render_policy_summary(*policy));
   const bool terminates = std::any_of(policy->rules.begin(), policy->rules.end(),
                                       [](const Rule& r) { return r.action == RuleAction::Terminate; });
   if (policy->mode == WatchMode::Enforce && terminates && policy->max_terminations == 0) {
