@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -108,9 +109,18 @@ TEST(DoctorFix, ZombieParentGetsSigchldButIsNotEndedUnlessChosen) {
 }
 
 // The simulated nvidia-smi (sim/bin) resets like the real one: root, nothing using the GPU.
-std::map<std::string, std::string> with_simulated_nvidia_smi() {
+// gpureap runs it with a minimal environment, as it runs every program: the real one finds its
+// driver in /dev, the simulated one needs this host's state directory, which a wrapper first on
+// PATH gives it.
+std::map<std::string, std::string> with_simulated_nvidia_smi(const SimHost& host) {
+  const std::string dir = host.state_dir() + "/smi-bin";
+  std::filesystem::create_directories(dir);
+  const std::string wrapper = dir + "/nvidia-smi";
+  std::ofstream(wrapper) << "#!/bin/sh\nGPUSIM_STATE_DIR='" << host.state_dir() << "' exec '" << GPUSIM_BIN_DIR
+                         << "/nvidia-smi' \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms(0755));
   const char* path = std::getenv("PATH");
-  return {{"PATH", std::string(GPUSIM_BIN_DIR) + ":" + (path ? path : "/usr/bin:/bin")}};
+  return {{"PATH", dir + ":" + (path ? path : "/usr/bin:/bin")}};
 }
 
 TEST(DoctorFix, ResetsALeakedGpuOnlyWithAllowResetAndOnlyWhenNothingUsesIt) {
@@ -120,7 +130,7 @@ TEST(DoctorFix, ResetsALeakedGpuOnlyWithAllowResetAndOnlyWhenNothingUsesIt) {
   kill(leaker.pid, SIGKILL);
   leaker.wait_exit();
   auto other = host.start({"--alloc", "0:1GiB"});
-  const auto env = with_simulated_nvidia_smi();
+  const auto env = with_simulated_nvidia_smi(host);
   int rc = -1;
 
   // Without --allow-reset: the leak is reported, nothing is reset.

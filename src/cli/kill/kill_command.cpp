@@ -93,8 +93,10 @@ std::string misplaced_signal_hint(const std::vector<std::string>& words) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& word = words[i];
     if (word == "--") break;
-    if (word == "-s" || word == "--signal") {
-      ++i;  // its value
+    // An option's value ("--timeout -5") is that option's to judge.
+    if (word == "-s" || word == "--signal" || word == "--timeout" || word == "--verify-timeout" ||
+        word == "--audit-log" || word == "--name" || word == "--color") {
+      ++i;
       continue;
     }
     if (i == 0 || !signal_habit_as_option(word)) continue;  // first is where it belongs
