@@ -20,8 +20,8 @@ case "$variant" in
     extra=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DGPUREAP_BUILD_TESTS=OFF) ;;
   asan)
     dir="$root/build-asan"
-    # -O0: the sanitizers find the same errors (nothing optimised away) and the build takes 105 s
-    # instead of 183 s on 2 cores (366 → 218 s of compile CPU), for 3-5 s more test time.
+    # -O0: the sanitizers find the same errors (nothing optimised away) and the build takes
+    # little more than half the time, for a few seconds more test time (docs/performance.md).
     # Line tables only: enough for their stack traces.
     debug_flags="-O0 -g1"
     [[ ${CXX:-} == *clang* ]] && debug_flags="-O0 -gline-tables-only"
@@ -30,5 +30,6 @@ case "$variant" in
     [[ ${CXX:-} == *clang* ]] && extra+=(-DGPUREAP_FUZZ=ON) ;;
   *) echo "build.sh: unknown variant '$variant' (use release or asan)" >&2; exit 2 ;;
 esac
-cmake -S "$root" -B "$dir" -G Ninja "${extra[@]}" >/dev/null
+# Warnings are errors here (and so in CI): a plain cmake leaves them warnings.
+cmake -S "$root" -B "$dir" -G Ninja -DGPUREAP_WERROR=ON "${extra[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)"

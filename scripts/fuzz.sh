@@ -26,7 +26,7 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DGPUREAP_FUZZ=ON -DGPUREAP_SANITIZE=ON -DGPUREAP_BUILD_TESTS=OFF "${launcher[@]}" >/dev/null
+    -DGPUREAP_FUZZ=ON -DGPUREAP_SANITIZE=ON -DGPUREAP_WERROR=ON -DGPUREAP_BUILD_TESTS=OFF "${launcher[@]}" >/dev/null
 elif ! grep -q '^GPUREAP_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
   echo "$0: $build was configured without -DGPUREAP_FUZZ=ON; reconfigure it or unset GPUREAP_FUZZ_BUILD_DIR" >&2
   exit 2

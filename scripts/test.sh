@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds gpureap and runs every test under AddressSanitizer and UndefinedBehaviorSanitizer (with
 # clang), runs each fuzzer briefly, and builds the release program with gcc (beside the tests),
-# packages it as a .deb, installs that and runs the installed binary on a simulated GPU: both of
-# Debian's compilers build it with warnings as errors. Tests that need root (users, PID namespaces,
+# packages it as a .deb, installs that and runs the installed binary on a simulated GPU, then
+# compiles the code as a packager builds it (scripts/compile-check.sh: gcc -O3 with Debian's
+# hardening flags): both of Debian's compilers build it with warnings as errors. Tests that need root (users, PID namespaces,
 # cgroups, installing the package) skip with the reason when run unprivileged; when CI runs as
 # root (CI=true), a skip that tests/ci-allowed-skips.txt does not name fails the run.
 set -euo pipefail
@@ -30,9 +31,13 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   release=("$root/scripts/build.sh" release)
 fi
-step "release build (gcc), in the background: ${release[*]}"
+# Then the same code compiled as a packager builds it (-O3 and dpkg-buildflags' hardening, which
+# the release build's -O2 does not show), warnings as errors, linking nothing.
+check=("$root/scripts/compile-check.sh" "$root/build-compile-check")
+step "release build (gcc), in the background: ${release[*]}; then ${check[*]}"
 # (A session of its own, so that a failing test run ends the whole build with it.)
-CC=gcc CXX=g++ setsid nice -n 19 "${release[@]}" >"$release_log" 2>&1 </dev/null &
+CC=gcc CXX=g++ setsid nice -n 19 bash -c "$(declare -p release check); \"\${release[@]}\" && \"\${check[@]}\"" \
+  >"$release_log" 2>&1 </dev/null &
 release_pid=$!
 # (|| true: under set -e a failing command in the trap, the build long gone, would end the
 # script with status 1 after a passing run.)
@@ -60,7 +65,7 @@ step "release build (gcc): waiting for it"
 renice -n 0 -g "$release_pid" >/dev/null 2>&1 || true
 if ! wait "$release_pid"; then
   cat "$release_log" >&2
-  echo "test.sh: the release build with gcc failed (its output above)" >&2
+  echo "test.sh: the release build or the compile check with gcc failed (its output above)" >&2
   exit 1
 fi
 cat "$release_log"

@@ -24,7 +24,7 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned i
 }
 
 // Without a configured pstate: P0 while any context lives on the GPU or it reports
-// utilization, P8 when it is idle (issue 10's rule; not measured here).
+// utilization, P8 when it is idle (not measured here).
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t* pState) {
   return on_device("nvmlDeviceGetPerformanceState", device, [&](Call& call, const Target& t) {
     if (pState == nullptr) return NVML_ERROR_INVALID_ARGUMENT;

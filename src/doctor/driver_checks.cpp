@@ -3,23 +3,25 @@
 // whose PID namespace hides the driver's processes.
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
 
 #include "text/human_format.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "nvml/nvml_abi.hpp"
+#include "proc/parse_util.hpp"
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 namespace {
 
 // "NVRM version: NVIDIA UNIX ... Kernel Module for x86_64  580.159.04  Release Build ..."
 std::string kernel_module_line(const std::string& proc_root) {
-  std::ifstream in(proc_root + "/driver/nvidia/version");
-  std::string line;
-  if (!in || !std::getline(in, line)) return {};
-  return line;
+  procfs::ReadBuffer buffer(1024);
+  const std::string path = proc_root + "/driver/nvidia/version";
+  auto text = buffer.read_file_until_at(AT_FDCWD, path.c_str(), "\n", 4096);
+  if (!text) return {};
+  return std::string(procfs::take_line(*text));
 }
 
 const char* const kReloadCommand =

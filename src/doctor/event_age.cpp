@@ -1,10 +1,15 @@
 #include "doctor/event_age.hpp"
 
+#include <fcntl.h>
+
 #include <cctype>
 #include <charconv>
-#include <cstdio>
 #include <ctime>
 #include <string>
+#include <string_view>
+
+#include "proc/parse_util.hpp"
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 namespace {
@@ -74,12 +79,14 @@ std::optional<double> parse_iso8601(std::string_view text) {
 
 std::optional<double> uptime_seconds(const char* proc_root) {
   const std::string path = std::string(proc_root) + "/uptime";
-  std::FILE* file = std::fopen(path.c_str(), "re");
-  if (file == nullptr) return std::nullopt;
+  procfs::ReadBuffer buffer(256);
+  auto text = buffer.read_proc_file_at(AT_FDCWD, path.c_str(), 256);
+  if (!text) return std::nullopt;
+  // "<seconds up> <seconds idle>\n", in the C locale whatever ours is.
+  const std::string_view up = procfs::take_token(*text);
   double seconds = 0;
-  const int read = std::fscanf(file, "%lf", &seconds);
-  std::fclose(file);
-  if (read != 1) return std::nullopt;
+  const auto [end, error] = std::from_chars(up.data(), up.data() + up.size(), seconds);
+  if (error != std::errc() || end != up.data() + up.size() || up.empty()) return std::nullopt;
   return seconds;
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "kill/mps_client_ending.hpp"
 #include "kill/pid_ref.hpp"
 #include "kill/tree_sweep.hpp"
+#include "proc/ancestry.hpp"
 #include "proc/pid_files.hpp"
 #include "proc/proc_io.hpp"
 
@@ -187,8 +189,12 @@ std::set<pid_t> end_mps_clients(const EndingSettings& settings, const Members& l
 std::set<pid_t> ancestors_of(const Members& members, const std::set<pid_t>& spared) {
   std::set<pid_t> out;
   for (pid_t pid : spared) {
-    auto it = members.find(pid);
-    while (it != members.end() && out.insert(it->second.stat.ppid).second) it = members.find(it->second.stat.ppid);
+    const auto chain = ancestry_walk(pid, [&members](pid_t at) -> std::optional<pid_t> {
+      const auto it = members.find(at);
+      if (it == members.end()) return std::nullopt;
+      return it->second.stat.ppid;
+    });
+    out.insert(chain.begin() + 1, chain.end());
   }
   return out;
 }

@@ -1,31 +1,38 @@
 #include "kill/kill_plan.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
+#include <charconv>
+#include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "kill/mps_client_ending.hpp"
+#include "proc/parse_util.hpp"
+#include "proc/proc_io.hpp"
 
 namespace gpureap {
 namespace {
 
 // CAP_KILL (bit 5) in our effective capability set: signals anyone, like root.
 bool has_cap_kill() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("CapEff:", 0) != 0) continue;
-    try {
-      const unsigned long long caps = std::stoull(line.substr(7), nullptr, 16);
-      return (caps & (1ull << 5)) != 0;
-    } catch (const std::exception&) {
-      return false;
-    }
+  procfs::ReadBuffer buffer;
+  const auto text = buffer.read_proc_file_at(AT_FDCWD, "/proc/self/status");
+  if (!text) return false;
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    std::string_view line = procfs::take_line(rest);
+    if (!line.starts_with("CapEff:")) continue;
+    line.remove_prefix(7);
+    procfs::skip_spaces(line);
+    std::uint64_t caps = 0;
+    const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), caps, 16);
+    return error == std::errc() && end == line.data() + line.size() && (caps & (1ull << 5)) != 0;
   }
   return false;
 }
@@ -182,13 +189,13 @@ void drop_expansions_of_refused(KillPlan& plan, const Snapshot& snapshot) {
   for (auto& target : plan.targets) {
     bool dropped = target.via && not_expanded.count(*target.via) > 0;
     if (!dropped && target.via && !target.by_group) {
-      const ProcessInfo* up = snapshot.table.find(target.ppid);
-      for (int depth = 0; up != nullptr && up->pid != *target.via && up->pid > 1 && depth < 4096; ++depth) {
-        if (not_expanded.count(up->pid)) {
+      const auto chain = snapshot.table.ancestry(target.pid);
+      for (auto up = chain.begin() + 1; up != chain.end() && *up != *target.via && *up > 1; ++up) {
+        if (snapshot.table.find(*up) == nullptr) break;
+        if (not_expanded.count(*up)) {
           dropped = true;
           break;
         }
-        up = snapshot.table.find(up->ppid);
       }
     }
     if (dropped || target.refusal != Refusal::None || target.permission_denied) not_expanded.insert(target.pid);

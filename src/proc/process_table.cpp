@@ -22,6 +22,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "proc/ancestry.hpp"
 #include "proc/device_fd_probe.hpp"
 #include "proc/parse_util.hpp"
 #include "proc/proc_io.hpp"
@@ -299,14 +300,12 @@ void ProcessTableBuilder::complete_holders(int root_fd) {
   std::sort(holders.begin(), holders.end());
   std::vector<pid_t> tree;
   for (const pid_t holder : holders) {
-    // Copies: reading into the table may rehash it.
+    // A copy: reading into the table may rehash it.
     const pid_t pgid = table_.processes_.at(holder).pgid;
-    pid_t next = table_.processes_.at(holder).ppid;
-    // Bounded, although procfs cannot show a ppid cycle.
-    for (std::size_t depth = 0; next > 0 && depth < 4096 && read_one(root_fd, next); ++depth) {
-      if (next == 1) break;
-      next = table_.processes_.at(next).ppid;
-    }
+    ancestry_walk(holder, [this, root_fd](pid_t at) -> std::optional<pid_t> {
+      if (!read_one(root_fd, at)) return std::nullopt;
+      return table_.processes_.at(at).ppid;
+    });
     if (pgid > 0) read_one(root_fd, pgid);
     collect_tree(root_fd, holder, tree);
   }
@@ -465,15 +464,11 @@ std::vector<pid_t> ProcessTable::descendants_of(pid_t pid) const {
 }
 
 std::vector<pid_t> ProcessTable::ancestry(pid_t pid) const {
-  std::vector<pid_t> chain{pid};
-  const ProcessInfo* info = find(pid);
-  // Bounded by the table size, so a ppid cycle in a hostile fixture cannot loop forever.
-  while (info != nullptr && pid != 1 && info->ppid > 0 && chain.size() <= processes_.size()) {
-    pid = info->ppid;
-    chain.push_back(pid);
-    info = find(pid);
-  }
-  return chain;
+  return ancestry_walk(pid, [this](pid_t at) -> std::optional<pid_t> {
+    const ProcessInfo* info = find(at);
+    if (info == nullptr) return std::nullopt;
+    return info->ppid;
+  });
 }
 
 }  // namespace gpureap

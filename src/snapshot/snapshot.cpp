@@ -253,11 +253,11 @@ bool Snapshot::owns_kfd_context(pid_t pid) const {
 }
 
 pid_t Snapshot::rocm_ancestor(const ProcessInfo& p) const {
-  for (pid_t up = p.ppid; up > 1;) {
-    const ProcessInfo* parent = table.find(up);
+  const auto chain = table.ancestry(p.pid);
+  for (auto up = chain.begin() + 1; up != chain.end() && *up > 1; ++up) {
+    const ProcessInfo* parent = table.find(*up);
     if (parent == nullptr) return 0;
-    if (rocm_compute(*parent)) return up;
-    up = parent->ppid;
+    if (rocm_compute(*parent)) return *up;
   }
   return 0;
 }

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/pid_files.hpp"
 #include "spawn/descendant_sweep.hpp"
 #include "spawn/spawn_hygiene.hpp"
 
@@ -145,18 +146,10 @@ struct CloneArgs {
 };
 static_assert(sizeof(CloneArgs) == 88);
 
-// From /proc/self/stat's num_threads (field 20). Unknown counts as several.
+// From /proc/self/stat's num_threads. Unknown counts as several.
 bool single_threaded() {
-  char text[1024];
-  const unique_fd fd(::open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
-  if (!fd) return false;
-  const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
-  if (n <= 0) return false;
-  text[n] = '\0';
-  const char* p = std::strrchr(text, ')');
-  // After "comm)": state is field 3, num_threads field 20.
-  for (int field = 2; p != nullptr && field < 20; ++field) p = std::strchr(p + 1, ' ');
-  return p != nullptr && std::strtol(p + 1, nullptr, 10) == 1;
+  const auto stat = procfs::read_stat("/proc", ::getpid());
+  return stat && stat->num_threads == 1;
 }
 
 // Born in the cgroup (clone3 with CLONE_INTO_CGROUP): moving a running process into a cgroup

@@ -1,7 +1,8 @@
 // The one parser for every time option (kill --timeout/--verify-timeout, doctor --settle/
 // --since/--timeout/--verify-timeout, ps --watch) and for bounded amounts such as
-// doctor --tolerance-mib. `--timeout nan` once meant SIGKILL at once: a value is accepted only
-// when it is written in plain decimal, is finite and lies within the option's documented bound.
+// doctor --tolerance-mib. A value is accepted only when it is written in plain decimal, is
+// finite and lies within the option's documented bound: `--timeout nan` must not mean SIGKILL
+// at once.
 //
 // Grammar: DIGITS[.DIGITS] or .DIGITS, at most 20 characters, then for a duration an optional
 // unit: ms, s (the default), m, h or d. No sign, exponent, spaces, "nan" or "inf".

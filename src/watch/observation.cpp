@@ -74,14 +74,11 @@ FollowedProcess follow(CandidateKind kind, const ProcessInfo& info, UserNames& n
 
 // The outermost ancestor of `p` among `pids` (sorted), or 0.
 pid_t outermost_ancestor_in(const ProcessTable& table, const ProcessInfo& p, const std::vector<pid_t>& pids) {
-  pid_t found = 0;
-  const ProcessInfo* at = &p;
-  for (int depth = 0; depth < 4096 && at->ppid > 1; ++depth) {
-    if (std::binary_search(pids.begin(), pids.end(), at->ppid)) found = at->ppid;
-    at = table.find(at->ppid);
-    if (at == nullptr) break;
-  }
-  return found;
+  const auto chain = table.ancestry(p.pid);
+  const auto found = std::find_if(chain.rbegin(), chain.rend() - 1, [&pids](pid_t up) {
+    return up > 1 && std::binary_search(pids.begin(), pids.end(), up);
+  });
+  return found == chain.rend() - 1 ? 0 : *found;
 }
 
 // ROCm compute processes: each job's root a candidate (or, when the driver lists it, the GPU

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kill_support.hpp"
 #include "run_support.hpp"
 
 namespace gpureap::test {
@@ -141,11 +142,15 @@ TEST(HostileJob, AnEmptyValueIsAUsageErrorNotAWiderSelection) {
 // dying of the pending signal with an empty --report.
 TEST(HostileJob, SignalsWhileTheJobIsEndedLeaveTheReportAndTheJobsStatus) {
   SimHost host;
-  BackgroundRun run(host, {"--kill-timeout", "2", "--poll-interval", "100ms"},
+  const std::string audit = host.state_dir() + "/audit.log";
+  BackgroundRun run(host, {"--kill-timeout", "2", "--poll-interval", "100ms", "--audit-log", audit},
                     {"/bin/sh", "-c", "\"$SIM\" --alloc 0:1GiB --on-sigterm ignore & sleep 0.3; exit 3"});
   const auto pids = run.sim_ready();
   ASSERT_FALSE(pids.empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the main command has exited
+  // The main command has exited and the ending has begun: the leftover was sent its SIGTERM
+  // (which it ignores, so SIGKILL is 2 s away).
+  ASSERT_TRUE(eventually([&] { return audited(audit_lines(audit), pids[0], "SIGTERM"); }, 15000))
+      << run.stderr_text();
   kill(run.pid(), SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   kill(run.pid(), SIGINT);

@@ -1,5 +1,5 @@
 // A PID freed during the ladder goes to a stranger: the refreeze before SIGKILL must never
-// reach it (issue 18, item 1). Each scenario runs in a PID namespace of its own, where
+// reach it. Each scenario runs in a PID namespace of its own, where
 // ns_last_pid places the stranger on the freed PID without racing other tests' forks.
 #include <sstream>
 #include <string>

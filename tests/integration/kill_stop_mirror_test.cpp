@@ -1,4 +1,4 @@
-// Stopping never spreads (issue 18, item 9): runuser and su wait for their child with
+// Stopping never spreads: runuser and su wait for their child with
 // WUNTRACED and stop themselves when it stops. gpureap's SIGSTOP of the target must not leave
 // such a parent (root, not in the plan) stopped for good with its child an unreaped zombie.
 // Real runuser and su, the real binary.

@@ -1,6 +1,6 @@
 // A member of `gpureap run`'s job ends, and another user's process takes its PID between the
-// moment the PID is read (a children file, the job's cgroup.procs) and the moment it is pinned
-// (issue 18). The stranger and its child must survive, and neither the report nor the audit log
+// moment the PID is read (a children file, the job's cgroup.procs) and the moment it is pinned.
+// The stranger and its child must survive, and neither the report nor the audit log
 // may name them. Each scenario runs in a PID namespace of its own: its init (N) places the
 // stranger on the freed PID through ns_last_pid without racing other tests' forks, while the
 // guard (G, N's child) waits inside MembershipSettings::after_read, the seam between the read
@@ -32,6 +32,7 @@
 #include "job/job_members.hpp"
 #include "audit/audit_log.hpp"
 #include "kill_support.hpp"
+#include "signals_settled.hpp"
 #include "sim_harness.hpp"
 
 namespace gpureap::test {
@@ -252,7 +253,10 @@ struct Setup {
     (void)!write(reply[1], both, sizeof both);
   }
   waitpid(g, nullptr, 0);
-  usleep(150000);  // a signal G sent has ended its target by now (a zombie: N does not reap it)
+  // Whatever G sent them has landed (an ended one is a zombie: N does not reap it).
+  if (stranger > 0 && !(signals_settled(stranger) && (stranger_child <= 0 || signals_settled(stranger_child)))) {
+    fail(out, "the stranger's signals never settled");
+  }
   say(out, "S " + std::to_string(stranger) + " " + state_of(stranger));
   say(out, "S1 " + std::to_string(stranger_child) + " " + state_of(stranger_child));
   say(out, stranger == freed ? "REUSED" : "NOREUSE " + std::to_string(stranger) + " " + std::to_string(freed));

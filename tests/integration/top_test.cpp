@@ -272,7 +272,7 @@ char state_of(pid_t pid) {
   return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
 }
 
-// Issue 18, item 3: the ladder takes its interruption from top, and installs no signal handler
+// The ladder takes its interruption from top, and installs no signal handler
 // of its own on top's worker thread: SIGTERM to top while a kill is in its ladder ends top
 // (128+15) at the ladder's next step, and the job, which ignores SIGTERM, is left running,
 // never stopped.

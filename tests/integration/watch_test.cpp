@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kill_support.hpp"
+#include "signals_settled.hpp"
 #include "sim_harness.hpp"
 #include "watch_support.hpp"
 
@@ -149,7 +150,7 @@ TEST(Watch, IdleInEnforceEndsTheJobAndItsWorkersVerifiesTheMemoryAndSparesBystan
   }
 }
 
-// runuser stops itself when its child stops (issue 18, item 9): after watch's SIGSTOP freeze
+// runuser stops itself when its child stops: after watch's SIGSTOP freeze
 // it is continued, reaps its child and exits; nothing outside the plan is left stopped.
 TEST(Watch, EnforceLeavesARunuserParentRunning) {
   if (!running_as_root() || access("/usr/sbin/runuser", X_OK) != 0) GTEST_SKIP() << "needs root and runuser";
@@ -330,11 +331,18 @@ TEST(Watch, OrphansAndZombiesArisingBetweenFullScansAreNoticedWithinSecondsAndBy
   ASSERT_TRUE(watch.wait_for("notice", {{"rule", "zombies"}, {"pid", pid_text(parent.pids[0])}}, kNoticedWithin));
 
   // Ten more looks with nothing new: none of them is a full scan, and the bystanders, in
-  // reach of every look, stay untouched. (No event marks a quick look: this one waits.)
+  // reach of every look, stay untouched. No event marks a quick look: the test watches for a
+  // scan during ten intervals, then for the signals the bystanders would have been sent.
   const std::size_t scans = watch.count("scan");
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto ten_looks = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (watch.count("scan") == scans && std::chrono::steady_clock::now() < ten_looks) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   EXPECT_EQ(watch.stop(), 0);
   EXPECT_EQ(watch.count("scan"), scans);
+  for (pid_t bystander : {service.pid, working.pid, working.workers[0], plain.pid, parent.pids[1]}) {
+    EXPECT_TRUE(signals_settled(bystander)) << bystander;
+  }
   const auto stop = watch.wait_for("stop");
   ASSERT_TRUE(stop);
   const auto looks = std::stoul(stop->field("looks")), full_scans = std::stoul(stop->field("full_scans"));

@@ -247,7 +247,7 @@ TEST(Escalation, FailingAuditSinkStopsTheSignal) {
   EXPECT_THROW(run_escalation(one_target(pid), fast(100),
                               [](const SignalEvent&) { throw std::runtime_error("disk full"); }),
                std::runtime_error);
-  ::usleep(20000);
+  ASSERT_TRUE(test::signals_settled(pid));
   EXPECT_TRUE(alive(pid));
   EXPECT_NE(state_of(pid), 'T');
   reap(pid);
@@ -267,7 +267,7 @@ TEST(Escalation, FailingAuditSinkMidFreezeLeavesNothingStopped) {
                                 if (++calls == 2 && event.signal == SIGSTOP) throw std::runtime_error("disk full");
                               }),
                std::runtime_error);
-  ::usleep(20000);
+  ASSERT_TRUE(test::signals_settled(pid));
   EXPECT_TRUE(alive(pid));
   EXPECT_NE(state_of(pid), 'T') << "the root was resumed";
   ::kill(-pid, SIGKILL);

@@ -70,7 +70,7 @@ class LadderSteps : public ::testing::Test {
   }
 };
 
-// Issue 8, item 4: the audit log is flushed once per step, not once per signal.
+// The audit log is flushed once per step, not once per signal.
 TEST_F(LadderSteps, AuditIsFlushedOncePerStepNotPerSignal) {
   const pid_t root = tree_of(7, true);
   ASSERT_GT(root, 0);
@@ -98,7 +98,7 @@ TEST_F(LadderSteps, AuditIsFlushedOncePerStepNotPerSignal) {
   end_tree(root);
 }
 
-// Issue 8, item 4: a SIGINT that reaches gpureap while the tree is stopped continues every
+// A SIGINT that reaches gpureap while the tree is stopped continues every
 // member it stopped, sends nothing more, and says it was interrupted.
 TEST_F(LadderSteps, InterruptionDuringTheFreezeContinuesEveryStoppedMember) {
   const pid_t root = tree_of(7, false);
@@ -123,10 +123,10 @@ TEST_F(LadderSteps, InterruptionDuringTheFreezeContinuesEveryStoppedMember) {
     EXPECT_NE(result.detail.find("interrupted by SIGINT"), std::string::npos) << result.detail;
     for (const auto& sig : result.signals) EXPECT_NE(sig, "SIGTERM") << "signalled after the interruption";
   }
-  ::usleep(20000);
   for (const auto& stat : procfs::scan_stats("/proc")) {
     if (stat.pgid == root) {
-      EXPECT_NE(stat.state, 'T') << stat.pid << " left stopped";
+      ASSERT_TRUE(test::signals_settled(stat.pid)) << stat.pid;
+      EXPECT_NE(state_of(stat.pid), 'T') << stat.pid << " left stopped";
     }
   }
   EXPECT_TRUE(alive(root));
@@ -212,7 +212,7 @@ TEST_F(LadderSteps, InterruptionWhileTheCgroupIsFrozenThawsIt) {
   for (const auto& result : run.results) {
     for (const auto& sig : result.signals) EXPECT_NE(sig, "SIGKILL");
   }
-  ::usleep(20000);
+  ASSERT_TRUE(test::signals_settled(root));
   EXPECT_TRUE(alive(root));
   EXPECT_NE(state_of(root), 'T');
   end_tree(root);
@@ -224,7 +224,7 @@ TEST_F(LadderSteps, InterruptionWhileTheCgroupIsFrozenThawsIt) {
 namespace gpureap::killtest {
 namespace {
 
-// Issue 8, item 14 (the systemd PidRef pattern): a /proc read that feeds a report is kept
+// The systemd PidRef pattern: a /proc read that feeds a report is kept
 // only while the pidfd still names an unreaped process with our start time. A stat read from
 // a PID that was reaped meanwhile (here: a copy of its stat, as a reused PID would show the
 // same path) is discarded.

@@ -171,7 +171,7 @@ TEST(PidRef, MovesOwnership) {
   const auto results = run_escalation(std::move(targets), options, [&](const SignalEvent&) { ++audited; });
   out << "engine=" << kill_outcome_name(results.at(0).outcome) << "\nengine_signals=" << results[0].signals.size()
       << "\naudited=" << audited << "\n";
-  ::usleep(20000);
+  (void)test::signals_settled(second);  // what the engine sent it has landed
   out << "second_alive=" << (::waitpid(second, &status, WNOHANG) == 0) << "\n";
   ::kill(second, SIGKILL);
   ::waitpid(second, &status, 0);

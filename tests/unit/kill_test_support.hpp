@@ -16,6 +16,7 @@
 
 #include "kill/pid_ref.hpp"
 #include "proc/pid_files.hpp"
+#include "signals_settled.hpp"
 
 namespace gpureap::killtest {
 

@@ -187,9 +187,6 @@ int run_kill(KillOptions options) {
                              sanitize_for_terminal(options.signal));
     return exit_code::kUsage;
   }
-  if (options.criteria.group && options.no_tree) {
-    // Allowed: the group is explicit; --no-tree only stops descendant expansion.
-  }
   const ColorChoice choice = parse_color_choice(options.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
 
