@@ -91,9 +91,9 @@ _gpureap() {
       values="--prometheus --user --password-file --ca-file --timeout --host --gpu --top --color"
       ;;
     export)  # --- export ---
-      options="-h --help --listen --web-config --per-process --max-scrapes --cache --kernel-log
+      options="-h --help --listen --web-config --per-process --max-scrapes --cache --reconcile --kernel-log
                --no-kernel-log --once"
-      values="--listen --web-config --max-scrapes --cache --kernel-log"
+      values="--listen --web-config --max-scrapes --cache --reconcile --kernel-log"
       ;;
     top)
       options="-h --help --interval --once --readonly --tree --sort --gpu --audit-log --color"
