@@ -69,7 +69,7 @@ std::string reachable_by_other_users(const std::string& path) {
     ReachableCopies copies{GPUREAP_BUILD_DIR, GPUREAP_TEST_COPIES_DIR,
                            {GPUREAP_BINARY, GPUREAP_HTTP_MODULE, GPUSIM_CTL_BINARY, GPUSIM_CUDA_BINARY, GPUSIM_DRM_CLIENT_BINARY,
                             GPUSIM_LIBCUDA_LIBRARY, std::string(GPUSIM_BIN_DIR) + "/nvidia-smi", IPC_LEAVER_BINARY,
-                            SIGNAL_RECORDER_BINARY, SLOW_FDATASYNC_LIBRARY}};
+                            SIGNAL_RECORDER_BINARY, SLOW_FDATASYNC_LIBRARY, FAKE_MPS_PARENT_BINARY}};
     std::error_code error;
     for (const auto& generation : std::filesystem::directory_iterator(GPUSIM_DRIVER_DIR, error)) {
       copies.files.push_back((generation.path() / "libnvidia-ml.so.1").string());
