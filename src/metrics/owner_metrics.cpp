@@ -4,6 +4,8 @@
 #include <string>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "metrics/snapshot_metrics.hpp"
 
 namespace gpureap {
@@ -48,7 +50,8 @@ void add_owner_metrics(const Snapshot& snapshot, const SnapshotMetricsOptions& o
     const ContainerRef* container = owner && owner->container ? &*owner->container : nullptr;
     // A rootless container's id is its user's word (container_selected_by): its series says
     // whose, and never adds to the runtime's container of that id.
-    const std::string owner_mark = container && container->rootless_uid ? "~" + std::to_string(*container->rootless_uid) + ":" : "";
+    const std::string owner_mark =
+        container && container->rootless_uid ? fmt::format("~{}:", *container->rootless_uid) : std::string();
     auto marked = [&](const std::string& id) { return id.empty() ? id : owner_mark + outside_label(id); };
     if (container) {
       containers[{view.gpu_index, container->runtime, marked(container->id), marked(container->pod_uid)}] += bytes;

@@ -206,7 +206,7 @@ std::string container_cell(const ProcessInfo* p) {
   const auto& c = *p->container;
   std::string id = c.id.empty() ? ("pod " + c.pod_uid.substr(0, 8)) : c.id.substr(0, 12);
   // A rootless container's id is its user's word: the cell says whose.
-  const std::string owner = c.rootless_uid ? "~" + std::to_string(*c.rootless_uid) + ":" : "";
+  const std::string owner = c.rootless_uid ? fmt::format("~{}:", *c.rootless_uid) : std::string();
   return fixed_cell(owner + c.runtime + ":" + id, 16);
 }
 
