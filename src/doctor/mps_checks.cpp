@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -39,12 +40,9 @@ std::optional<std::size_t> server_connections(const Snapshot& snapshot, const Gp
   const auto table = procfs::read_unix_sockets();
   if (!pinned_server || !pinned_daemon || !table) return std::nullopt;
   const auto daemon_sockets = pinned_daemon->socket_inodes();
-  std::size_t connections = 0;
-  for (const std::uint64_t ino : pinned_server->socket_inodes()) {
-    const auto it = table->find(ino);
-    if (it != table->end() && it->second.peer != 0 && daemon_sockets.count(it->second.peer) == 0) ++connections;
-  }
-  return connections;
+  const auto peers = procfs::peers_of(*table, pinned_server->socket_inodes());
+  return static_cast<std::size_t>(
+      std::count_if(peers.begin(), peers.end(), [&](std::uint64_t peer) { return daemon_sockets.count(peer) == 0; }));
 }
 
 void check_idle_server(const Snapshot& snapshot, const GpuProcessView& server, Diagnosis& diagnosis) {

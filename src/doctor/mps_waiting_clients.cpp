@@ -40,12 +40,9 @@ struct Waiter {
 std::set<std::uint64_t> connected_to_daemon(const procfs::UnixSocketTable& table,
                                             const std::set<std::uint64_t>& daemon_sockets,
                                             const std::set<std::uint64_t>& server_sockets) {
-  std::set<std::uint64_t> out;
-  for (const std::uint64_t ino : daemon_sockets) {
-    const auto it = table.find(ino);
-    if (it != table.end() && it->second.peer != 0 && !server_sockets.count(it->second.peer)) out.insert(it->second.peer);
-  }
-  return out;
+  auto peers = procfs::peers_of(table, daemon_sockets);
+  std::erase_if(peers, [&](std::uint64_t peer) { return server_sockets.count(peer) > 0; });
+  return peers;
 }
 
 // The identity of the file a pinned process runs, or nullopt.

@@ -117,15 +117,11 @@ std::string first_line(const std::string& text) {
   return line;  // the renderer sanitises what it shows
 }
 
-// The client's sockets whose peer the server holds: its connection to the server now.
-std::set<std::uint64_t> connection(const procfs::UnixSocketTable& table, const std::set<std::uint64_t>& client,
-                                   const std::set<std::uint64_t>& server) {
-  std::set<std::uint64_t> out;
-  for (const std::uint64_t ino : client) {
-    const auto it = table.find(ino);
-    if (it != table.end() && it->second.peer != 0 && server.count(it->second.peer)) out.insert(ino);
-  }
-  return out;
+// Whether a socket of the client has its peer among the server's: its connection to the server.
+bool connected(const procfs::UnixSocketTable& table, const std::set<std::uint64_t>& client,
+               const std::set<std::uint64_t>& server) {
+  const auto peers = procfs::peers_of(table, client);
+  return std::any_of(peers.begin(), peers.end(), [&](std::uint64_t peer) { return server.count(peer) > 0; });
 }
 
 }  // namespace
@@ -170,7 +166,7 @@ MpsTerminateResult terminate_mps_client(const MpsControlDaemon& daemon, const Pi
     // The kernel's answer first: the client's connection to the server closed.
     if (const auto table = procfs::read_unix_sockets()) {
       const auto server_sockets = server_process->socket_inodes();
-      if (server_process->still_there() && connection(*table, client_process->socket_inodes(), server_sockets).empty()) {
+      if (server_process->still_there() && !connected(*table, client_process->socket_inodes(), server_sockets)) {
         break;
       }
     }

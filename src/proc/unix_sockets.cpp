@@ -98,6 +98,15 @@ std::optional<UnixSocketTable> read_unix_sockets(std::size_t max_sockets) {
   }
 }
 
+std::set<std::uint64_t> peers_of(const UnixSocketTable& table, const std::set<std::uint64_t>& sockets) {
+  std::set<std::uint64_t> peers;
+  for (const std::uint64_t ino : sockets) {
+    const auto it = table.find(ino);
+    if (it != table.end() && it->second.peer != 0) peers.insert(it->second.peer);
+  }
+  return peers;
+}
+
 std::set<std::uint64_t> socket_inodes_in(int fd_dir) {
   std::set<std::uint64_t> out;
   const int copy = ::fcntl(fd_dir, F_DUPFD_CLOEXEC, 0);

@@ -32,6 +32,9 @@ struct UnixSocket {
 using UnixSocketTable = std::map<std::uint64_t, UnixSocket>;
 std::optional<UnixSocketTable> read_unix_sockets(std::size_t max_sockets = 1 << 20);
 
+// The connected peers of `sockets` (their inodes), as `table` says.
+std::set<std::uint64_t> peers_of(const UnixSocketTable& table, const std::set<std::uint64_t>& sockets);
+
 // The socket inodes among the links of the fd directory `fd_dir` ("socket:[N]").
 std::set<std::uint64_t> socket_inodes_in(int fd_dir);
 
