@@ -49,15 +49,19 @@ constexpr const char* kSignalAbbreviations[] = {
 
 }  // namespace
 
+// Hidden: bound inside the program alone. Exported, they would take the place of the C
+// library's own for every library loaded later (NVML, the HTTP module's libstdc++).
+#define GPUREAP_STAND_IN __attribute__((visibility("hidden")))
+
 extern "C" {
 
 // glibc 2.32: libstdc++ skips atomic reference counts when this says one thread. Always
 // "more than one": correct everywhere, at the cost of atomics in a single-threaded program.
-char __libc_single_threaded = 0;
+GPUREAP_STAND_IN char __libc_single_threaded = 0;
 
 // glibc 2.36: std::random_device's default source (libstdc++'s random.o, which its exception
 // classes pull in) and libxcrypt's salts. The kernel's generator, as glibc's own.
-void arc4random_buf(void* buffer, size_t size) noexcept {
+GPUREAP_STAND_IN void arc4random_buf(void* buffer, size_t size) noexcept {
   auto* out = static_cast<char*>(buffer);
   while (size > 0) {
     const ssize_t got = ::getrandom(out, size, 0);
@@ -70,34 +74,34 @@ void arc4random_buf(void* buffer, size_t size) noexcept {
   }
 }
 
-uint32_t arc4random() noexcept {
+GPUREAP_STAND_IN uint32_t arc4random() noexcept {
   uint32_t value = 0;
   arc4random_buf(&value, sizeof value);
   return value;
 }
 
 // glibc 2.30: std::condition_variable's waits on steady_clock (top, watch, export, fleet).
-int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
-                           const struct timespec* deadline) {
+GPUREAP_STAND_IN int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                                            const struct timespec* deadline) {
   if (natives.clockwait != nullptr) return natives.clockwait(cond, mutex, clock, deadline);
   return gpureap::cond_wait_on_realtime(cond, mutex, clock, deadline);
 }
 
 // glibc 2.34: fork without the fork handlers (spawn's keeper). Before it, fork, as
 // process_start.cpp does where it is compiled against such a C library.
-pid_t _Fork() noexcept {
+GPUREAP_STAND_IN pid_t _Fork() noexcept {
   return natives.fork != nullptr ? natives.fork() : ::fork();
 }
 
 // glibc 2.32: signal names (text/signal_names.cpp).
-const char* sigabbrev_np(int signal) noexcept {
+GPUREAP_STAND_IN const char* sigabbrev_np(int signal) noexcept {
   if (natives.sigabbrev != nullptr) return natives.sigabbrev(signal);
   constexpr int known = static_cast<int>(sizeof kSignalAbbreviations / sizeof kSignalAbbreviations[0]);
   return signal > 0 && signal < known ? kSignalAbbreviations[signal] : nullptr;
 }
 
 // glibc 2.30: /proc read in batches (proc/proc_io.cpp). The wrapper is the system call itself.
-ssize_t getdents64(int fd, void* buffer, size_t size) noexcept {
+GPUREAP_STAND_IN ssize_t getdents64(int fd, void* buffer, size_t size) noexcept {
   return ::syscall(SYS_getdents64, fd, buffer, size);
 }
 
