@@ -3,7 +3,8 @@
 # root (glibc 2.31; scripts/glibc-sysroot.sh's, the one the release program links against),
 # entered with chroot, in a mount namespace of its own with /proc and /sys bound in, on a
 # simulated GPU whose memory two real processes hold: `ps` shows both, `kill` ends one and the
-# other survives, `doctor` reads the machine; `fleet` says why its HTTP module does not load
+# other survives, `doctor` reads the machine, `run` starts a job and passes on its status;
+# `fleet` says why its HTTP module does not load
 # there (it needs Debian 12's libraries). Needs root.
 # Usage: scripts/old-glibc-check.sh [TARBALL]   (default: what scripts/package.sh built)
 # The simulator's NVML library loads inside the root, so it comes from the release build, which
@@ -120,6 +121,15 @@ set -e
 [[ $report == *"$gpu_name"* || $report == *"GPU 0"* ]] || die "doctor under glibc $glibc does not report GPU 0:"$'\n'"$report"
 say "doctor under glibc $glibc (exit $status):"
 echo "$report"
+# run starts a job through the spawn helper (clone3 or fork) and passes on its status.
+set +e
+report=$(in_root "$bin" run -- /bin/sh -c 'echo job ran; exit 3' 2>&1)
+status=$?
+set -e
+[ "$status" -eq 3 ] && [[ $report == *"job ran"* ]] ||
+  die "gpureap run under glibc $glibc exited $status (3, the job's, expected):"$'\n'"$report"
+say "run under glibc $glibc started a job and passed on its exit status 3"
+
 # The HTTP module needs Debian 12's libraries (README, Install): fleet says which one is missing.
 set +e
 report=$(in_root "$bin" fleet --prometheus http://127.0.0.1:1 --timeout 2 2>&1)
@@ -128,4 +138,4 @@ set -e
 [ "$status" -eq 1 ] && [[ $report == *"cannot load the HTTP module"*"README.md, Install"* ]] ||
   die "fleet under glibc $glibc exited $status without saying why its HTTP module does not load:"$'\n'"$report"
 say "fleet under glibc $glibc, where the HTTP module's libraries are missing (exit 1): $report"
-say "passed: the tarball's gpureap runs ps, kill and doctor under glibc $glibc"
+say "passed: the tarball's gpureap runs ps, kill, doctor and run under glibc $glibc"
