@@ -147,6 +147,8 @@ set(CPACK_STRIP_FILES ON)
 # and OpenSSL 3) no RHEL-family system packages under those names: gpureap says so when a
 # command needs the module (README's Install section).
 set(CPACK_RPM_FILE_NAME RPM-DEFAULT)  # gpureap-<version>-1.<arch>.rpm
+set(CPACK_RPM_PACKAGE_DESCRIPTION ${CPACK_PACKAGE_DESCRIPTION})
+set(CPACK_RPM_PACKAGE_VENDOR "gpureap maintainers")
 set(CPACK_RPM_PACKAGE_RELEASE 1)
 set(CPACK_RPM_PACKAGE_GROUP "Applications/System")
 set(CPACK_RPM_PACKAGE_SUGGESTS "bash-completion")
