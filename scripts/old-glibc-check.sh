@@ -79,14 +79,19 @@ say "$version runs under glibc $glibc (Debian 11 root at $sysroot)"
 # Two processes hold the simulated GPU's memory: the target, and a bystander that must survive.
 gpu_name="NVIDIA A100 80GB (old glibc check)"
 "$sim_dir/sim/gpusim" --state "$work/state" init --gpus 1 --memory 80GiB --name "$gpu_name" >/dev/null
-start_holder() {  # start_holder NAME SIZE: prints the holder's PID
+# start_holder NAME SIZE: a holder in its own process group (which cleanup ends), its PID in
+# $holder. In this shell, not a command substitution's: cleanup must know every group.
+start_holder() {
   setsid "$sim_dir/sim/gpusim-cuda" --state "$work/state" --alloc "0:$2" >"$work/$1.ready" 2>"$work/$1.log" </dev/null &
   holders+=("$!")
+  disown "$!"  # ended on purpose by kill or cleanup: no "Killed" notice
   for _ in $(seq 1 200); do grep -q READY "$work/$1.ready" && break; sleep 0.05; done
-  sed -n 's/^READY pid=\([0-9]*\).*/\1/p' "$work/$1.ready"
+  holder=$(sed -n 's/^READY pid=\([0-9]*\).*/\1/p' "$work/$1.ready")
 }
-target=$(start_holder target 2GiB)
-bystander=$(start_holder bystander 1GiB)
+start_holder target 2GiB
+target=$holder
+start_holder bystander 1GiB
+bystander=$holder
 [ -n "$target" ] && [ -n "$bystander" ] || die "the simulated CUDA processes did not start: $(cat "$work"/*.log)"
 
 table=$(in_root "$bin" ps --color never) || die "gpureap ps exited $? under glibc $glibc: $table"
