@@ -19,9 +19,16 @@ if [ -f "$ready" ]; then
 fi
 [ "${1:-}" = --if-cached ] && exit 0
 [ "$(id -u)" -eq 0 ] || { echo "glibc-sysroot: $sysroot is not made yet, and debootstrap needs root" >&2; exit 1; }
+# One maker at a time (two release builds at once): the second waits, then finds it made.
+mkdir -p "$(dirname "$sysroot")"
+exec 9>"$sysroot.lock"
+flock 9
+if [ -f "$ready" ]; then
+  echo "$sysroot"
+  exit 0
+fi
 command -v debootstrap >/dev/null || "$root/scripts/install-quietly.sh" debootstrap
 rm -rf "$sysroot"
-mkdir -p "$(dirname "$sysroot")"
 echo "glibc-sysroot: making $sysroot (debootstrap bullseye from $mirror, 1-4 minutes)" >&2
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
