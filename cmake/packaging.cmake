@@ -1,28 +1,53 @@
-# Installation (`cmake --install`) and the Debian package (CPack). scripts/package.sh builds
-# the package, scripts/package-check.sh installs it and runs it on the simulator.
+# Installation (`cmake --install`) and the packages (CPack): the Debian package, the RPM and a
+# relocatable tarball. scripts/package.sh builds all three, scripts/package-check.sh checks them
+# and runs their binary on the simulator.
 #
 #   bin/gpureap
-#   lib/<multiarch>/gpureap/gpureap-http.so   the HTTP module `export`, `fleet` and `watch` (--listen,
+#   <libdir>/gpureap/gpureap-http.so          the HTTP module `export`, `fleet` and `watch` (--listen,
 #                                             a webhook) load (cpp-httplib)
 #   share/man/man1/gpureap.1.gz, gpureap-{ps,kill,doctor,run,reap,watch,export,fleet,top}.1.gz   from the binary's --help
 #   share/bash-completion/completions/gpureap
-#   share/zsh/vendor-completions/_gpureap
+#   share/zsh/<zsh dir>/_gpureap
 #   share/doc/gpureap/README.md, docs/*.md (the user's documents), examples/config.toml,
 #   examples/{slurm,kubernetes,systemd,prometheus}/ (deploy/: the Slurm epilog and prolog, notes,
 #   units, the exporter's DaemonSet, Prometheus rules and a Grafana dashboard),
 #   examples/watch-policy.toml (gpureap watch's policy, every key explained)
+#
+# The layouts differ in two directories only, chosen when the files are installed (cpack runs
+# the install once per package; scripts/package.sh sets GPUREAP_PACKAGE_LAYOUT for each):
+#   layout    <libdir>                       <zsh dir>           prefix
+#   deb       lib/<multiarch> (GNUInstallDirs) vendor-completions  /usr   (also a plain cmake --install)
+#   rpm       lib64                          site-functions      /usr
+#   tarball   lib                            site-functions      gpureap-<version>-linux-x86_64/
+# gpureap finds its module under each of these, relative to its own executable (http_module.cpp).
 #
 # The simulator (sim/) is a test fixture and is never installed.
 
 include(GNUInstallDirs)
 set(GPUREAP_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
+# The layout's two directories, as variables of the install script (escaped below: read when
+# the files are installed, not when the project is configured).
+install(CODE "
+  set(gpureap_layout \"\$ENV{GPUREAP_PACKAGE_LAYOUT}\")
+  if(gpureap_layout STREQUAL \"\" OR gpureap_layout STREQUAL \"deb\")
+    set(gpureap_libdir \"${CMAKE_INSTALL_LIBDIR}\")
+    set(gpureap_zshdir vendor-completions)
+  elseif(gpureap_layout STREQUAL \"rpm\")
+    set(gpureap_libdir lib64)
+    set(gpureap_zshdir site-functions)
+  elseif(gpureap_layout STREQUAL \"tarball\")
+    set(gpureap_libdir lib)
+    set(gpureap_zshdir site-functions)
+  else()
+    message(FATAL_ERROR \"GPUREAP_PACKAGE_LAYOUT=\${gpureap_layout}: use deb, rpm or tarball\")
+  endif()")
 install(TARGETS gpureap RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS gpureap_http_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/gpureap)  # where gpureap looks
+install(TARGETS gpureap_http_module LIBRARY DESTINATION "\${gpureap_libdir}/gpureap")  # where gpureap looks
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/gpureap.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpureap)
 install(FILES ${GPUREAP_PACKAGING_DIR}/completions/_gpureap
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/zsh/\${gpureap_zshdir}")
 install(FILES ${GPUREAP_PACKAGING_DIR}/examples/config.toml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/watch-policy.example.toml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
         RENAME watch-policy.toml)
@@ -91,10 +116,11 @@ if(GPUREAP_BUILD_TESTS)
 endif()
 
 # ---------------------------------------------------------------------------------------------
-# The Debian package: gpureap_<version>_<arch>.deb.
+# The packages: gpureap_<version>_<arch>.deb, gpureap-<version>-1.x86_64.rpm and
+# gpureap-<version>-linux-x86_64.tar.gz (one generator per cpack run: scripts/package.sh).
 set(GPUREAP_PACKAGE_MAINTAINER "gpureap maintainers <maintainers@users.noreply.a-seed-822c9f19.example>"
     CACHE STRING "Maintainer field of the Debian package")
-set(CPACK_GENERATOR DEB)
+set(CPACK_GENERATOR DEB RPM TGZ)
 set(CPACK_PACKAGE_NAME gpureap)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT ${GPUREAP_PACKAGE_MAINTAINER})
@@ -115,4 +141,28 @@ set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})  # the paths the man pages name
 set(CPACK_STRIP_FILES ON)
+
+# The RPM (rpmbuild from Debian's rpm package). Requires: rpm's own scan of the program (the C
+# library's symbol versions); not of the HTTP module, whose libraries (Debian's libcpp-httplib
+# and OpenSSL 3) no RHEL-family system packages under those names: gpureap says so when a
+# command needs the module (README's Install section).
+set(CPACK_RPM_FILE_NAME RPM-DEFAULT)  # gpureap-<version>-1.<arch>.rpm
+set(CPACK_RPM_PACKAGE_DESCRIPTION ${CPACK_PACKAGE_DESCRIPTION})
+set(CPACK_RPM_PACKAGE_VENDOR "gpureap maintainers")
+set(CPACK_RPM_PACKAGE_RELEASE 1)
+set(CPACK_RPM_PACKAGE_GROUP "Applications/System")
+set(CPACK_RPM_PACKAGE_SUGGESTS "bash-completion")
+# rpmbuild's own post-install steps (strip, .comment removal, recompression) left out: CPack
+# has stripped the files and gzipped the pages, and the three packages carry one program.
+set(CPACK_RPM_SPEC_MORE_DEFINE "%global __requires_exclude_from ^/usr/lib64/gpureap/.*$
+%define _build_id_links none
+%define debug_package %{nil}
+%define __os_install_post %{nil}")
+# Directories that other packages (filesystem, bash-completion, zsh) own.
+set(CPACK_RPM_EXCLUDE_FROM_AUTO_FILELIST_ADDITION /usr/share/bash-completion /usr/share/bash-completion/completions
+    /usr/share/zsh /usr/share/zsh/site-functions /usr/share/man /usr/share/man/man1 /usr/lib64)
+
+# The tarball: gpureap-<version>-linux-x86_64/{bin,lib,share}, runnable where it is unpacked.
+set(CPACK_SYSTEM_PROCESSOR ${CMAKE_SYSTEM_PROCESSOR})
+set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/cpack_per_package.cmake)
 include(CPack)

@@ -17,7 +17,10 @@ echo "build.sh: $variant build with $("$CXX" --version | head -1)"
 case "$variant" in
   release)
     dir="$root/build"
-    extra=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DGPUREAP_BUILD_TESTS=OFF) ;;
+    extra=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DGPUREAP_BUILD_TESTS=OFF)
+    # With gcc, linked against Debian 11's C library where scripts/glibc-sysroot.sh has made
+    # that root (package.sh makes it): the program then runs on glibc 2.28 and later.
+    [[ $("$CXX" --version) == *clang* ]] || extra+=(-DGPUREAP_GLIBC_SYSROOT="$("$root/scripts/glibc-sysroot.sh" --if-cached)") ;;
   asan)
     dir="$root/build-asan"
     # -O0: the sanitizers find the same errors (nothing optimised away) and the build takes

@@ -14,7 +14,11 @@ echo "compile-check: Release with dpkg-buildflags, $("$CXX" --version | head -1)
 # and doubles the time the check takes.
 flags() { DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1" | sed -E 's/(^| )-g( |$)/ /g'; }
 cxxflags="$(flags CPPFLAGS) $(flags CXXFLAGS)"
+# With gcc and Debian 11's root at hand, the release program's glibc stand-ins (src/glibc_compat.cpp) too.
+sysroot=""
+[[ $("$CXX" --version) == *clang* ]] || sysroot=$("$root/scripts/glibc-sysroot.sh" --if-cached)
 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="$cxxflags" \
+  -DGPUREAP_GLIBC_SYSROOT="$sysroot" \
   -DCMAKE_EXE_LINKER_FLAGS="$(flags LDFLAGS)" -DCMAKE_MODULE_LINKER_FLAGS="$(flags LDFLAGS)" \
   -DGPUREAP_WERROR=ON -DGPUREAP_BUILD_TESTS=OFF -DGPUREAP_MAN_PAGES=OFF >/dev/null
 mapfile -t objects < <(ninja -C "$dir" -t targets all | grep -o '^src/CMakeFiles/[^:]*\.o')

@@ -24,6 +24,7 @@ test_packages=(
   prometheus   # promtool checks the metrics and rules; the fleet test runs a real server
   slurm-wlm munge   # tests/slurm: a two-node Slurm cluster runs the shipped deploy/slurm scripts
   runc   # the container tests run real OCI containers (podman and crun refuse a hybrid cgroup host)
+  rpm debootstrap   # package.sh's RPM (rpmbuild) and package-check's rpm; the Debian 11 root (glibc-sysroot.sh)
 )
 
 case ${1:-test} in

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -33,7 +34,7 @@ const gpureap_http_module_api* load_http_module(const std::string& module_path, 
     if (handle == nullptr) {
       const char* why = ::dlerror();
       error = "cannot load the HTTP module " + path + ": " + sanitize_for_terminal(why ? why : "unknown error") +
-              " (is libcpp-httplib0.11 installed?)";
+              " (it needs cpp-httplib 0.11 and OpenSSL 3: README.md, Install)";
       return nullptr;
     }
     using Entry = const gpureap_http_module_api* (*)();
@@ -53,11 +54,18 @@ const gpureap_http_module_api* load_http_module(const std::string& module_path, 
 
 std::vector<std::string> http_module_candidates() {
   std::vector<std::string> out;
+  const auto add = [&out](std::string path) {
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(std::move(path));
+  };
   if (const std::string dir = executable_dir(); !dir.empty()) {
-    out.push_back(dir + "/" + kModuleName);
-    out.push_back(dir + "/../" + GPUREAP_INSTALL_LIBDIR + "/gpureap/" + kModuleName);
+    add(dir + "/" + kModuleName);
+    // The packages' library directories beside bin/ (cmake/packaging.cmake): the Debian
+    // package's (this build's own), the RPM's and the tarball's.
+    for (const char* libdir : {GPUREAP_INSTALL_LIBDIR, "lib64", "lib"}) {
+      add((std::filesystem::path(dir).parent_path() / libdir / "gpureap" / kModuleName).string());
+    }
   }
-  out.push_back((std::filesystem::path(GPUREAP_INSTALL_FULL_LIBDIR) / "gpureap" / kModuleName).string());
+  add((std::filesystem::path(GPUREAP_INSTALL_FULL_LIBDIR) / "gpureap" / kModuleName).string());
   return out;
 }
 

@@ -15,9 +15,10 @@ namespace gpureap {
 // never unloaded: its threads and its C++ runtime must outlive every server and client.
 const gpureap_http_module_api* load_http_module(const std::string& module_path, std::string& error);
 
-// Where the module is looked for, in order: beside the gpureap binary (a build tree), under
-// the binary's ../lib (an installation moved elsewhere), and where it was installed. Never a
-// path from the environment: gpureap runs as root.
+// Where the module is looked for, in order: beside the gpureap binary (a build tree), in the
+// library directory beside the binary's bin/ of each package (the .deb's lib/<multiarch>, the
+// RPM's lib64, the tarball's lib: wherever it is unpacked), and where this build installs it.
+// Never a path from the environment: gpureap runs as root.
 std::vector<std::string> http_module_candidates();
 
 }  // namespace gpureap
