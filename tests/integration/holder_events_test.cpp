@@ -3,14 +3,20 @@
 // shows is what the events brought. Beside it, one that walks /proc every second counts what
 // its walks found that the events had missed. Real processes on the simulator's device files:
 // an open, a holder's worker that opens nothing, its exit, a dup, setsid and exec that keep the
-// descriptor, a descriptor received over a Unix socket (no open event), a bystander.
+// descriptor, a descriptor received over a Unix socket (no open event), a bystander; ps --watch
+// on the same events; and without them (no capability, GPUREAP_HOLDER_EVENTS=off), the walk
+// at every collection, said once.
 #include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <fstream>
 #include <string>
@@ -18,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "export_support.hpp"
+#include "watch_support.hpp"
 #include "sim_harness.hpp"
 #include "stepped_child.hpp"
 
@@ -193,6 +200,114 @@ TEST_F(HolderEvents, ADescriptorReceivedOverASocketIsFoundByTheNextWalkAndCounte
   EXPECT_TRUE(scrape_shows(*checked, "0", 1)) << "the receiver, found by a walk";
   EXPECT_EQ(counter(*checked, "gpureap_holder_walk_missed_total"), 1);
   EXPECT_EQ(counter(*events, "gpureap_holder_walk_missed_total"), 0) << "it has not walked since";
+}
+
+// `gpureap ps --json --watch INTERVAL` in the background, stdout (one frame a line) on a pipe.
+class PsWatch {
+ public:
+  PsWatch(const SimHost& host, const std::string& interval) {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) std::abort();
+    SpawnOptions options;
+    options.env = host.env();
+    const PreparedExec exec({gpureap_binary(), "ps", "--json", "--watch", interval}, options);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      exec.exec_in_child(false);
+    }
+    ::close(out[1]);
+    out_ = out[0];
+  }
+  ~PsWatch() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    ::close(out_);
+  }
+  PsWatch(const PsWatch&) = delete;
+  PsWatch& operator=(const PsWatch&) = delete;
+
+  // The next frame, parsed; null when none came within timeout_ms.
+  nlohmann::json next_frame(int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      if (const auto end = buffer_.find('\n'); end != std::string::npos) {
+        const std::string line = buffer_.substr(0, end);
+        buffer_.erase(0, end + 1);
+        return nlohmann::json::parse(line, nullptr, false);
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{out_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return nullptr;
+      char chunk[65536];
+      const ssize_t n = ::read(out_, chunk, sizeof chunk);
+      if (n <= 0) return nullptr;
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string buffer_;
+};
+
+// An hour between frames: a frame that shows the new holder came from its events.
+TEST_F(HolderEvents, PsWatchShowsANewHolderInAFrameOfItsOwn) {
+  PsWatch ps(host_, "1h");
+  const nlohmann::json first = ps.next_frame(20000);
+  ASSERT_TRUE(first.is_object()) << "the first frame";
+  const std::string gpu0 = node("nvidia0");
+  SteppedChild holder({[&] { (void)::open(gpu0.c_str(), O_RDWR); }});
+  ASSERT_TRUE(holder.step());
+  const nlohmann::json next = ps.next_frame(10000);
+  ASSERT_TRUE(next.is_object()) << "a frame at the open, not an hour later";
+  EXPECT_NE(find_holder(next, holder.pid()), nullptr) << next.dump(2);
+  EXPECT_EQ(find_holder(first, holder.pid()), nullptr);
+}
+
+// GPUREAP_HOLDER_EVENTS=off: watch walks at every full scan and says so once in its log.
+TEST_F(HolderEvents, WatchWithEventsOffSaysOnceThatItWalks) {
+  const std::string policy = host_.config_dir() + "/policy.toml";
+  std::ofstream(policy) << "interval = \"100ms\"\nfull_scan_interval = \"300ms\"\n"
+                           "[[rule]]\nname = \"idle\"\ncondition = \"idle\"\nidle_for = \"1h\"\naction = \"log\"\n";
+  BackgroundWatch watch(host_, policy, {}, {{"GPUREAP_HOLDER_EVENTS", "off"}});
+  const auto said = watch.wait_for("holder-events-off");
+  ASSERT_TRUE(said);
+  EXPECT_EQ(said->field("why"), "holders found by walking /proc at every scan: GPUREAP_HOLDER_EVENTS=off");
+  EXPECT_TRUE(watch.wait_for_count("scan", {}, 4)) << "several full scans";
+  EXPECT_EQ(watch.count("holder-events-off"), 1u);
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+// As a user without CAP_SYS_ADMIN: export and ps --watch walk /proc at every collection, find
+// a new GPU process so, and say once why.
+TEST(HolderEventsFallback, WithoutTheCapabilityExportAndPsWatchWalkAndSayWhyOnce) {
+  if (!running_as_root()) GTEST_SKIP() << "switching to " << kTestUserName << " needs root";
+  const passwd* user = test_user();
+  ASSERT_NE(user, nullptr);
+  SimHost host;
+  ExportServer server(host, {"--reconcile", "1h", "--cache", "0", "--no-kernel-log"}, true, user->pw_uid);
+  ASSERT_TRUE(server.serving()) << server.stderr_text();
+  const Scrape first = server.scrape();
+  EXPECT_EQ(first.value("gpureap_holder_events_active"), 0);
+  EXPECT_FALSE(first.value("gpureap_holder_walks_total").has_value()) << "no reconciliation: every collection walks";
+  auto job = host.start({"--alloc", "0:1GiB"}, user->pw_uid);
+  EXPECT_TRUE(scrape_shows(server, "0", 1)) << "found by the next collection's walk";
+  const std::string told = "holders found by walking /proc at every scan: fanotify: not permitted (needs CAP_SYS_ADMIN)";
+  const std::string err = server.stderr_text();
+  EXPECT_NE(err.find(told), std::string::npos) << err;
+  EXPECT_EQ(err.find(told), err.rfind(told)) << "said once: " << err;
+
+  SpawnOptions options;
+  options.env = host.env();
+  options.uid = user->pw_uid;
+  const auto ps = run_command({"/usr/bin/timeout", "--preserve-status", "-s", "INT", "1.5",
+                               reachable_by_other_users(gpureap_binary()), "ps", "--json", "--watch", "0.2"},
+                              options);
+  EXPECT_EQ(ps.exit_code, 0) << ps.err;
+  EXPECT_GE(std::count(ps.out.begin(), ps.out.end(), '\n'), 3) << "frames";
+  EXPECT_EQ(ps.err, "gpureap ps: " + told + "\n");
 }
 
 }  // namespace holder_events_test
