@@ -168,6 +168,21 @@ TEST_F(HolderEvents, AnOpenAWorkerAndTheirEndsAreInTheNextScrapeWithoutAWalk) {
   EXPECT_EQ(holders_of_gpu(checked->scrape(), "0"), 0);
 }
 
+// --cache 60s: scrapes share a collection, but not past a holder's coming or going.
+TEST_F(HolderEvents, ACachedCollectionIsNotServedOnceAHolderCameOrWent) {
+  ExportServer server(host_, {"--reconcile", "1h", "--cache", "60s", "--no-kernel-log"});
+  ASSERT_TRUE(server.serving()) << server.stderr_text();
+  const double collections = counter(server, "gpureap_collections_total");
+  EXPECT_EQ(counter(server, "gpureap_collections_total"), collections) << "nothing changed: the cached one";
+  const std::string gpu0 = node("nvidia0");
+  SteppedChild holder({[&] { (void)::open(gpu0.c_str(), O_RDWR); }});
+  ASSERT_TRUE(holder.step());
+  EXPECT_TRUE(scrape_shows(server, "0", 1)) << "within 10 s, not 60";
+  holder.end();
+  EXPECT_TRUE(scrape_shows(server, "0", 0));
+  EXPECT_GE(counter(server, "gpureap_collections_total"), collections + 2);
+}
+
 // A descriptor received over a Unix socket is an open file the receiver never opened: no event
 // names it. The events keep the sender; once the sender has gone, only a walk finds the
 // receiver, counted as missed (the documented exception: docs/metrics.md).
