@@ -10,6 +10,7 @@
 #   sim_host_grow_others 2000              # up to 2,000 other processes (call again to grow)
 #   sim_host_kill_at_exit "$pid"           # a daemon of the benchmark's, ended at exit
 #   sim_host_at_exit my_function           # a function of the benchmark's, called at exit
+#   sim_host_watch_policy FILE             # the watch policy of the watch benchmarks
 # Needs $build (the build directory). `--alloc SIZE` is given without the GPU: each process gets
 # its GPU's index prepended.
 
@@ -87,6 +88,26 @@ sim_host_grow_others() {
     sleep 0.1
   done
   sim_host_others=$want
+}
+
+# sim_host_watch_policy FILE: the seed cleaner's rule as a watch policy (this user's python
+# processes over 100 MiB idle for an hour, in dry-run), looking every second and reading all of
+# /proc every 60 s (docs/performance.md has the file).
+sim_host_watch_policy() {
+  cat >"$1" <<EOF
+mode = "dry-run"
+interval = "1s"
+full_scan_interval = "60s"
+[[rule]]
+name = "stale-python"
+condition = "idle"
+idle_for = "1h"
+users = ["$(id -un)"]
+command = "python"
+min_memory = "100MiB"
+action = "terminate"
+grace = "0s"
+EOF
 }
 
 # Processes on the host now (all of them, not only the benchmark's).

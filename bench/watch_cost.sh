@@ -33,20 +33,7 @@ listed=$("$build/sim/bin/nvidia-smi" --query-compute-apps=pid --format=csv,nohea
 procs=$(sim_host_process_count)
 
 user=$(id -un)
-cat >"$state/policy.toml" <<EOF
-mode = "dry-run"
-interval = "1s"
-full_scan_interval = "60s"
-[[rule]]
-name = "stale-python"
-condition = "idle"
-idle_for = "1h"
-users = ["$user"]
-command = "python"
-min_memory = "100MiB"
-action = "terminate"
-grace = "0s"
-EOF
+sim_host_watch_policy "$state/policy.toml"
 
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -16,7 +16,8 @@ SharedCollection::~SharedCollection() {
 
 std::optional<CollectionResult> SharedCollection::get(Clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  if (latest_ && Clock::now() - latest_at_ <= max_age_) return latest_;
+  // A holder that came or went since is worth a collection (cheap with events) at once.
+  if (latest_ && Clock::now() - latest_at_ <= max_age_ && !collector_.changed_since_collection()) return latest_;
   bool fresh = false;
   if (!stopping_) {
     // The collection running now (begun within a collection's time) or the next one: either

@@ -1,5 +1,6 @@
 // One collection shared by every scrape, on a thread of its own:
-// - a collection younger than max_age is served as it is;
+// - a collection younger than max_age is served as it is, unless the collector can tell that
+//   the host changed since (a holder kept from the kernel's events came or went);
 // - otherwise a scrape waits for the next collection to finish (starting one when none runs),
 //   so concurrent scrapes share one in-flight collection instead of each running their own;
 // - a scrape never waits past its deadline: it then gets the last good collection marked

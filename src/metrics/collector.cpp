@@ -83,6 +83,11 @@ MetricSet HostCollector::collect() {
   return metrics;
 }
 
+// HolderEvents has a lock of its own: asking while a collection runs is safe.
+bool HostCollector::changed_since_collection() {
+  return options_.snapshot.holder_events != nullptr && options_.snapshot.holder_events->changed_since_scan();
+}
+
 void PublishedCollector::publish(MetricSet metrics) {
   std::lock_guard lock(mutex_);
   latest_ = std::move(metrics);

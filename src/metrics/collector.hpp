@@ -29,6 +29,10 @@ class Collector {
   // never keeps a scrape waiting beyond its deadline for it: it may block (a hung driver) or
   // throw (then the last good collection is served, marked stale).
   virtual MetricSet collect() = 0;
+  // Whether the host has changed since the last collection in a way it can tell at once
+  // (a holder kept from the kernel's events came or went): a younger collection is then not
+  // served from the cache. Called from any thread.
+  virtual bool changed_since_collection() { return false; }
 };
 
 // default_snapshot_options() in the Holders scope, as `ps` reads: the processes holding GPU
@@ -64,6 +68,7 @@ class HostCollector : public Collector {
   ~HostCollector() override;
 
   MetricSet collect() override;
+  bool changed_since_collection() override;
 
  private:
   HostCollectorOptions options_;

@@ -286,6 +286,17 @@ class WatchDaemon {
     note_drm_gpus(look);
   }
 
+  // Without the kernel's events every full scan walks /proc, and a new holder waits for the
+  // next one: said once.
+  void note_holder_events(const Look& look) {
+    if (holder_fallback_told_ || !look.snapshot || !look.snapshot->holder_events) return;
+    if (look.snapshot->holder_events->active) return;
+    holder_fallback_told_ = true;
+    log_.write(LogPriority::Warning, "holder-events-off",
+               {{"why", look.snapshot->holder_events->fallback_reason},
+                {"effect", "a process that opens a GPU device file or a holder's new child waits for the next full scan"}});
+  }
+
   // The AMD and Intel GPUs of the last full scan, by PCI address.
   void note_drm_gpus(const Look& look) {
     if (!look.snapshot) return;
@@ -295,6 +306,7 @@ class WatchDaemon {
 
   void evaluate(const Look& look) {
     note_driver(look);
+    note_holder_events(look);
     if (look.full_scan) {
       log_.write(LogPriority::Debug, "scan",
                  {{"candidates", std::to_string(look.candidates.size())}, {"frozen", std::to_string(look.frozen.size())}});
@@ -458,6 +470,7 @@ class WatchDaemon {
   bool force_full_ = false;
   std::string driver_problem_;
   std::set<unsigned> unreadable_gpus_;
+  bool holder_fallback_told_ = false;
   std::optional<std::map<unsigned, std::string>> last_gpu_uuids_;
   std::vector<std::string> drm_gpus_;
 };

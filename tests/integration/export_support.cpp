@@ -286,7 +286,8 @@ std::vector<ScrapedSample> parsed_by_prometheus(const std::string& text, const s
   return out;
 }
 
-ExportServer::ExportServer(const SimHost& host, std::vector<std::string> args, bool add_listen) {
+ExportServer::ExportServer(const SimHost& host, std::vector<std::string> args, bool add_listen,
+                           std::optional<uid_t> uid) {
   static int counter = 0;
   stderr_path_ = host.state_dir() + "/export-stderr-" + std::to_string(counter++) + ".txt";
   if (add_listen && std::find(args.begin(), args.end(), "--listen") == args.end()) {
@@ -297,6 +298,7 @@ ExportServer::ExportServer(const SimHost& host, std::vector<std::string> args, b
   SpawnOptions options;
   options.env = host.env();
   options.new_process_group = false;  // setsid below
+  options.uid = uid;
   const PreparedExec exec(args, options);
   const std::string stderr_path = stderr_path_;
   pid_ = fork();

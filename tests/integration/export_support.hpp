@@ -45,10 +45,11 @@ std::string promtool_check(const std::string& text, const std::string& work_dir)
 std::vector<ScrapedSample> parsed_by_prometheus(const std::string& text, const std::string& parent_dir);
 
 // `gpureap export ARGS --listen 127.0.0.1:0` (unless ARGS has --listen) in the background,
-// stderr to a file; waits until it says where it serves.
+// as `uid` when given, stderr to a file; waits until it says where it serves.
 class ExportServer {
  public:
-  ExportServer(const SimHost& host, std::vector<std::string> args, bool add_listen = true);
+  ExportServer(const SimHost& host, std::vector<std::string> args, bool add_listen = true,
+               std::optional<uid_t> uid = std::nullopt);
   ~ExportServer();
   ExportServer(const ExportServer&) = delete;
   ExportServer& operator=(const ExportServer&) = delete;

@@ -4,16 +4,13 @@
 // it), a PID reused, a queue overflowed, and the fallback without the capability.
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -26,6 +23,7 @@
 #include "holders/holder_tracker.hpp"
 #include "proc/process_table.hpp"
 #include "snapshot/holder_events.hpp"
+#include "stepped_child.hpp"
 
 namespace gpureap {
 namespace {
@@ -50,61 +48,7 @@ class DeviceDir {
   std::string path_;
 };
 
-// A forked process that runs its steps one at a time when told, and waits after the last
-// until the test ends it.
-class Child {
- public:
-  using Step = std::function<void()>;
-  explicit Child(std::vector<Step> steps) {
-    int command[2], ack[2];
-    if (::pipe2(command, O_CLOEXEC) != 0 || ::pipe2(ack, O_CLOEXEC) != 0) std::abort();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::close(command[1]);
-      ::close(ack[0]);
-      for (const Step& step : steps) {
-        char c = 0;
-        if (::read(command[0], &c, 1) != 1) ::_exit(0);
-        step();
-        if (::write(ack[1], "k", 1) != 1) ::_exit(1);
-      }
-      char c = 0;
-      while (::read(command[0], &c, 1) == 1) {
-      }
-      ::_exit(0);
-    }
-    ::close(command[0]);
-    ::close(ack[1]);
-    command_ = command[1];
-    ack_ = ack[0];
-  }
-  ~Child() {
-    ::close(command_);
-    ::close(ack_);
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  pid_t pid() const { return pid_; }
-  // Runs the next step; false when the child did not answer within 10 s.
-  bool step() {
-    if (::write(command_, "s", 1) != 1) return false;
-    pollfd p{ack_, POLLIN, 0};
-    char c = 0;
-    return ::poll(&p, 1, 10000) == 1 && ::read(ack_, &c, 1) == 1;
-  }
-  void end() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    reaped_ = true;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int command_ = -1, ack_ = -1;
-  bool reaped_ = false;
-};
+using Child = test::SteppedChild;
 
 bool eventually(const std::function<bool()>& condition, int timeout_ms = 5000) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -284,20 +228,6 @@ TEST_F(HolderTrackerTest, AnExecClosesCloseOnExecDescriptorsAndKeepsTheOthers) {
   }
 }
 
-// One byte with room for one descriptor (SCM_RIGHTS).
-struct OneDescriptorMessage {
-  OneDescriptorMessage() {
-    header.msg_iov = &data;
-    header.msg_iovlen = 1;
-    header.msg_control = control;
-    header.msg_controllen = sizeof control;
-  }
-  char byte = 'x';
-  iovec data{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr header{};
-};
-
 TEST_F(HolderTrackerTest, ADescriptorPassedOverASocketIsFoundByTheWalkAndCountedMissed) {
   auto tracker = started();
   ASSERT_NE(tracker, nullptr);
@@ -306,18 +236,11 @@ TEST_F(HolderTrackerTest, ADescriptorPassedOverASocketIsFoundByTheWalkAndCounted
   const std::string node = dev_.node("nvidia0");
   Child sender({[&] {
     const int fd = ::open(node.c_str(), O_RDWR);
-    OneDescriptorMessage message;
-    cmsghdr* header = CMSG_FIRSTHDR(&message.header);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-    if (::sendmsg(pair[0], &message.header, 0) != 1) ::_exit(1);
+    if (!test::send_descriptor(pair[0], fd)) ::_exit(1);
     ::close(fd);
   }});
   Child receiver({[&] {
-    OneDescriptorMessage message;
-    if (::recvmsg(pair[1], &message.header, 0) != 1) ::_exit(1);
+    if (!test::receive_descriptor(pair[1])) ::_exit(1);
   }});
   ::close(pair[0]);
   ::close(pair[1]);

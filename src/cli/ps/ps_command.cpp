@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -22,6 +25,7 @@
 #include "text/charset.hpp"
 #include "text/sanitize.hpp"
 #include "text/terminal_width.hpp"
+#include "text/truncate.hpp"
 
 namespace gpureap {
 namespace {
@@ -56,12 +60,36 @@ void print_flushed(const std::string& text) {
   std::fflush(stdout);
 }
 
-// Sleeps until the interval passes or a stop signal arrives.
-void wait_interval(double seconds) {
-  const int total_ms = static_cast<int>(seconds * 1000);
-  for (int waited = 0; waited < total_ms && !g_stop; waited += 100) {
-    poll(nullptr, 0, std::min(100, total_ms - waited));
+// Sleeps until the interval passes or a stop signal arrives, or, with the kernel's events,
+// until the holders change (a process opened a GPU device file, a holder forked or ended): the
+// next frame shows it at once, yet frames come at most one per kMinWatchSeconds.
+void wait_interval(double seconds, HolderEvents& events) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto first_change =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(option_limits::kMinWatchSeconds));
+  std::vector<pollfd> fds;
+  for (const int fd : events.event_fds()) fds.push_back({fd, POLLIN, 0});
+  for (auto now = Clock::now(); now < end && !g_stop; now = Clock::now()) {
+    // At most 100 ms asleep at a time: a stop signal is seen within that.
+    auto wake = std::min(end, now + std::chrono::milliseconds(100));
+    const bool listen = !fds.empty() && now >= first_change;
+    if (!fds.empty() && !listen) wake = std::min(wake, first_change);
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
+    const int ready = poll(listen ? fds.data() : nullptr, listen ? fds.size() : 0, static_cast<int>(std::max<long long>(ms, 1)));
+    if (ready > 0 && events.changed_since_scan()) return;
   }
+}
+
+// Without the kernel's events every frame walks /proc: said once on stderr, or at the top of
+// every frame of a screen that each frame clears.
+std::string fallback_note(const Snapshot& snapshot, bool clear_screen, bool& told, const OutputWidth& width) {
+  if (!snapshot.holder_events || snapshot.holder_events->active) return {};
+  if (clear_screen) return fit_lines(width, snapshot.holder_events->fallback_reason, "", "  ");
+  if (!told) std::cerr << "gpureap ps: " << sanitize_for_terminal(snapshot.holder_events->fallback_reason) << "\n";
+  told = true;
+  return {};
 }
 
 }  // namespace
@@ -81,7 +109,8 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& options) {
   ps->add_flag("--tree", options.tree, "Show each GPU process with its descendants and their roles");
   ps->add_option_function<std::string>(
       "--watch", [&options](const std::string& text) { options.watch = text; },
-      "Refresh every SECONDS, from 0.1 to 86400 (1d), such as 2, 0.5 or 1m (with --json: one object per line)");
+      "Refresh every SECONDS, from 0.1 to 86400 (1d), such as 2, 0.5 or 1m, and as root at once when a holder of "
+      "a GPU device file comes or goes (with --json: one object per line)");
   ps->add_flag("--wide,-w", options.wide, "Show whole command lines on a terminal too (they always are through a pipe)");
   ps->add_option("--gpu", options.gpus, "Only these GPUs: NVIDIA indices or UUIDs, any GPU's PCI address (comma-separated)");
   ps->add_option("--user", options.filter.users, "Only processes of this user (name or uid)")->delimiter(',');
@@ -117,6 +146,10 @@ int run_ps(PsOptions options) {
   SnapshotOptions snapshot_options = default_snapshot_options();
   // ps shows holders and driver-listed trees only: no need to read every process in full.
   snapshot_options.proc.scope = ProcScanScope::Holders;
+  // --watch keeps the holders from the kernel's events and walks /proc every 5 minutes; one
+  // look walks (a set is worth keeping only across looks).
+  const auto events = options.watch_seconds > 0 ? std::make_shared<HolderEvents>(300) : nullptr;
+  snapshot_options.holder_events = events;
   SnapshotSource source(std::move(snapshot_options));
 
   if (options.watch_seconds <= 0) {
@@ -139,6 +172,7 @@ int run_ps(PsOptions options) {
   const bool clear_screen = !options.json && isatty(STDOUT_FILENO) == 1;
   int status = exit_code::kOk;
   bool first = true;  // a container that ends while watching is not a usage error
+  bool fallback_told = false;
   while (!g_stop) {
     auto snapshot = source.take();
     if (const auto failed = resolve_gpu_filter(*snapshot, options)) return *failed;
@@ -149,11 +183,12 @@ int run_ps(PsOptions options) {
       }
     }
     first = false;
-    std::string frame = render(*snapshot, options, style, width);
+    std::string frame = fallback_note(*snapshot, clear_screen, fallback_told, width) +
+                        render(*snapshot, options, style, width);
     if (clear_screen) frame = "\x1b[H\x1b[2J" + frame;
     print_flushed(frame);
     status = snapshot_exit_status(*snapshot);
-    wait_interval(options.watch_seconds);
+    wait_interval(options.watch_seconds, *events);
   }
   return status;
 }

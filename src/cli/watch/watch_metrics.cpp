@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "metrics/holder_event_metrics.hpp"
+
 namespace gpureap {
 namespace {
 
@@ -44,6 +46,7 @@ void WatchMetricsPublisher::on_look(const Look& look) {
   if (look.snapshot) {
     MetricSet scanned;
     add_snapshot_metrics(*look.snapshot, options_.snapshot, scanned);
+    add_holder_event_metrics(*look.snapshot, scanned);
     // Only at full scans: the checks need what quick looks do not read (memory per GPU, every
     // holder), and they cost a walk over the snapshot, not a driver call.
     add_quick_finding_metrics(*look.snapshot, scanned);
