@@ -42,20 +42,20 @@ TEST(WatchLadder, ASecondMatchIsEndedWhileTheFirstLadderWaitsAndAStopContinuesTh
       << "the first ladder never reached its signal step";
 
   auto late = host.start({"--alloc", "1:512MiB", "--name", "late-trainer"});
-  const auto ended = watch.wait_for("terminate", {{"pid", pid_text(late.pid)}}, 60000);
+  const auto ended = watch.wait_for("terminate", {{"pid", std::to_string(late.pid)}}, 60000);
   ASSERT_TRUE(ended) << "the second process waited for the first ladder";
   EXPECT_EQ(ended->field("outcome"), "exited") << ended->raw;
   EXPECT_TRUE(eventually([&] { return !running(late.pid); }, 10000));
   EXPECT_TRUE(sent(audit, late.pid, "SIGTERM"));
   // The first ladder is still under way: no report for it, and its process is alive.
-  EXPECT_EQ(watch.count("terminate", {{"pid", pid_text(stubborn.pid)}}), 0u);
+  EXPECT_EQ(watch.count("terminate", {{"pid", std::to_string(stubborn.pid)}}), 0u);
   EXPECT_TRUE(running(stubborn.pid));
 
   const auto asked = std::chrono::steady_clock::now();
   EXPECT_EQ(watch.stop(SIGTERM, 60000), 0);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
   EXPECT_LT(took, kMaxStopSeconds) << "the stop waited for the ladder";
-  const auto first = watch.wait_for("terminate", {{"pid", pid_text(stubborn.pid)}});
+  const auto first = watch.wait_for("terminate", {{"pid", std::to_string(stubborn.pid)}});
   ASSERT_TRUE(first);
   EXPECT_EQ(first->field("outcome"), "survived");
   EXPECT_NE(first->field("message").find("interrupted by SIGTERM"), std::string::npos) << first->raw;
