@@ -1,7 +1,8 @@
 // A ladder under way does not hold the daemon: while one process that ignores SIGTERM waits
 // out a long kill_timeout, watch keeps looking, and a second process that comes to match is
-// ended without waiting for the first. A stop then interrupts the first ladder: it is
-// continued and left running, the stop is prompt, and a bystander is never signalled.
+// ended without waiting for the first; two rules matching one process start one ladder. A
+// stop then interrupts the first ladder: it is continued and left running, the stop is
+// prompt, and a bystander is never signalled.
 #include <signal.h>
 
 #include <chrono>
@@ -17,13 +18,15 @@
 namespace gpureap::test {
 namespace {
 
-// The audit log records `signal` as sent to pid.
-bool sent(const std::string& log, pid_t pid, const std::string& signal) {
+// How many times the audit log records `signal` as sent to pid.
+int sent_count(const std::string& log, pid_t pid, const std::string& signal) {
+  int n = 0;
   for (const auto& l : audit_lines(log)) {
-    if (l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == "sent") return true;
+    n += l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == "sent" ? 1 : 0;
   }
-  return false;
+  return n;
 }
+bool sent(const std::string& log, pid_t pid, const std::string& signal) { return sent_count(log, pid, signal) > 0; }
 
 TEST(WatchLadder, ASecondMatchIsEndedWhileTheFirstLadderWaitsAndAStopContinuesTheFirst) {
   SimHost host;
@@ -35,6 +38,9 @@ TEST(WatchLadder, ASecondMatchIsEndedWhileTheFirstLadderWaitsAndAStopContinuesTh
       std::string("mode = \"enforce\"\n") + kFast + "audit_log = \"" + audit + "\"\n" +
           "[terminate]\nkill_timeout = \"1h\"\nverify_timeout = \"1h\"\n"
           "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"terminate\"\n"
+          "grace = \"0s\"\ncommand = \"trainer\"\n"
+          // A second rule over the same processes: a process being ended is not started twice.
+          "[[rule]]\nname = \"big\"\ncondition = \"memory\"\nmemory_above = \"256MiB\"\naction = \"terminate\"\n"
           "grace = \"0s\"\ncommand = \"trainer\"\n");
   BackgroundWatch watch(host, policy);
   // The first ladder has sent SIGTERM, which is ignored: it now waits up to an hour for SIGKILL.
@@ -47,9 +53,12 @@ TEST(WatchLadder, ASecondMatchIsEndedWhileTheFirstLadderWaitsAndAStopContinuesTh
   EXPECT_EQ(ended->field("outcome"), "exited") << ended->raw;
   EXPECT_TRUE(eventually([&] { return !running(late.pid); }, 10000));
   EXPECT_TRUE(sent(audit, late.pid, "SIGTERM"));
-  // The first ladder is still under way: no report for it, and its process is alive.
+  // The first ladder is still under way: no report for it, its process is alive, and neither
+  // rule started a second ladder on it (looks went on meanwhile: the second was found).
   EXPECT_EQ(watch.count("terminate", {{"pid", std::to_string(stubborn.pid)}}), 0u);
   EXPECT_TRUE(running(stubborn.pid));
+  EXPECT_EQ(sent_count(audit, stubborn.pid, "SIGTERM"), 1);
+  EXPECT_EQ(sent_count(audit, late.pid, "SIGTERM"), 1);
 
   const auto asked = std::chrono::steady_clock::now();
   EXPECT_EQ(watch.stop(SIGTERM, 60000), 0);
