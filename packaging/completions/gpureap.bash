@@ -81,9 +81,9 @@ _gpureap() {
       ;;
     watch)
       options="-h --help --policy --check-config --interval -n --dry-run --audit-log
-               --listen --web-config --per-process --max-scrapes --kernel-log --no-kernel-log"
+               --listen --web-config --per-process --max-scrapes --kernel-log --no-kernel-log --stop-timeout"
       values="--policy --check-config --interval --audit-log --listen --web-config --max-scrapes
-              --kernel-log"
+              --kernel-log --stop-timeout"
       ;;
     fleet)
       options="-h --help --prometheus --user --password-file --ca-file --insecure --timeout --host --gpu

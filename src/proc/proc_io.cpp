@@ -109,13 +109,15 @@ bool errno_means_denied() { return errno == EACCES || errno == EPERM; }
 
 bool denial_hides_nothing(pid_t pid) { return pid == 1 && ::geteuid() == 0; }
 
+// Buffers are left uninitialised (make_unique_for_overwrite): zeroing them would touch every
+// page, a page fault each, though most reads fill a few hundred bytes.
 ReadBuffer::ReadBuffer(std::size_t initial_capacity)
-    : data_(std::make_unique<char[]>(initial_capacity)), capacity_(initial_capacity) {}
+    : data_(std::make_unique_for_overwrite<char[]>(initial_capacity)), capacity_(initial_capacity) {}
 
 void ReadBuffer::grow(std::size_t at_least) {
   std::size_t capacity = capacity_;
   while (capacity < at_least) capacity *= 2;
-  auto data = std::make_unique<char[]>(capacity);
+  auto data = std::make_unique_for_overwrite<char[]>(capacity);
   std::memcpy(data.get(), data_.get(), capacity_);
   data_ = std::move(data);
   capacity_ = capacity;
@@ -182,7 +184,7 @@ std::optional<std::string_view> ReadBuffer::read_link_at(int dirfd, const char* 
   }
 }
 
-DirLister::DirLister() : data_(std::make_unique<char[]>(kBufferSize)) {}
+DirLister::DirLister() : data_(std::make_unique_for_overwrite<char[]>(kBufferSize)) {}
 
 long DirLister::fill(int dirfd) {
   ssize_t got;

@@ -21,7 +21,7 @@
 #include "snapshot/snapshot.hpp"
 #include "top/kill_preview.hpp"
 #include "top/top_row.hpp"
-#include "top/wake_signal.hpp"
+#include "proc/wake_signal.hpp"
 
 namespace gpureap {
 

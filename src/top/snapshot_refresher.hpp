@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "snapshot/snapshot.hpp"
-#include "top/wake_signal.hpp"
+#include "proc/wake_signal.hpp"
 
 namespace gpureap {
 

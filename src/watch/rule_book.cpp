@@ -101,6 +101,10 @@ void RuleBook::mark_acted(const Rule& rule, const Key& key) {
   if (auto it = states_.find({rule.name, key}); it != states_.end()) it->second.acted = true;
 }
 
+void RuleBook::unmark_acted(const Rule& rule, const Key& key) {
+  if (auto it = states_.find({rule.name, key}); it != states_.end()) it->second.acted = false;
+}
+
 bool RuleBook::mark_capped(const Rule& rule, const Key& key) {
   auto it = states_.find({rule.name, key});
   if (it == states_.end() || it->second.capped) return false;

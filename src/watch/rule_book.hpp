@@ -48,6 +48,9 @@ class RuleBook {
 
   // After the action (or its dry-run line): not again while the match lasts.
   void mark_acted(const Rule& rule, const Key& key);
+  // An action that did nothing after all (gone, no longer matching, not judgeable): it may be
+  // due again at a later look.
+  void unmark_acted(const Rule& rule, const Key& key);
   // Deferred by the cap: true the first time for this match (the counter counts it once).
   bool mark_capped(const Rule& rule, const Key& key);
 

@@ -36,9 +36,8 @@ TerminationResult nudge(const Rule& rule, const Candidate& zombie, const Snapsho
 
 }  // namespace
 
-TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, const Rule& rule, const Candidate& seen,
-                                      double seconds_since_look, const TerminationSettings& settings,
-                                      UserNames& names) {
+TerminationResult terminate_candidate(SnapshotSource& source, const StillHolds& still_holds, const Rule& rule,
+                                      const Candidate& seen, const TerminationSettings& settings, UserNames& names) {
   // Every process, as kill reads them: the plan's sweep looks at process groups and trees.
   auto snapshot = source.take(ProcScanScope::Everything);
   std::vector<FollowedProcess> followed = follow_snapshot(*snapshot, names);
@@ -57,7 +56,7 @@ TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, co
   const bool driver_readable = snapshot->driver.loaded && !reading.error;
   const auto fresh = judge(*it, driver_readable ? &reading : nullptr, unreadable);
   if (!fresh) return nothing_done("not-judgeable", "the driver could not be read to confirm the match");
-  if (!book.still_holds(rule, seen, *fresh, seconds_since_look, uuids)) {
+  if (!still_holds(*fresh, uuids)) {
     return nothing_done("no-longer-matches", "it no longer matches the rule on a fresh look");
   }
   if (fresh->kind == CandidateKind::Zombie) return nudge(rule, *fresh, *snapshot, settings);

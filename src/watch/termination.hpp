@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,7 +18,6 @@
 #include "snapshot/snapshot.hpp"
 #include "watch/observation.hpp"
 #include "watch/policy.hpp"
-#include "watch/rule_book.hpp"
 
 namespace gpureap {
 
@@ -42,8 +43,11 @@ struct TerminationResult {
   std::string message;         // one line for the log and the owner
 };
 
-TerminationResult terminate_candidate(SnapshotSource& source, RuleBook& book, const Rule& rule, const Candidate& seen,
-                                      double seconds_since_look, const TerminationSettings& settings,
-                                      UserNames& names);
+// The rule book's re-check of the process read again (RuleBook::still_holds, with the look's
+// candidate and its age bound in): the caller decides how the book is shared with its loop.
+using StillHolds = std::function<bool(const Candidate& fresh, const std::map<unsigned, std::string>& gpu_uuids)>;
+
+TerminationResult terminate_candidate(SnapshotSource& source, const StillHolds& still_holds, const Rule& rule,
+                                      const Candidate& seen, const TerminationSettings& settings, UserNames& names);
 
 }  // namespace gpureap

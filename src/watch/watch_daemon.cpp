@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,7 @@
 #include "watch/observation.hpp"
 #include "watch/rule_book.hpp"
 #include "watch/termination.hpp"
+#include "watch/termination_worker.hpp"
 
 namespace gpureap {
 namespace {
@@ -83,8 +85,8 @@ std::string notify_program_problem(const std::string& program) {
   return {};
 }
 
-// SIGTERM, SIGINT and SIGHUP, read from a signalfd: between looks by the loop, and during an
-// action by the kill engine (interruption()), so that a stop never waits for a ladder.
+// SIGTERM, SIGINT and SIGHUP, read from a signalfd by the loop, which passes a stop on to the
+// ladders under way (TerminationWorkers::interrupt), so that a stop never waits for a ladder.
 class SignalReader {
  public:
   SignalReader() {
@@ -103,11 +105,12 @@ class SignalReader {
   SignalReader& operator=(const SignalReader&) = delete;
 
   bool valid() const { return static_cast<bool>(fd_); }
-  // Waits up to `timeout` for a signal; 0 when none came. A stop asked for stays the answer.
-  int wait(std::chrono::milliseconds timeout) {
+  // Waits up to `timeout` for a signal, or until `also` is readable; 0 when no signal came. A
+  // stop asked for stays the answer.
+  int wait(std::chrono::milliseconds timeout, int also) {
     if (stop_ == 0 && !reload_) {
-      pollfd p{fd_.get(), POLLIN, 0};
-      ::poll(&p, 1, static_cast<int>(std::max<long long>(0, timeout.count())));
+      pollfd p[2] = {{fd_.get(), POLLIN, 0}, {also, POLLIN, 0}};
+      ::poll(p, 2, static_cast<int>(std::max<long long>(0, timeout.count())));
     }
     drain();
     if (stop_ != 0) return stop_;
@@ -118,15 +121,6 @@ class SignalReader {
     return 0;
   }
   int stop_requested() const { return stop_; }
-  // For the kill engine: a stop interrupts a ladder (which continues what it stopped); a
-  // reload waits for the ladder's end.
-  Interruption interruption() {
-    return Interruption{[this] {
-                          drain();
-                          return stop_;
-                        },
-                        fd_.get()};
-  }
 
  private:
   // Every signal that arrived, without waiting: a stop is kept, a reload remembered.
@@ -152,9 +146,18 @@ class WatchDaemon {
         log_(options.log_fd),
         counters_(counters),
         observer_(options.snapshot, 300),
-        notifier_(log_, counters_) {}
+        notifier_(log_, counters_),
+        workers_(options.snapshot, [this](const Rule& rule, const Candidate& seen, const Candidate& fresh, double since,
+                                          const std::map<unsigned, std::string>& uuids) {
+          const std::lock_guard lock(book_mutex_);
+          return book_.still_holds(rule, seen, fresh, since, uuids);
+        }) {}
 
-  ~WatchDaemon() { notifier_.stop(std::chrono::milliseconds(0)); }
+  ~WatchDaemon() {
+    workers_.interrupt(SIGTERM);
+    workers_.wait_idle();
+    notifier_.stop(std::chrono::milliseconds(0));
+  }
 
   // The first policy: its GPUs are checked against this host once the driver has been read.
   // "" when it runs; else why it cannot (nothing was done).
@@ -183,8 +186,12 @@ class WatchDaemon {
     auto next = Clock::now() + interval();
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-      const int sig = signals_.wait(left);
+      const int sig = signals_.wait(left, workers_.fd());
       if (sig == SIGTERM || sig == SIGINT) {
+        // Every ladder under way continues what it stopped and reports before the stop line.
+        workers_.interrupt(sig);
+        workers_.wait_idle();
+        report_finished();
         rusage usage{};
         getrusage(RUSAGE_SELF, &usage);
         const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
@@ -197,6 +204,7 @@ class WatchDaemon {
         notifier_.stop(kNotificationBudgetAtStop);
         return 0;
       }
+      report_finished();
       if (sig == SIGHUP) {
         reload();
         continue;
@@ -205,7 +213,7 @@ class WatchDaemon {
       evaluate(observer_.look(force_full_));
       force_full_ = false;
       next += interval();
-      if (next < Clock::now()) next = Clock::now() + interval();  // a long action: no burst of catch-up looks
+      if (next < Clock::now()) next = Clock::now() + interval();  // a slow look: no burst of catch-up looks
     }
   }
 
@@ -222,13 +230,16 @@ class WatchDaemon {
     if (audit_ && audit_->path() == path) return true;
     auto opened = AuditLog::open(path, Requester::current(), error);
     if (!opened) return false;
-    audit_ = std::move(opened);
+    audit_ = std::make_shared<const AuditLog>(std::move(*opened));
     return true;
   }
 
   void install(EffectivePolicy effective) {
     policy_ = effective.policy;
-    book_.set_policy(policy_);
+    {
+      const std::lock_guard lock(book_mutex_);
+      book_.set_policy(policy_);
+    }
     notifier_.configure(policy_->notify);
     observer_.set_full_scan_seconds(policy_->full_scan_seconds);
     for (const Rule& r : policy_->rules) {
@@ -311,7 +322,12 @@ class WatchDaemon {
       log_.write(LogPriority::Debug, "scan",
                  {{"candidates", std::to_string(look.candidates.size())}, {"frozen", std::to_string(look.frozen.size())}});
     }
-    for (const Decision& d : book_.evaluate(look)) {
+    std::vector<Decision> decisions;
+    {
+      const std::lock_guard lock(book_mutex_);
+      decisions = book_.evaluate(look);
+    }
+    for (const Decision& d : decisions) {
       switch (d.kind) {
         case DecisionKind::Notice: notice(d); break;
         case DecisionKind::Due: due(d, look); break;
@@ -373,12 +389,14 @@ class WatchDaemon {
                {{"rule", d.rule->name}, {"pid", std::to_string(d.candidate.pid)}, {"why", std::string(why)}});
   }
 
-  // The cap: terminations (or, in dry-run, what would have been) in the window so far.
+  // The cap: terminations (or, in dry-run, what would have been) in the window so far, and
+  // those under way.
   bool under_cap(const Decision& d) {
     const auto now = Clock::now();
     const auto window = std::chrono::duration<double>(policy_->cap_window());
     while (!ended_at_.empty() && now - ended_at_.front() >= window) ended_at_.pop_front();
-    if (ended_at_.size() < policy_->max_terminations) return true;
+    if (ended_at_.size() + workers_.under_way() < policy_->max_terminations) return true;
+    const std::lock_guard lock(book_mutex_);
     if (book_.mark_capped(*d.rule, d.candidate.key())) {
       counters_.add_capped();
       log_.write(LogPriority::Warning, "capped",
@@ -393,10 +411,12 @@ class WatchDaemon {
   void due(const Decision& d, const Look& look) {
     const Rule& rule = *d.rule;
     const Candidate& c = d.candidate;
+    // Being ended (under another rule, or still under this one): not started twice.
+    if (workers_.ending(c.key())) return;
     if (!under_cap(d)) return;
     const std::string reason(condition_name(rule.condition));
     if (policy_->mode == WatchMode::DryRun) {
-      book_.mark_acted(rule, c.key());
+      mark_acted(rule, c.key());
       ended_at_.push_back(Clock::now());
       counters_.add(&WatchCounters::terminations, {reason, "dry-run"});
       const std::string message =
@@ -420,21 +440,45 @@ class WatchDaemon {
                   {"why", fmt::format("watch is stopping ({})", signal_name(stop))}});
       return;
     }
-    TerminationSettings settings;
-    settings.interruption = signals_.interruption();
-    settings.kill_timeout_seconds = policy_->kill_timeout_seconds;
-    settings.verify_timeout_seconds = policy_->verify_timeout_seconds;
-    settings.protect = options_.protect;
-    settings.audit = audit_ ? &*audit_ : nullptr;
-    const double since = std::chrono::duration<double>(Clock::now() - look.at).count();
-    const TerminationResult result = terminate_candidate(observer_.source(), book_, rule, c, since, settings, names_);
+    TerminationJob job;
+    job.policy = policy_;
+    job.decision = d;
+    job.looked_at = look.at;
+    job.audit = audit_;
+    job.settings.kill_timeout_seconds = policy_->kill_timeout_seconds;
+    job.settings.verify_timeout_seconds = policy_->verify_timeout_seconds;
+    job.settings.protect = options_.protect;
+    // Not started (kMaxLadders under way): it stays due, and the next look tries again.
+    if (workers_.start(std::move(job))) mark_acted(rule, c.key());
+  }
+
+  void mark_acted(const Rule& rule, const RuleBook::Key& key) {
+    const std::lock_guard lock(book_mutex_);
+    book_.mark_acted(rule, key);
+  }
+
+  // What the ladders that ended since the last call did: logged, counted and notified here, on
+  // the loop's thread.
+  void report_finished() {
+    for (FinishedTermination& done : workers_.take_finished()) finished(done);
+  }
+
+  void finished(const FinishedTermination& done) {
+    const Decision& d = done.job.decision;
+    const Rule& rule = *d.rule;
+    const Candidate& c = d.candidate;
+    const TerminationResult& result = done.result;
+    const std::string reason(condition_name(rule.condition));
     force_full_ = true;  // what it ended (or did not) is read again at the next look
     if (result.outcome == "gone" || result.outcome == "no-longer-matches" || result.outcome == "not-judgeable") {
+      {
+        const std::lock_guard lock(book_mutex_);
+        book_.unmark_acted(rule, c.key());  // nothing was done: it may be due again
+      }
       log_.write(LogPriority::Info, "not-terminated",
                  {{"rule", rule.name}, {"pid", std::to_string(c.pid)}, {"outcome", result.outcome}, {"why", result.message}});
       return;
     }
-    book_.mark_acted(rule, c.key());
     if (result.acted) ended_at_.push_back(Clock::now());
     counters_.add(&WatchCounters::terminations, {reason, result.outcome});
     counters_.add_memory_freed(result.freed_bytes);
@@ -463,9 +507,9 @@ class WatchDaemon {
   Observer observer_;
   Notifier notifier_;
   std::shared_ptr<const Policy> policy_;
+  std::mutex book_mutex_;  // the loop judges while the workers re-check before acting
   RuleBook book_;
-  std::optional<AuditLog> audit_;
-  UserNames names_;
+  std::shared_ptr<const AuditLog> audit_;
   std::deque<Clock::time_point> ended_at_;
   bool force_full_ = false;
   std::string driver_problem_;
@@ -473,9 +517,14 @@ class WatchDaemon {
   bool holder_fallback_told_ = false;
   std::optional<std::map<unsigned, std::string>> last_gpu_uuids_;
   std::vector<std::string> drm_gpus_;
+  TerminationWorkers workers_;  // last: its threads use the members above until it is destroyed
 };
 
 }  // namespace
+
+double watch_stop_seconds(const Policy& policy) {
+  return kMaxStopSeconds + (policy.notify.command.empty() ? 0 : policy.notify.command_timeout_seconds);
+}
 
 std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemonOptions& options, std::string& error) {
   if (options.interval_override) {
@@ -509,6 +558,19 @@ std::optional<EffectivePolicy> effective_policy(Policy policy, const WatchDaemon
       error = fmt::format("{}: notify.command: {}", policy.source, problem);
       return std::nullopt;
     }
+  }
+  // systemd's SIGKILL after TimeoutStopSec, in the middle of a ladder, would leave processes stopped.
+  if (options.stop_timeout_seconds && watch_stop_seconds(policy) > *options.stop_timeout_seconds) {
+    const std::string limit = fmt::format("--stop-timeout {} (the service's TimeoutStopSec)",
+                                          format_short_duration(*options.stop_timeout_seconds));
+    error = policy.notify.command.empty()
+                ? fmt::format("{}: a stop may take up to {}, more than {}: raise both to at least {}", policy.source,
+                              format_short_duration(kMaxStopSeconds), limit, format_short_duration(kMaxStopSeconds))
+                : fmt::format("{}: notify.command_timeout = {}: a stop may take up to {} ({} and a notification command "
+                              "already running), more than {}: lower notify.command_timeout or raise both",
+                              policy.source, format_short_duration(policy.notify.command_timeout_seconds),
+                              format_short_duration(watch_stop_seconds(policy)), format_short_duration(kMaxStopSeconds), limit);
+    return std::nullopt;
   }
   // The webhook is sent by the HTTP module's client: a policy with one is refused unless it
   // loads (loaded only then: a daemon without a webhook or --listen runs without HTTP code).

@@ -97,5 +97,36 @@ TEST(WatchCheckConfig, MaxTerminationsZeroInEnforceModeIsAWarning) {
   EXPECT_NE(check.err.find("warning: limits.max_terminations = 0 in enforce mode"), std::string::npos) << check.err;
 }
 
+// The stop the service manager allows (the unit's TimeoutStopSec, as --stop-timeout) against
+// the longest stop the policy allows: a notification command running when the stop comes gets
+// its own timeout. A policy that would be SIGKILLed mid-ladder is refused, naming the key, by
+// check-config and the daemon alike.
+TEST(WatchCheckConfig, APolicyWhoseStopMayOutlastTheStopTimeoutIsRefusedNamingTheKey) {
+  SimHost host;
+  const std::string program = write_file(host, "notify.sh", "#!/bin/sh\ncat >/dev/null\n");
+  ASSERT_EQ(chmod(program.c_str(), 0755), 0);
+  const std::string policy = write_file(
+      host, "stop.toml",
+      std::string(kFast) + "[notify]\ncommand = [\"" + program + "\"]\ncommand_timeout = \"50s\"\n" +
+          "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"1h\"\naction = \"notify\"\n");
+  const auto check = host.gpureap({"watch", "--check-config", policy, "--stop-timeout", "60s"});
+  const auto start = host.gpureap({"watch", "--policy", policy, "--stop-timeout", "60s"});
+  EXPECT_EQ(check.exit_code, 2) << check.out;
+  EXPECT_NE(check.err.find("notify.command_timeout = 50s"), std::string::npos) << check.err;
+  EXPECT_NE(check.err.find("--stop-timeout 1m"), std::string::npos) << check.err;
+  EXPECT_EQ(start.exit_code, 2);
+  EXPECT_EQ(check.err, start.err) << "the same refusal as the daemon's";
+  // With room for the command's 50 s on top of the daemon's own bound, it passes.
+  const auto roomy = host.gpureap({"watch", "--check-config", policy, "--stop-timeout", "2m"});
+  EXPECT_EQ(roomy.exit_code, 0) << roomy.err;
+  // Without a notification command the daemon's own bound is what must fit.
+  const std::string quiet = write_file(
+      host, "quiet.toml",
+      std::string(kFast) + "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"1h\"\n");
+  const auto tight = host.gpureap({"watch", "--check-config", quiet, "--stop-timeout", "5s"});
+  EXPECT_EQ(tight.exit_code, 2) << tight.out;
+  EXPECT_NE(tight.err.find("--stop-timeout 5s"), std::string::npos) << tight.err;
+}
+
 }  // namespace
 }  // namespace gpureap::test

@@ -29,6 +29,13 @@ TEST(DeployWatchStop, TheUnitsStopTimeoutCoversTheDaemonsStopWhateverThePolicySa
   ASSERT_TRUE(seconds) << text;
   EXPECT_GE(*seconds, 2 * kMaxStopSeconds) << "TimeoutStopSec=" << text << " against a stop of up to " << kMaxStopSeconds << " s";
   EXPECT_EQ(unit_setting(unit, "KillMode"), "mixed") << "SIGTERM to the daemon alone: it ends its notification commands";
+  // The daemon checks each policy's stop against the value it is told: the unit's own.
+  const std::string exec = unit_setting(unit, "ExecStart");
+  const auto at = exec.find("--stop-timeout ");
+  ASSERT_NE(at, std::string::npos) << "ExecStart does not tell watch its stop timeout: " << exec;
+  std::string told = exec.substr(at + std::string("--stop-timeout ").size());
+  told = told.substr(0, told.find(' '));
+  EXPECT_EQ(parse_duration(told, 86400), seconds) << "--stop-timeout " << told << " against TimeoutStopSec=" << text;
 }
 
 }  // namespace

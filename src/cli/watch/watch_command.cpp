@@ -140,7 +140,20 @@ CLI::App* add_watch_command(CLI::App& app, WatchOptions& options) {
                                  "With --listen: count Xid events from this file as it grows instead of /dev/kmsg"),
                options.empty_option);
   watch->add_flag("--no-kernel-log", options.no_kernel_log, "With --listen: do not count Xid events");
+  refuse_empty(watch->add_option("--stop-timeout", options.stop_timeout,
+                                 "How long the service manager waits for a stop before SIGKILL (the unit's "
+                                 "TimeoutStopSec): a policy whose stop may take longer is refused"),
+               options.empty_option);
   return watch;
+}
+
+// --stop-timeout into `daemon`; "" when valid (or not given), else the error line.
+static std::string take_stop_timeout(const WatchOptions& options, WatchDaemonOptions& daemon) {
+  if (options.stop_timeout.empty()) return {};
+  double seconds = 0;
+  std::string error = check_duration_option("--stop-timeout", options.stop_timeout, 86400, seconds, 1);
+  if (error.empty()) daemon.stop_timeout_seconds = seconds;
+  return error;
 }
 
 // Every check the daemon makes before its first look, without starting it: the file, the
@@ -164,6 +177,10 @@ static int check_config(const WatchOptions& options) {
     daemon.audit_log_override = env;
   }
   daemon.config_audit_log = config->audit_log;
+  if (error = take_stop_timeout(options, daemon); !error.empty()) {
+    std::cerr << kWatchCommand << ": " << error << "\n";
+    return exit_code::kUsage;
+  }
   const auto effective = effective_policy(*policy, daemon, error);
   if (!effective) {
     std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
@@ -230,6 +247,10 @@ int run_watch(WatchOptions options) {
       return exit_code::kUsage;
     }
     daemon.interval_override = seconds;
+  }
+  if (error = take_stop_timeout(options, daemon); !error.empty()) {
+    std::cerr << kWatchCommand << ": " << error << "\n";
+    return exit_code::kUsage;
   }
   const auto config = load_kill_config(error);
   if (!config) {

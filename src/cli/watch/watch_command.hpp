@@ -23,6 +23,7 @@ struct WatchOptions {
   std::string max_scrapes = "10";
   std::string kernel_log;  // --kernel-log FILE: Xid events from it instead of /dev/kmsg
   bool no_kernel_log = false;
+  std::string stop_timeout;  // as typed; "" = not checked
 };
 
 CLI::App* add_watch_command(CLI::App& app, WatchOptions& options);

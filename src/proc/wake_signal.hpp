@@ -1,5 +1,5 @@
-// A descriptor that becomes readable when another thread has something for the screen's loop,
-// which polls it beside the terminal: no thread ever waits on a sleep.
+// A descriptor that becomes readable when another thread has something for a loop (top's screen,
+// watch's daemon), which polls it beside its other descriptors: no thread waits on a sleep.
 #pragma once
 
 #include "proc/proc_io.hpp"

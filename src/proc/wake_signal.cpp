@@ -1,4 +1,4 @@
-#include "top/wake_signal.hpp"
+#include "proc/wake_signal.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
