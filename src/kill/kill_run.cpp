@@ -13,7 +13,10 @@
 #include "text/signal_names.hpp"
 
 namespace gpureap {
+namespace {
 
+// Loads status/cmdline/... for every selected process and (with `tree`) its descendants:
+// the sweep's safety check looks at each of them. Then builds the plan.
 KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy, bool tree) {
   std::vector<pid_t> detail_pids;
   for (const auto& s : selection.processes) {
@@ -41,6 +44,9 @@ KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const Pla
   return build_plan(snapshot, selection, policy);
 }
 
+// Pins every actionable target from the start time the snapshot read: whatever happens to the
+// PIDs afterwards, only these processes can receive our signals. Raises RLIMIT_NOFILE to its
+// hard limit first; a target that still finds no descriptor fails with EMFILE (reported).
 std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& snapshot) {
   raise_open_file_limit();
   // Room is kept for the reads of /proc the ladder needs: a target beyond it fails as EMFILE
@@ -62,8 +68,6 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
   return pins;
 }
 
-namespace {
-
 // A target left alive whose memory the plan counted on: it survived, or was held back at the
 // last moment (an MPS client whose terminate_client failed, and its server).
 bool any_survivor(const KillPlan& plan, const KillReport& report) {
@@ -75,17 +79,8 @@ bool any_survivor(const KillPlan& plan, const KillReport& report) {
   });
 }
 
-}  // namespace
-
-void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, double verify_timeout_s,
-                           bool survivor, const Interruption& interruption, KillReport& report) {
-  if (plan.drm_gpus.empty()) return;
-  VerifyOptions verify;
-  verify.interruption = interruption;
-  verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
-  report.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
-}
-
+// Polls the driver through `source` until the plan's memory is released (no wait when a
+// target survived: waiting cannot help). Fills report.gpus, or a note when the driver is gone.
 void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
                        double verify_timeout_s, KillReport& report, const Interruption& interruption) {
   if (!report.settings.verify) return;
@@ -109,6 +104,17 @@ void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snaps
   verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
   verify.interruption = interruption;
   report.gpus = verify_release(plan, poll_driver, take, verify);
+}
+
+}  // namespace
+
+void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, double verify_timeout_s,
+                           bool survivor, const Interruption& interruption, KillReport& report) {
+  if (plan.drm_gpus.empty()) return;
+  VerifyOptions verify;
+  verify.interruption = interruption;
+  verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
+  report.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
 }
 
 EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndRequest& request) {
