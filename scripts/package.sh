@@ -16,8 +16,8 @@ command -v rpmbuild >/dev/null || "$root/scripts/install-quietly.sh" rpm  # (pac
 # (scripts/glibc-sysroot.sh makes the root once: 1-4 minutes, network).
 sysroot=$("$root/scripts/glibc-sysroot.sh")
 # SKIP_INSTALL_ALL_DEPENDENCY: packaging builds only what it ships, not the simulator.
-# -O2, as Debian builds packages (gcc 12 at -O3 warns falsely, -Wrestrict, and warnings are errors).
-cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+# The Release build's own flags (-O3), warnings as errors, as scripts/compile-check.sh checks.
+cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUREAP_WERROR=ON \
   -DGPUREAP_BUILD_TESTS=OFF -DGPUREAP_GLIBC_SYSROOT="$sysroot" \
   -DCMAKE_INSTALL_PREFIX=/usr -DGPUREAP_MAN_PAGES=ON -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
 cmake --build "$dir" --target gpureap gpureap_man -j "$(nproc)"

@@ -33,8 +33,8 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   release=("$root/scripts/build.sh" release)
 fi
-# Then the same code compiled as a packager builds it (-O3 and dpkg-buildflags' hardening, which
-# the release build's -O2 does not show), warnings as errors, linking nothing.
+# Then the same code compiled as a packager builds it (-O3 with dpkg-buildflags' hardening, which
+# the release build does not use), warnings as errors, linking nothing.
 check=("$root/scripts/compile-check.sh" "$root/build-compile-check")
 step "release build (gcc), in the background: ${release[*]}; then ${check[*]}"
 # (A session of its own, so that a failing test run ends the whole build with it.)

@@ -35,8 +35,8 @@ Finding driver_load_finding(const Snapshot& snapshot) {
   f.severity = Severity::Critical;
   f.evidence["message"] = d.message;
   f.evidence["nvml_code"] = d.nvml_code;
-  f.evidence["kernel_module"] = module.empty() ? nlohmann::json(nullptr) : nlohmann::json(module);
-  f.evidence["nvidia_hardware"] = d.nvidia_hardware.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.nvidia_hardware);
+  f.evidence["kernel_module"] = module.empty() ? EvidenceValue(nullptr) : EvidenceValue(module);
+  f.evidence["nvidia_hardware"] = d.nvidia_hardware.empty() ? EvidenceValue(nullptr) : EvidenceValue(d.nvidia_hardware);
   if (d.no_nvidia_gpus()) {
     // An AMD- or Intel-only host: nothing NVIDIA's to inspect, and nothing wrong.
     f.id = FindingId::NoDriver;
@@ -90,7 +90,7 @@ Finding gpu_error_finding(const GpuView& gpu) {
   Finding f;
   f.gpu = gpu.reading.index;
   f.evidence["pci_bus_id"] = gpu.reading.pci_bus_id;
-  f.evidence["error"] = {{"code", error.code}, {"name", error.name()}, {"call", error.call}, {"message", error.message}};
+  f.evidence["error"] = Evidence{{"code", error.code}, {"name", error.name()}, {"call", error.call}, {"message", error.message}};
   if (error.code == nvml_abi::kErrorGpuIsLost) {
     f.id = FindingId::GpuLost;
     f.severity = Severity::Critical;
@@ -123,7 +123,7 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
     f.id = FindingId::DriverError;
     f.severity = Severity::Critical;
     f.summary = "The driver could not count the GPUs: " + snapshot.driver.count_error->message;
-    f.evidence["error"] = {{"code", snapshot.driver.count_error->code}, {"name", snapshot.driver.count_error->name()}};
+    f.evidence["error"] = Evidence{{"code", snapshot.driver.count_error->code}, {"name", snapshot.driver.count_error->name()}};
     f.remedies.push_back({"dmesg | grep -i -E 'nvrm|xid'", Risk::None, "look for driver errors in the kernel log"});
     diagnosis.findings.push_back(std::move(f));
   }
@@ -149,12 +149,12 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
 
   // In a container without the host's PID namespace, the driver's host PIDs mean nothing here.
   if (snapshot.in_child_pid_namespace) {
-    nlohmann::json foreign = nlohmann::json::array();
+    EvidenceList foreign;
     std::uint64_t bytes = 0;
     for (const auto& p : snapshot.processes) {
       if (p.identity != Identity::Foreign) continue;
-      foreign.push_back({{"gpu", p.gpu_index}, {"host_pid", p.driver.pid},
-                         {"gpu_memory_bytes", p.driver.used_memory ? nlohmann::json(*p.driver.used_memory) : nlohmann::json(nullptr)}});
+      foreign.push_back(Evidence{{"gpu", p.gpu_index}, {"host_pid", p.driver.pid},
+                         {"gpu_memory_bytes", EvidenceValue(p.driver.used_memory)}});
       bytes += p.driver.used_memory.value_or(0);
     }
     if (!foreign.empty()) {
@@ -177,12 +177,12 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
     return;
   }
   // On the host: a listed PID that does not exist, or names a process without the GPU open.
-  nlohmann::json unknown = nlohmann::json::array();
+  EvidenceList unknown;
   std::vector<std::string> lines;
   for (const auto& p : snapshot.processes) {
     if (p.identity != Identity::Foreign && p.identity != Identity::Mismatch) continue;
     if (!p.held_by.empty()) continue;  // exited, its memory held by orphans: that finding explains it
-    unknown.push_back({{"gpu", p.gpu_index}, {"pid", p.driver.pid}, {"identity", identity_name(p.identity)},
+    unknown.push_back(Evidence{{"gpu", p.gpu_index}, {"pid", p.driver.pid}, {"identity", identity_name(p.identity)},
                        {"reason", p.identity_reason}});
     lines.push_back(fmt::format("GPU {}: PID {}: {}", p.gpu_index, p.driver.pid, p.identity_reason));
   }

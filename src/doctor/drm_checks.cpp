@@ -49,11 +49,11 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
     // What a reset would take with it, as report_leak says it for an NVIDIA GPU.
     const AmdResetScope reset = amd_reset_scope(snapshot, device);
     for (auto& line : reset.details(snapshot, device)) f.details.push_back(std::move(line));
-    f.evidence = {{"pci_bus_id", device.pci_address},
+    f.evidence = Evidence{{"pci_bus_id", device.pci_address},
                   {"vendor", std::string(drm::gpu_vendor_name(device.vendor))},
                   {"driver", device.driver},
                   {"vram_used_bytes", used},
-                  {"vram_total_bytes", device.vram_total ? nlohmann::json(*device.vram_total) : nlohmann::json(nullptr)},
+                  {"vram_total_bytes", EvidenceValue(device.vram_total)},
                   {"clients_bytes", explained - kfd_only},
                   {"kfd_only_bytes", kfd_only},
                   {"unexplained_bytes", unexplained},
@@ -62,7 +62,7 @@ void check_drm_memory(const Snapshot& snapshot, Diagnosis& diagnosis) {
                   {"processes_not_inspected", hidden}};
     f.remedies.push_back(Remedy{"gpureap ps --json", Risk::None,
                                 "lists the GPU's clients, the holders without stats and the KFD processes", false});
-    f.evidence["reset"] = reset.to_json();
+    f.evidence["reset"] = reset.evidence();
     if (auto remedy = reset.remedy(device)) f.remedies.push_back(std::move(*remedy));
     diagnosis.findings.push_back(std::move(f));
   }

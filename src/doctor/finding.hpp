@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "doctor/evidence.hpp"
 
 namespace gpureap {
 
@@ -67,7 +67,7 @@ struct Finding {
   std::string gpu_pci;          // PCI address, when it concerns one AMD or Intel (DRM) GPU
   std::string summary;     // one line for a person
   std::vector<std::string> details;  // further lines for a person (evidence in words)
-  nlohmann::json evidence = nlohmann::json::object();  // machine-readable evidence
+  Evidence evidence;  // machine-readable evidence (docs/doctor-json.md)
   std::vector<Remedy> remedies;  // safest first
 };
 

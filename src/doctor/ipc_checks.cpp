@@ -68,14 +68,14 @@ void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis
 
   if (!ipc.shm.empty()) {
     std::uint64_t bytes = 0;
-    nlohmann::json list = nlohmann::json::array();
+    EvidenceList list;
     std::string command = "ipcrm";
     for (const auto& s : ipc.shm) bytes += s.rss_bytes.value_or(s.size_bytes);
     Finding f = ipc_finding(FindingId::LeftoverSysvShm, bytes, ipc.shm.size(), "System V shared memory segment(s) left by processes that are gone");
     for (std::size_t i = 0; i < ipc.shm.size(); ++i) {
       const auto& s = ipc.shm[i];
-      list.push_back({{"shmid", s.shmid}, {"key", s.key}, {"size_bytes", s.size_bytes},
-                      {"rss_bytes", s.rss_bytes ? nlohmann::json(*s.rss_bytes) : nlohmann::json(nullptr)},
+      list.push_back(Evidence{{"shmid", s.shmid}, {"key", s.key}, {"size_bytes", s.size_bytes},
+                      {"rss_bytes", EvidenceValue(s.rss_bytes)},
                       {"creator_pid", s.creator_pid}, {"last_pid", s.last_pid}, {"attached", s.attached},
                       {"uid", s.uid}, {"ctime", s.ctime}});
       add_detail(f, i, fmt::format("shmid {} key {:#x} {} created by PID {} (gone), uid {}", s.shmid,
@@ -99,12 +99,12 @@ void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis
   }
 
   if (!ipc.semaphores.empty()) {
-    nlohmann::json list = nlohmann::json::array();
+    EvidenceList list;
     std::string command = "ipcrm";
     Finding f = ipc_finding(FindingId::LeftoverSysvSem, 0, ipc.semaphores.size(), "System V semaphore set(s) last used by processes that are gone");
     for (std::size_t i = 0; i < ipc.semaphores.size(); ++i) {
       const auto& s = ipc.semaphores[i];
-      list.push_back({{"semid", s.semid}, {"key", s.key}, {"nsems", s.nsems}, {"last_pids", s.last_pids},
+      list.push_back(Evidence{{"semid", s.semid}, {"key", s.key}, {"nsems", s.nsems}, {"last_pids", s.last_pids},
                       {"uid", s.uid}, {"ctime", s.ctime}, {"otime", s.otime}});
       std::string pids;
       for (int pid : s.last_pids) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
@@ -130,7 +130,7 @@ void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis
   if (!ipc.posix.empty()) {
     std::uint64_t bytes = 0;
     for (const auto& p : ipc.posix) bytes += p.allocated_bytes;
-    nlohmann::json list = nlohmann::json::array();
+    EvidenceList list;
     std::string command = "rm --";
     Finding f = ipc_finding(FindingId::LeftoverPosixShm, bytes, ipc.posix.size(),
                             "file(s) in " + options.shm_dir + " that no process has open or mapped");
@@ -140,9 +140,9 @@ void check_ipc(const Snapshot& snapshot, const DoctorOptions& options, Diagnosis
       const PosixRemovability why = posix_removability(p, now, options.ipc_min_age_seconds);
       const bool removable = why == PosixRemovability::DeadGpuJob;
       unasked += removable ? 1 : 0;
-      list.push_back({{"path", p.path}, {"size_bytes", p.size_bytes}, {"allocated_bytes", p.allocated_bytes},
+      list.push_back(Evidence{{"path", p.path}, {"size_bytes", p.size_bytes}, {"allocated_bytes", p.allocated_bytes},
                       {"uid", p.uid}, {"mtime", p.mtime}, {"age_seconds", now - p.mtime}, {"semaphore", p.semaphore},
-                      {"creator_pid", p.creator_pid ? nlohmann::json(*p.creator_pid) : nlohmann::json(nullptr)},
+                      {"creator_pid", EvidenceValue(p.creator_pid)},
                       {"origin", p.creator_pid ? "pytorch" : "unknown"},
                       {"removed_by_fix", removable}});
       add_detail(f, i, fmt::format("{} {}, uid {}, last written {} ago: {}", p.path, format_bytes(p.allocated_bytes),

@@ -160,36 +160,38 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
       f.summary += fmt::format("; kept alive by {}, which hold{} its /dev/kfd and render client", kept,
                                holders.size() == 1 ? "s" : "");
     }
-    nlohmann::json vram = nlohmann::json::array();
+    EvidenceList vram;
+    std::string vram_pci;  // the last entry's GPU: the finding's when it is the only one
     for (const auto& memory : kfd.vram) {
       if (memory.vram_bytes == 0) continue;
       const std::string pci = drm::kfd_gpu_pci_address(reading, memory.gpu_id);
-      vram.push_back({{"gpu_id", memory.gpu_id},
-                      {"pci_bus_id", pci.empty() ? nlohmann::json(nullptr) : nlohmann::json(pci)},
+      vram_pci = pci;
+      vram.push_back(Evidence{{"gpu_id", memory.gpu_id},
+                      {"pci_bus_id", pci.empty() ? EvidenceValue(nullptr) : EvidenceValue(pci)},
                       {"vram_bytes", memory.vram_bytes}});
       f.details.push_back(fmt::format("{} on GPU {} (KFD gpu_id {})", format_bytes(memory.vram_bytes),
                                       pci.empty() ? std::string("?") : pci, memory.gpu_id));
     }
-    if (vram.size() == 1 && vram[0]["pci_bus_id"].is_string()) f.gpu_pci = vram[0]["pci_bus_id"].get<std::string>();
+    if (vram.size() == 1 && !vram_pci.empty()) f.gpu_pci = vram_pci;
     f.details.push_back("The kernel keeps /sys/class/kfd/kfd/proc/" + std::to_string(kfd.pid) +
                         " until the context's last reference goes: the process's address space, and every "
                         "/dev/kfd descriptor of it.");
     // Short of a reboot, a reset frees what a context that never goes holds: say what it ends.
-    nlohmann::json resets = nlohmann::json::array();
+    EvidenceList resets;
     std::vector<Remedy> reset_remedies;
     for (const auto& device : reading.devices) {
       if (!drm::kfd_vram_on(reading, kfd, device.pci_address).value_or(0)) continue;
       const AmdResetScope scope = amd_reset_scope(snapshot, device);
       for (auto& line : scope.details(snapshot, device)) f.details.push_back(std::move(line));
-      resets.push_back(scope.to_json());
+      resets.push_back(scope.evidence());
       if (auto remedy = scope.remedy(device)) reset_remedies.push_back(std::move(*remedy));
     }
     f.evidence["pid"] = kfd.pid;
-    f.evidence["command"] = process != nullptr ? nlohmann::json(command) : nlohmann::json(nullptr);
-    f.evidence["state"] = process != nullptr ? nlohmann::json(std::string(1, process->state)) : nlohmann::json(nullptr);
+    f.evidence["command"] = process != nullptr ? EvidenceValue(command) : EvidenceValue(nullptr);
+    f.evidence["state"] = process != nullptr ? EvidenceValue(std::string(1, process->state)) : EvidenceValue(nullptr);
     f.evidence["reason"] = why->reason;
-    f.evidence["leader_pid"] = why->leader ? nlohmann::json(*why->leader) : nlohmann::json(nullptr);
-    f.evidence["pasid"] = kfd.pasid ? nlohmann::json(*kfd.pasid) : nlohmann::json(nullptr);
+    f.evidence["leader_pid"] = EvidenceValue(why->leader);
+    f.evidence["pasid"] = EvidenceValue(kfd.pasid);
     f.evidence["vram_bytes"] = total;
     f.evidence["vram"] = vram;
     f.evidence["in_child_pid_namespace"] = snapshot.in_child_pid_namespace;

@@ -19,15 +19,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 
-nlohmann::json holder_evidence(const Snapshot& snapshot, const HolderView& h) {
+Evidence holder_evidence(const Snapshot& snapshot, const HolderView& h) {
   const ProcessInfo& p = *h.linux_process;
   const ProcessInfo* leader = snapshot.table.find(p.pgid);
   return {{"pid", h.pid},
           {"role", std::string(holder_role_name(h.role))},
           {"orphan_evidence", h.role == HolderRole::Orphan
-                                  ? nlohmann::json{{"kind", std::string(orphan_evidence_name(h.orphan_evidence))},
+                                  ? Evidence{{"kind", std::string(orphan_evidence_name(h.orphan_evidence))},
                                                    {"pids", h.evidence_pids}}
-                                  : nlohmann::json(nullptr)},
+                                  : EvidenceValue(nullptr)},
           {"ppid", p.ppid},
           {"pgid", p.pgid},
           {"process_group_leader_alive", leader != nullptr},
@@ -35,7 +35,7 @@ nlohmann::json holder_evidence(const Snapshot& snapshot, const HolderView& h) {
           {"state", std::string(1, p.state)},
           {"age_seconds", p.elapsed_seconds},
           {"command", p.command()},
-          {"container", p.container ? nlohmann::json(p.container->id) : nlohmann::json(nullptr)}};
+          {"container", p.container ? EvidenceValue(p.container->id) : EvidenceValue(nullptr)}};
 }
 
 std::string evidence_text(const HolderView& h) {
@@ -78,7 +78,7 @@ void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vec
   if (holders.empty()) return;
   const unsigned index = gpu.reading.index;
   // What the driver still lists under exited PIDs whose contexts these holders keep alive.
-  nlohmann::json exited = nlohmann::json::array();
+  EvidenceList exited;
   std::uint64_t exited_bytes = 0;
   std::string exited_pids;
   for (const auto& p : snapshot.processes) {
@@ -87,7 +87,7 @@ void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vec
       return std::find(p.held_by.begin(), p.held_by.end(), h->pid) != p.held_by.end();
     });
     if (!ours) continue;
-    exited.push_back({{"pid", p.driver.pid}, {"gpu_memory_bytes", p.driver.used_memory.value_or(0)}, {"held_by", p.held_by}});
+    exited.push_back(Evidence{{"pid", p.driver.pid}, {"gpu_memory_bytes", p.driver.used_memory.value_or(0)}, {"held_by", p.held_by}});
     exited_bytes += p.driver.used_memory.value_or(0);
     if (!exited_pids.empty()) exited_pids += ", ";
     exited_pids += std::to_string(p.driver.pid);
@@ -100,7 +100,7 @@ void report_holders(const Snapshot& snapshot, const GpuView& gpu, const std::vec
   f.severity = orphans || above ? Severity::Warning : Severity::Info;
   f.gpu = index;
   std::vector<pid_t> pids;
-  nlohmann::json list = nlohmann::json::array();
+  EvidenceList list;
   for (const HolderView* h : holders) {
     pids.push_back(h->pid);
     list.push_back(holder_evidence(snapshot, *h));
@@ -198,8 +198,8 @@ void report_release(const GpuView& gpu, const ReleaseWatch& watch, std::uint64_t
                                  format_bytes(last - settled_at));
   f.details.push_back("After the last descriptor closes the driver tears the context down asynchronously; "
                       "readings lag by milliseconds to seconds.");
-  nlohmann::json samples = nlohmann::json::array();
-  for (const auto& [t, used] : watch.samples) samples.push_back({{"seconds", t}, {"used_bytes", used}});
+  EvidenceList samples;
+  for (const auto& [t, used] : watch.samples) samples.push_back(Evidence{{"seconds", t}, {"used_bytes", used}});
   f.evidence["samples"] = samples;
   f.evidence["falling"] = true;
   f.evidence["remaining_bytes"] = last > settled_at ? last - settled_at : 0;
@@ -235,12 +235,12 @@ void report_leak(const Snapshot& snapshot, const GpuView& gpu, std::uint64_t una
                                   gpu.reading.minor_number.value_or(index), watch.samples.back().first));
   const ResetReadiness readiness = check_reset_readiness(snapshot, index);
   for (const auto& b : readiness.blockers) f.details.push_back("Reset blocked: " + b.text);
-  nlohmann::json samples = nlohmann::json::array();
-  for (const auto& [t, used] : watch.samples) samples.push_back({{"seconds", t}, {"used_bytes", used}});
+  EvidenceList samples;
+  for (const auto& [t, used] : watch.samples) samples.push_back(Evidence{{"seconds", t}, {"used_bytes", used}});
   f.evidence["unattributed_bytes"] = unattributed;
   f.evidence["samples"] = samples;
   f.evidence["falling"] = false;
-  f.evidence["reset"] = readiness.to_json();
+  f.evidence["reset"] = readiness.evidence();
   f.evidence["processes_not_inspected"] = hidden;
   if (incomplete) f.remedies.push_back({"sudo gpureap doctor", Risk::None, "as root, every process's descriptors can be checked"});
   const std::string device_id = gpu_device_id(gpu.reading);

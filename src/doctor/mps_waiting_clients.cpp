@@ -99,11 +99,11 @@ void report_waiting(const GpuProcessView& server, const std::vector<pid_t>& clie
   const ProcessInfo& s = *server.linux_process;
   std::string waiting_list;
   std::set<std::string> waiting_users;
-  nlohmann::json waiting_json = nlohmann::json::array();
+  EvidenceList waiting_json;
   for (const auto& w : waiting) {
     waiting_list += fmt::format("{}{} ({}, user {})", waiting_list.empty() ? "" : ", ", w.pid, w.comm, w.user);
     waiting_users.insert(w.user);
-    waiting_json.push_back({{"pid", w.pid}, {"uid", w.uid}, {"user", w.user}, {"comm", w.comm}});
+    waiting_json.push_back(Evidence{{"pid", w.pid}, {"uid", w.uid}, {"user", w.user}, {"comm", w.comm}});
   }
   std::string users_text;
   for (const auto& u : waiting_users) users_text += (users_text.empty() ? "" : ", ") + u;

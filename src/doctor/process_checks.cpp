@@ -48,8 +48,8 @@ void check_zombies(const Snapshot& snapshot, Diagnosis& diagnosis) {
     f.evidence["command"] = zombie.comm;
     f.evidence["listed_by_driver"] = listed;
     f.evidence["holds_device_files"] = zombie.holds_any_device_file();
-    f.evidence["parent"] = parent == nullptr ? nlohmann::json(nullptr)
-                                             : nlohmann::json{{"pid", parent->pid},
+    f.evidence["parent"] = parent == nullptr ? EvidenceValue(nullptr)
+                                             : Evidence{{"pid", parent->pid},
                                                               {"command", parent->command()},
                                                               {"state", std::string(1, parent->state)},
                                                               {"gpu_process", parent_gpu}};
@@ -108,18 +108,18 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
       f.details.push_back(fmt::format("It did not run at all during {:.1f} s of watching (no context switch).",
                                       second->taken_at_monotonic - first[i]->taken_at_monotonic));
     }
-    nlohmann::json mounts = nlohmann::json::array();
+    EvidenceList mounts;
     for (const auto& m : io.network_mounts) {
-      mounts.push_back({{"mount_point", m.mount_point}, {"fs_type", m.fs_type}, {"source", m.source}});
+      mounts.push_back(Evidence{{"mount_point", m.mount_point}, {"fs_type", m.fs_type}, {"source", m.source}});
       f.details.push_back(fmt::format("It has files on the network filesystem {} ({} from {}): a server that stopped "
                                       "answering is the usual cause.",
                                       m.mount_point, m.fs_type, m.source));
     }
-    nlohmann::json files = nlohmann::json::array();
+    EvidenceList files;
     for (const auto& file : io.files) {
-      files.push_back({{"what", file.what}, {"path", file.path},
-                       {"mount_point", file.mount ? nlohmann::json(file.mount->mount_point) : nlohmann::json(nullptr)},
-                       {"fs_type", file.mount ? nlohmann::json(file.mount->fs_type) : nlohmann::json(nullptr)}});
+      files.push_back(Evidence{{"what", file.what}, {"path", file.path},
+                       {"mount_point", file.mount ? EvidenceValue(file.mount->mount_point) : EvidenceValue(nullptr)},
+                       {"fs_type", file.mount ? EvidenceValue(file.mount->fs_type) : EvidenceValue(nullptr)}});
     }
     f.evidence["pid"] = pid;
     f.evidence["command"] = h.linux_process->command();
@@ -127,11 +127,11 @@ void check_blocked_processes(const Snapshot& snapshot, double settle_seconds, Di
     f.evidence["gpus"] = h.gpus;
     f.evidence["listed_by_driver"] = h.listed_by_driver;
     f.evidence["stayed_blocked"] = stayed;
-    f.evidence["blocked_seconds"] = io.blocked_since_seconds ? nlohmann::json(*io.blocked_since_seconds) : nlohmann::json(nullptr);
-    f.evidence["context_switches"] = io.context_switches ? nlohmann::json(*io.context_switches) : nlohmann::json(nullptr);
+    f.evidence["blocked_seconds"] = EvidenceValue(io.blocked_since_seconds);
+    f.evidence["context_switches"] = EvidenceValue(io.context_switches);
     f.evidence["network_mounts"] = mounts;
     f.evidence["files"] = files;
-    f.evidence["kernel_stack"] = io.kernel_stack ? nlohmann::json(*io.kernel_stack) : nlohmann::json(nullptr);
+    f.evidence["kernel_stack"] = EvidenceValue(io.kernel_stack);
     f.remedies.push_back({fmt::format("cat /proc/{}/stack", pid), Risk::None, "see the kernel call it waits in (root)"});
     // The user-space side, as `gpureap run --dump-on-hang` saves it: py-spy reads a Python
     // process's stacks without stopping it; gdb can attach only once the kernel call returns.

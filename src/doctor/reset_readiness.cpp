@@ -9,10 +9,10 @@
 
 namespace gpureap {
 
-nlohmann::json ResetReadiness::to_json() const {
-  nlohmann::json list = nlohmann::json::array();
+Evidence ResetReadiness::evidence() const {
+  EvidenceList list;
   for (const auto& b : blockers) {
-    list.push_back({{"kind", b.kind}, {"pid", b.pid ? nlohmann::json(*b.pid) : nlohmann::json(nullptr)}, {"text", b.text}});
+    list.push_back(Evidence{{"kind", b.kind}, {"pid", EvidenceValue(b.pid)}, {"text", b.text}});
   }
   return {{"gpu", gpu}, {"ready", ready()}, {"blockers", list}};
 }
@@ -130,13 +130,13 @@ std::optional<Remedy> AmdResetScope::remedy(const drm::DrmDevice& device) const 
                 false};
 }
 
-nlohmann::json AmdResetScope::to_json() const {
-  nlohmann::json list = nlohmann::json::array();
+Evidence AmdResetScope::evidence() const {
+  EvidenceList list;
   for (const auto& gpu : gpus) {
-    list.push_back({{"pci_bus_id", gpu.pci_address}, {"client_pids", gpu.client_pids}, {"kfd_pids", gpu.kfd_pids}});
+    list.push_back(Evidence{{"pci_bus_id", gpu.pci_address}, {"client_pids", gpu.client_pids}, {"kfd_pids", gpu.kfd_pids}});
   }
   // As ps --json: a 64-bit identifier as a decimal string.
-  return {{"xgmi_hive_id", hive_id ? nlohmann::json(std::to_string(*hive_id)) : nlohmann::json(nullptr)}, {"gpus", list}};
+  return {{"xgmi_hive_id", hive_id ? EvidenceValue(std::to_string(*hive_id)) : EvidenceValue(nullptr)}, {"gpus", list}};
 }
 
 std::string gpu_device_id(const GpuReading& gpu) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "doctor/evidence.hpp"
 
 #include "doctor/finding.hpp"
 #include "snapshot/snapshot.hpp"
@@ -25,7 +25,7 @@ struct ResetReadiness {
   unsigned gpu = 0;
   std::vector<ResetBlocker> blockers;
   bool ready() const { return blockers.empty(); }
-  nlohmann::json to_json() const;
+  Evidence evidence() const;  // its facts in a finding's evidence
 };
 
 ResetReadiness check_reset_readiness(const Snapshot& snapshot, unsigned gpu_index);
@@ -51,7 +51,7 @@ struct AmdResetScope {
   // The reset itself (debugfs amdgpu_gpu_recover of its card node), a high-risk remedy printed,
   // never run; nullopt when the GPU has no card node.
   std::optional<Remedy> remedy(const drm::DrmDevice& device) const;
-  nlohmann::json to_json() const;
+  Evidence evidence() const;  // its facts in a finding's evidence
 };
 AmdResetScope amd_reset_scope(const Snapshot& snapshot, const drm::DrmDevice& device);
 

@@ -19,10 +19,10 @@
 namespace gpureap {
 namespace {
 
-nlohmann::json event_json(const XidEvent& e, std::optional<double> age) {
+Evidence event_json(const XidEvent& e, std::optional<double> age) {
   return {{"time", e.time_text},
-          {"age_seconds", age ? nlohmann::json(*age) : nlohmann::json(nullptr)},
-          {"seconds_since_boot", e.seconds_since_boot ? nlohmann::json(*e.seconds_since_boot) : nlohmann::json(nullptr)},
+          {"age_seconds", EvidenceValue(age)},
+          {"seconds_since_boot", EvidenceValue(e.seconds_since_boot)},
           {"line_number", e.line_number},
           {"line", e.line}};
 }
@@ -164,10 +164,10 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     f.summary = fmt::format("{}: Xid {} ({}){}: {}", where, last.xid, info.meaning,
                             group.count > 1 ? fmt::format(", {} times", group.count) : std::string(), info.advice);
     f.details.push_back("Last: " + last.line);
-    nlohmann::json pids = nlohmann::json::array();
+    EvidenceList pids;
     for (const auto& [pid, name] : group.pids) {
       const bool alive = process_exists(pid, proc_root);
-      pids.push_back({{"pid", pid}, {"name", name ? nlohmann::json(*name) : nlohmann::json(nullptr)}, {"running", alive}});
+      pids.push_back(Evidence{{"pid", pid}, {"name", EvidenceValue(name)}, {"running", alive}});
       f.details.push_back(fmt::format("Named PID {} ({}){}", pid, name.value_or("?"),
                                       alive ? " is still running (PID numbers are reused: check it)" : " is gone"));
     }
@@ -175,8 +175,8 @@ void check_kernel_log(const Snapshot& snapshot, const DoctorOptions& options, Di
     f.evidence["meaning"] = info.meaning;
     f.evidence["action"] = xid_action_name(info.action);
     f.evidence["pci"] = pci_text(last.pci);
-    f.evidence["gpu_instance"] = last.gpu_instance ? nlohmann::json(*last.gpu_instance) : nlohmann::json(nullptr);
-    f.evidence["compute_instance"] = last.compute_instance ? nlohmann::json(*last.compute_instance) : nlohmann::json(nullptr);
+    f.evidence["gpu_instance"] = EvidenceValue(last.gpu_instance);
+    f.evidence["compute_instance"] = EvidenceValue(last.compute_instance);
     f.evidence["count"] = group.count;
     f.evidence["first"] = event_json(group.first, group.first_age);
     f.evidence["last"] = event_json(last, group.last_age);

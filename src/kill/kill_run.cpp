@@ -13,7 +13,10 @@
 #include "text/signal_names.hpp"
 
 namespace gpureap {
+namespace {
 
+// Loads status/cmdline/... for every selected process and (with `tree`) its descendants:
+// the sweep's safety check looks at each of them. Then builds the plan.
 KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy, bool tree) {
   std::vector<pid_t> detail_pids;
   for (const auto& s : selection.processes) {
@@ -41,6 +44,9 @@ KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const Pla
   return build_plan(snapshot, selection, policy);
 }
 
+// Pins every actionable target from the start time the snapshot read: whatever happens to the
+// PIDs afterwards, only these processes can receive our signals. Raises RLIMIT_NOFILE to its
+// hard limit first; a target that still finds no descriptor fails with EMFILE (reported).
 std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& snapshot) {
   raise_open_file_limit();
   // Room is kept for the reads of /proc the ladder needs: a target beyond it fails as EMFILE
@@ -62,8 +68,6 @@ std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& sna
   return pins;
 }
 
-namespace {
-
 // A target left alive whose memory the plan counted on: it survived, or was held back at the
 // last moment (an MPS client whose terminate_client failed, and its server).
 bool any_survivor(const KillPlan& plan, const KillReport& report) {
@@ -75,22 +79,13 @@ bool any_survivor(const KillPlan& plan, const KillReport& report) {
   });
 }
 
-// AMD and Intel GPUs: their release is read from sysfs and fdinfo, not from NVML.
-void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, double verify_timeout_s,
-                           const Interruption& interruption, KillReport& report) {
-  if (plan.drm_gpus.empty()) return;
-  VerifyOptions verify;
-  verify.interruption = interruption;
-  verify.timeout = std::chrono::milliseconds(any_survivor(plan, report) ? 0 : static_cast<long long>(verify_timeout_s * 1000));
-  report.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
-}
-
-}  // namespace
-
+// Polls the driver through `source` until the plan's memory is released (no wait when a
+// target survived: waiting cannot help). Fills report.gpus, or a note when the driver is gone.
 void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
                        double verify_timeout_s, KillReport& report, const Interruption& interruption) {
   if (!report.settings.verify) return;
-  verify_drm_after_kill(plan, source, verify_timeout_s, interruption, report);
+  const bool survivor = any_survivor(plan, report);
+  verify_drm_after_kill(plan, source, verify_timeout_s, survivor, interruption, report);
   if (plan.gpus.empty()) return;
   if (!snapshot.driver.loaded) {
     report.notes.push_back("memory release not verified: " + snapshot.driver.message);
@@ -103,13 +98,23 @@ void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snaps
     }
     return;
   }
-  const bool survivor = any_survivor(plan, report);
   DriverPoll poll_driver = [&source]() { return source.read_driver_only(); };
   SnapshotPoll take = [&source]() { return source.take(); };
   VerifyOptions verify;
   verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
   verify.interruption = interruption;
   report.gpus = verify_release(plan, poll_driver, take, verify);
+}
+
+}  // namespace
+
+void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, double verify_timeout_s,
+                           bool survivor, const Interruption& interruption, KillReport& report) {
+  if (plan.drm_gpus.empty()) return;
+  VerifyOptions verify;
+  verify.interruption = interruption;
+  verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(verify_timeout_s * 1000));
+  report.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
 }
 
 EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndRequest& request) {
@@ -123,42 +128,53 @@ EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndR
       if (!s.via) s.reason = request.reason;
     }
   }
-  PreparedKill prepared = prepare_kill(snapshot, selection, request.protect);
-  EscalationOptions engine;
-  engine.first_signal = SIGTERM;
-  engine.timeout = std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
-  engine.proc_root = snapshot.table.options().proc_root;
-  engine.interruption = request.interruption;
+  PreparedKill prepared = prepare_kill(snapshot, selection, kill_policy(snapshot, request.protect));
+  CarryOutOptions how;
+  how.execution.engine.first_signal = SIGTERM;
+  how.execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
+  how.execution.engine.proc_root = snapshot.table.options().proc_root;
+  how.execution.engine.interruption = request.interruption;
+  how.verify_timeout_s = request.verify_timeout_s;
+  how.audit = request.audit;
   EndResult result;
-  result.report = carry_out_kill(prepared, source, snapshot, engine, request.verify_timeout_s, request.audit);
+  result.report = planned_report(prepared.plan, how.execution);
+  carry_out_kill(prepared, source, snapshot, how, result.report);
   result.plan = std::move(prepared.plan);
   return result;
 }
 
-PreparedKill prepare_kill(Snapshot& snapshot, const Selection& selection, const std::vector<std::string>& protect) {
+PlanPolicy kill_policy(const Snapshot& snapshot, const std::vector<std::string>& protect, bool force) {
+  PlanPolicy policy = PlanPolicy::for_current_process(snapshot);
+  policy.force = force;
+  for (const auto& name : protect) policy.protect.add(name);
+  return policy;
+}
+
+PreparedKill prepare_kill(Snapshot& snapshot, const Selection& selection, PlanPolicy policy, bool tree) {
   PreparedKill prepared;
-  prepared.policy = PlanPolicy::for_current_process(snapshot);
-  for (const auto& name : protect) prepared.policy.protect.add(name);
-  // Trees are always taken: a process's forked workers hold what it holds.
-  prepared.plan = plan_selected(snapshot, selection, prepared.policy, true);
+  prepared.policy = std::move(policy);
+  prepared.plan = plan_selected(snapshot, selection, prepared.policy, tree);
   prepared.pins = pin_targets(prepared.plan, snapshot);
   return prepared;
 }
 
-KillReport carry_out_kill(PreparedKill& prepared, SnapshotSource& source, const Snapshot& snapshot,
-                          const EscalationOptions& engine, double verify_timeout_s, const AuditLog* audit) {
+KillReport planned_report(const KillPlan& plan, const ExecutionOptions& execution) {
   KillReport report;
-  report.settings.signal = signal_name(engine.first_signal);
-  report.settings.timeout_s = std::chrono::duration<double>(engine.timeout).count();
-  report.settings.escalate = engine.escalate;
-  report.targets = planned_outcomes(prepared.plan);
-  ExecutionOptions execution;
-  execution.engine = engine;
-  execute_plan(prepared.plan, prepared.pins, snapshot, prepared.policy, execution, audit, report);
-  if (report.interrupted_by == 0) {
-    verify_after_kill(prepared.plan, source, snapshot, verify_timeout_s, report, engine.interruption);
-  }
+  report.settings.signal = signal_name(execution.engine.first_signal);
+  report.settings.timeout_s = std::chrono::duration<double>(execution.engine.timeout).count();
+  report.settings.escalate = execution.engine.escalate;
+  report.settings.group = execution.group;
+  report.settings.tree = execution.tree;
+  report.targets = planned_outcomes(plan);
   return report;
+}
+
+void carry_out_kill(PreparedKill& prepared, SnapshotSource& source, const Snapshot& snapshot,
+                    const CarryOutOptions& options, KillReport& report) {
+  execute_plan(prepared.plan, prepared.pins, snapshot, prepared.policy, options.execution, options.audit, report);
+  if (report.interrupted_by != 0 || options.release != ReleaseCheck::Kill) return;
+  verify_after_kill(prepared.plan, source, snapshot, options.verify_timeout_s, report,
+                    options.execution.engine.interruption);
 }
 
 }  // namespace gpureap

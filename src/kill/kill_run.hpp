@@ -1,11 +1,13 @@
-// The kill pipeline's steps that `kill` and `doctor --fix` share, over one snapshot: load the
-// details the plan needs, pin the actionable targets, and verify the release after the ladder.
+// The kill pipeline that kill, reap, top, watch and doctor --fix share, over one snapshot: load
+// the details the plan needs, pin the actionable targets, run the ladder and verify the release.
 #pragma once
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "audit/audit_log.hpp"
+#include "kill/kill_execution.hpp"
 #include "kill/kill_plan.hpp"
 #include "kill/kill_outcome.hpp"
 #include "kill/memory_verification.hpp"
@@ -15,19 +17,10 @@
 
 namespace gpureap {
 
-// Loads status/cmdline/... for every selected process and (with `tree`) its descendants:
-// the sweep's safety check looks at each of them. Then builds the plan.
-KillPlan plan_selected(Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy, bool tree);
-
-// Pins every actionable target from the start time the snapshot read: whatever happens to the
-// PIDs afterwards, only these processes can receive our signals. Raises RLIMIT_NOFILE to its
-// hard limit first; a target that still finds no descriptor fails with EMFILE (reported).
-std::map<pid_t, PinResult> pin_targets(const KillPlan& plan, const Snapshot& snapshot);
-
-// Polls the driver through `source` until the plan's memory is released (no wait when a
-// target survived: waiting cannot help). Fills report.gpus, or a note when the driver is gone.
-void verify_after_kill(const KillPlan& plan, SnapshotSource& source, const Snapshot& snapshot,
-                       double verify_timeout_s, KillReport& report, const Interruption& interruption = {});
+// AMD and Intel GPUs: polls sysfs and fdinfo until the plan's clients are gone and their memory
+// released (no wait when `survivor`). Fills report.drm_gpus.
+void verify_drm_after_kill(const KillPlan& plan, const SnapshotSource& source, double verify_timeout_s,
+                           bool survivor, const Interruption& interruption, KillReport& report);
 
 // PIDs a caller chose on its own proof (doctor's orphans, a watch rule's match), ended through
 // the whole pipeline: select with their trees, plan (protection, identity, permission), pin,
@@ -52,17 +45,38 @@ struct EndResult {
 EndResult end_chosen_pids(SnapshotSource& source, Snapshot& snapshot, const EndRequest& request);
 
 // The same pipeline in two steps, for a caller that shows the plan and asks before acting
-// (top): the plan, made with these protected names, and its targets pinned ...
+// (kill, reap, top): the policy, with the caller's protected names (`force`: protection does not
+// hold; identity checks always do) ...
+PlanPolicy kill_policy(const Snapshot& snapshot, const std::vector<std::string>& protect, bool force = false);
+
+// ... the plan under it (`tree`: a target's descendants and process group are taken with it) and
+// its targets pinned ...
 struct PreparedKill {
   PlanPolicy policy;
   KillPlan plan;
   std::map<pid_t, PinResult> pins;
 };
-PreparedKill prepare_kill(Snapshot& snapshot, const Selection& selection, const std::vector<std::string>& protect);
+PreparedKill prepare_kill(Snapshot& snapshot, const Selection& selection, PlanPolicy policy, bool tree = true);
 
-// ... then the ladder `engine` describes and, unless a signal interrupted it, the driver's
-// verification. Throws std::runtime_error when the audit log cannot be written.
-KillReport carry_out_kill(PreparedKill& prepared, SnapshotSource& source, const Snapshot& snapshot,
-                          const EscalationOptions& engine, double verify_timeout_s, const AuditLog* audit);
+// ... the report the ladder starts from: its settings and each target as planned (what a dry
+// run shows) ...
+KillReport planned_report(const KillPlan& plan, const ExecutionOptions& execution);
+
+// How the release is checked after the ladder: kill's check (the driver's memory and the AMD
+// and Intel clients), or none where the caller checks on its own terms (reap's baselines).
+enum class ReleaseCheck { Kill, Caller };
+
+struct CarryOutOptions {
+  ExecutionOptions execution;
+  double verify_timeout_s = 30;
+  ReleaseCheck release = ReleaseCheck::Kill;
+  const AuditLog* audit = nullptr;
+};
+
+// ... then the ladder over the pinned targets and, unless a signal interrupted it, the release
+// check into `report` (from planned_report). Throws std::runtime_error when the audit log
+// cannot be written (no further signal was sent).
+void carry_out_kill(PreparedKill& prepared, SnapshotSource& source, const Snapshot& snapshot,
+                    const CarryOutOptions& options, KillReport& report);
 
 }  // namespace gpureap

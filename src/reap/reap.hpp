@@ -2,7 +2,7 @@
 // that each GPU it used is back to its baseline. The ownership proof is the job's cgroup (every
 // process in its subtree) or its user's GPU processes (listed by the driver or holding an NVIDIA
 // device file; the real uid decides); a GPU alone proves nothing. Signalling goes through the
-// kill pipeline (plan_selected with no tree expansion, pin_targets, execute_plan); the baseline
+// kill pipeline (kill_run's prepare_kill with no tree expansion and carry_out_kill); the baseline
 // check is gpu_baseline's.
 #pragma once
 

@@ -160,10 +160,8 @@ void attribute_mps(Snapshot& snapshot, std::optional<SocketView> sockets) {
     // Every proven server that holds the peer of one of its sockets: exactly one is its server.
     std::vector<GpuProcessView*> connected;
     if (auto mine = sockets->sockets_of.find(static_cast<pid_t>(v.driver.pid)); mine != sockets->sockets_of.end()) {
-      for (std::uint64_t ino : mine->second) {
-        auto socket = sockets->table.find(ino);
-        if (socket == sockets->table.end() || socket->second.peer == 0) continue;
-        auto server = server_end.find({v.gpu_index, socket->second.peer});
+      for (std::uint64_t peer : procfs::peers_of(sockets->table, mine->second)) {
+        auto server = server_end.find({v.gpu_index, peer});
         if (server != server_end.end() &&
             std::find(connected.begin(), connected.end(), server->second) == connected.end()) {
           connected.push_back(server->second);

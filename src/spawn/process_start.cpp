@@ -181,6 +181,36 @@ Prepared prepare(const StartRequest& request, std::vector<std::string>& env_stor
   return p;
 }
 
+// What both starts do before they fork: the program prepared (`prepared` points into
+// `env_storage`, so a Launch stays where it was made) and the pipe its side reports on.
+struct Launch {
+  std::vector<std::string> env_storage;
+  Prepared prepared;
+  unique_fd report_read, report_write;
+  int error = 0;  // errno when the pipe could not be made: nothing may start
+
+  explicit Launch(const StartRequest& request) : prepared(prepare(request, env_storage)) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      error = errno;
+      return;
+    }
+    report_read = unique_fd(fds[0]);
+    report_write = unique_fd(fds[1]);
+  }
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+};
+
+// A start that made no process: what failed, and its errno.
+template <typename Result>
+Result not_started(int error) {
+  Result result;
+  result.failed_at = StartStage::Fork;
+  result.error = error;
+  return result;
+}
+
 long long monotonic_ns() {
   struct timespec now {};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
@@ -259,33 +289,22 @@ std::string_view start_stage_words(StartStage stage) {
 }
 
 StartResult start_process(const StartRequest& request) {
+  Launch launch(request);
+  if (launch.error != 0) return not_started<StartResult>(launch.error);
   StartResult result;
-  std::vector<std::string> env_storage;
-  const Prepared prepared = prepare(request, env_storage);
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    result.failed_at = StartStage::Fork;
-    result.error = errno;
-    return result;
-  }
-  unique_fd report_read(pipe_fds[0]), report_write(pipe_fds[1]);
   bool in_cgroup = false;
   pid_t pid = fork_into_cgroup(request.cgroup_dir_fd, in_cgroup);
   if (pid == -2) pid = ::fork();
-  if (pid < 0) {
-    result.failed_at = StartStage::Fork;
-    result.error = errno;
-    return result;
-  }
-  if (pid == 0) become_program(prepared, report_write.get(), in_cgroup);
-  report_write = unique_fd();
+  if (pid < 0) return not_started<StartResult>(errno);
+  if (pid == 0) become_program(launch.prepared, launch.report_write.get(), in_cgroup);
+  launch.report_write = unique_fd();
   // Both sides set the group, so that signals sent to it right after fork reach the child.
   ::setpgid(pid, pid);
   result.pid = pid;
   Report message;
   ssize_t n;
   do {
-    n = ::read(report_read.get(), &message, sizeof message);
+    n = ::read(launch.report_read.get(), &message, sizeof message);
   } while (n < 0 && errno == EINTR);
   if (n == static_cast<ssize_t>(sizeof message)) {
     result.failed_at = static_cast<StartStage>(message.stage);
@@ -295,29 +314,18 @@ StartResult start_process(const StartRequest& request) {
 }
 
 KeptProgram start_kept(const StartRequest& request, std::chrono::steady_clock::time_point deadline) {
+  Launch launch(request);
+  if (launch.error != 0) return not_started<KeptProgram>(launch.error);
   KeptProgram kept;
-  std::vector<std::string> env_storage;
-  const Prepared prepared = prepare(request, env_storage);
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    kept.failed_at = StartStage::Fork;
-    kept.error = errno;
-    return kept;
-  }
-  unique_fd report_read(pipe_fds[0]), report_write(pipe_fds[1]);
   // steady_clock is CLOCK_MONOTONIC: the keeper reads the same clock.
   const long long deadline_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
   const pid_t keeper = ::fork();
-  if (keeper < 0) {
-    kept.failed_at = StartStage::Fork;
-    kept.error = errno;
-    return kept;
-  }
-  if (keeper == 0) keep(prepared, report_write.get(), deadline_ns);
+  if (keeper < 0) return not_started<KeptProgram>(errno);
+  if (keeper == 0) keep(launch.prepared, launch.report_write.get(), deadline_ns);
   kept.keeper = keeper;
   kept.keeper_pidfd = unique_fd(static_cast<int>(::syscall(SYS_pidfd_open, keeper, 0)));
-  kept.report = std::move(report_read);
+  kept.report = std::move(launch.report_read);
   return kept;
 }
 

@@ -92,7 +92,7 @@ ActionEvent ActionWorker::make_plan(const std::vector<ProcessKey>& chosen) {
   pending.snapshot = source().take();
   std::vector<std::string> notes;
   const Selection selection = select_for_view(*pending.snapshot, chosen, notes);
-  pending.prepared = prepare_kill(*pending.snapshot, selection, settings_.protect);
+  pending.prepared = prepare_kill(*pending.snapshot, selection, kill_policy(*pending.snapshot, settings_.protect));
   ActionEvent event;
   event.kind = ActionEvent::Kind::PlanReady;
   event.preview = preview_plan(pending.prepared.plan, std::move(notes));
@@ -110,10 +110,13 @@ ActionEvent ActionWorker::carry_out(Ladder ladder) {
   PendingKill pending = std::move(*pending_);
   pending_.reset();
   const Snapshot& snapshot = *pending.snapshot;
-  EscalationOptions engine = escalation_for(ladder, settings_.timeout_s, snapshot.table.options().proc_root);
-  engine.interruption = interruption_.interruption();  // never signal handlers from this thread
-  const KillReport report =
-      carry_out_kill(pending.prepared, source(), snapshot, engine, settings_.verify_timeout_s, settings_.audit);
+  CarryOutOptions how;
+  how.execution.engine = escalation_for(ladder, settings_.timeout_s, snapshot.table.options().proc_root);
+  how.execution.engine.interruption = interruption_.interruption();  // never signal handlers from this thread
+  how.verify_timeout_s = settings_.verify_timeout_s;
+  how.audit = settings_.audit;
+  KillReport report = planned_report(pending.prepared.plan, how.execution);
+  carry_out_kill(pending.prepared, source(), snapshot, how, report);
   event.kind = ActionEvent::Kind::KillFinished;
   event.status = kill_status_line(report);
   event.succeeded = kill_succeeded(report);

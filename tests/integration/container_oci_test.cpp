@@ -324,20 +324,39 @@ nlohmann::json run_report(const std::string& output) {
   }
 }
 
-// Zombies among the processes in the PID namespace of `init` (host PIDs): what a PID 1 that
-// reaps nothing leaves behind.
-std::vector<pid_t> zombies_in_pid_namespace_of(pid_t init) {
+// The processes in the PID namespace of `init` (host PIDs), each with its PID as that namespace
+// numbers it (the last field of NSpid) and its state.
+struct NamespacedProcess {
+  pid_t pid = 0;
+  pid_t ns_pid = 0;
+  char state = '?';
+};
+std::vector<NamespacedProcess> processes_in_pid_namespace_of(pid_t init) {
   std::error_code error;
   const auto ns = std::filesystem::read_symlink("/proc/" + std::to_string(init) + "/ns/pid", error);
-  std::vector<pid_t> zombies;
-  if (error) return zombies;
+  std::vector<NamespacedProcess> processes;
+  if (error) return processes;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = std::stoi(name);
     std::error_code link_error;
     if (std::filesystem::read_symlink(entry.path() / "ns/pid", link_error) != ns || link_error) continue;
-    if (process_state(pid) == 'Z') zombies.push_back(pid);
+    std::istringstream status(read_text_file((entry.path() / "status").string()));
+    NamespacedProcess process{pid, 0, process_state(pid)};
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("NSpid:", 0) == 0) process.ns_pid = std::stoi(line.substr(line.find_last_of(" \t") + 1));
+    }
+    processes.push_back(process);
+  }
+  return processes;
+}
+
+// Zombies among them: what a PID 1 that reaps nothing leaves behind.
+std::vector<pid_t> zombies_in_pid_namespace_of(pid_t init) {
+  std::vector<pid_t> zombies;
+  for (const auto& p : processes_in_pid_namespace_of(init)) {
+    if (p.state == 'Z') zombies.push_back(p.pid);
   }
   return zombies;
 }
@@ -348,9 +367,12 @@ TEST(OciContainers, RunAsEntryPointReapsOrphansEndsLeftoversAndExitsWithTheComma
   auto on_host = host.start({"--alloc", "1:1GiB"});
   const std::string go = host.state_dir() + "/go";
   // A GPU process that double-forks away from the command (reparented to PID 1, outliving
-  // the command), an orphan that exits while the job runs, then exit 3 when the test says so.
+  // the command), an orphan that writes its PID (as the container numbers it) and exits while
+  // the job runs, then exit 3 when the test says so.
+  const std::string orphan_file = go + ".orphan";
   const std::string script =
-      "( \"$0\" --alloc 0:1GiB --workers 1 > /dev/null & ); ( sleep 0.1 & ); echo started; "
+      "( \"$0\" --alloc 0:1GiB --workers 1 > /dev/null & ); "
+      "( sh -c 'echo $$ > \"$0.tmp\" && mv \"$0.tmp\" \"$0\"; exec sleep 0.1' \"$1.orphan\" & ); echo started; "
       "while [ ! -e \"$1\" ]; do sleep 0.02; done; exit 3";
   OciContainer container(run_entry_point(host, script, {go}));
   std::string line;
@@ -360,9 +382,18 @@ TEST(OciContainers, RunAsEntryPointReapsOrphansEndsLeftoversAndExitsWithTheComma
   const pid_t leftover = listed_on(host, 0).at(0);
   const pid_t init = container.init_pid();
   ASSERT_GT(init, 0);
-  usleep(200 * 1000);  // the sleep orphan has exited; PID 1 that reaps nothing keeps it a zombie
-  EXPECT_TRUE(eventually([&] { return zombies_in_pid_namespace_of(init).empty(); }, 2000))
-      << "PID 1 left its orphans unreaped";
+  // The orphan is gone from the namespace once PID 1 has reaped it: a PID 1 that reaps nothing
+  // keeps it there as a zombie.
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(orphan_file); }, 5000)) << container.log();
+  const pid_t orphan = std::stoi(read_text_file(orphan_file));
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto in_ns = processes_in_pid_namespace_of(init);
+        return std::none_of(in_ns.begin(), in_ns.end(), [&](const NamespacedProcess& p) { return p.ns_pid == orphan; });
+      },
+      5000))
+      << "PID 1 left its orphan unreaped";
+  EXPECT_TRUE(zombies_in_pid_namespace_of(init).empty()) << "PID 1 left its orphans unreaped";
   std::ofstream(go).close();
   EXPECT_EQ(container.wait_exit(15000), 3) << container.log();
   const auto report = run_report(container.rest_of_output());

@@ -2,6 +2,7 @@
 // into a PCI device's directory), and the KFD per-process directories and topology: what ps
 // will show of an AMD or Intel GPU that no test machine has; and amdgpu's XGMI hives, with what a
 // reset of one GPU of a hive would affect (doctor).
+#include "cli/doctor/doctor_render.hpp"
 #include "cli/ps/ps_drm.hpp"
 #include "doctor/reset_readiness.hpp"
 #include "drm/client_ledger.hpp"
@@ -193,7 +194,7 @@ TEST_F(SysfsTree, AnXgmiHiveIsReadAndAResetNamesEveryGpuOfItWithItsProcesses) {
   EXPECT_EQ(scope.gpus[1].pci_address, "0000:03:00.0");
   EXPECT_EQ(scope.gpus[1].client_pids, (std::vector<pid_t>{500, 501}));
   EXPECT_TRUE(scope.gpus[1].kfd_pids.empty());
-  const auto json = scope.to_json();
+  const auto json = evidence_json(scope.evidence());
   EXPECT_EQ(json["xgmi_hive_id"], hive);  // exact, as a string
   EXPECT_EQ(json["gpus"][1]["client_pids"], nlohmann::json::array({500, 501}));
   const auto lines = scope.lines(snapshot);
@@ -204,7 +205,7 @@ TEST_F(SysfsTree, AnXgmiHiveIsReadAndAResetNamesEveryGpuOfItWithItsProcesses) {
   EXPECT_FALSE(single.hive_id);
   ASSERT_EQ(single.gpus.size(), 1u);
   EXPECT_EQ(single.gpus[0].client_pids, (std::vector<pid_t>{700}));
-  EXPECT_TRUE(single.to_json()["xgmi_hive_id"].is_null());
+  EXPECT_TRUE(evidence_json(single.evidence())["xgmi_hive_id"].is_null());
 }
 
 TEST(DrmSysfsParse, FilesAsTheKernelWritesThem) {

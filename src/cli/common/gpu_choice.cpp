@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/common/exit_codes.hpp"
+#include "cli/common/snapshot_status.hpp"
 #include "doctor/xid_event.hpp"
 #include "text/sanitize.hpp"
 
@@ -120,6 +122,11 @@ std::optional<GpuChoice> resolve_gpu_choice(const std::vector<std::string>& item
     }
   }
   return out;
+}
+
+int gpu_choice_error_status(const GpuChoiceError& error, const Snapshot& snapshot) {
+  return error.needs_nvidia_library && !snapshot.driver.no_nvidia_gpus() ? driver_failure_status(snapshot)
+                                                                        : exit_code::kUsage;
 }
 
 }  // namespace gpureap

@@ -34,4 +34,8 @@ struct GpuChoiceError {
 std::optional<GpuChoice> resolve_gpu_choice(const std::vector<std::string>& items, const Snapshot& snapshot,
                                             const std::string& option, GpuChoiceError& error);
 
+// The exit status for `error`: the driver's failure (3 or 4) for an NVIDIA index while NVIDIA's
+// library is missing on a host with NVIDIA GPUs, else a usage error (2).
+int gpu_choice_error_status(const GpuChoiceError& error, const Snapshot& snapshot);
+
 }  // namespace gpureap

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <unistd.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "cli/common/cli11_declarations.hpp"
 
 #include "accounts/account_lookup.hpp"  // resolve_user: the uid a --user value names
 #include "proc/process_table.hpp"

@@ -9,14 +9,17 @@ namespace gpureap {
 int snapshot_exit_status(const Snapshot& snapshot) {
   const auto& d = snapshot.driver;
   if (d.no_nvidia_gpus()) return exit_code::kOk;  // an AMD- or Intel-only host
-  if (!d.loaded) {
-    return d.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary : exit_code::kDriverInitFailed;
-  }
+  if (!d.loaded) return driver_failure_status(snapshot);
   if (d.count_error) return exit_code::kDriverInitFailed;
   for (const auto& gpu : snapshot.gpus) {
     if (gpu.reading.error) return exit_code::kGpuError;
   }
   return exit_code::kOk;
+}
+
+int driver_failure_status(const Snapshot& snapshot) {
+  return snapshot.driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
+                                                                 : exit_code::kDriverInitFailed;
 }
 
 std::string unknown_gpu_error(const Snapshot& snapshot, const std::vector<unsigned>& wanted) {

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include <CLI/CLI.hpp>
+
 #include "proc/proc_io.hpp"
 #include "text/charset.hpp"
 #include "text/sanitize.hpp"

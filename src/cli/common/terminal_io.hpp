@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include <CLI/CLI.hpp>
+#include "cli/common/cli11_declarations.hpp"
 
 namespace gpureap {
 

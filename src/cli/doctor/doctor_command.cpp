@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/common/exit_codes.hpp"

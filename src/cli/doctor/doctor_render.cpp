@@ -1,6 +1,7 @@
 #include "cli/doctor/doctor_render.hpp"
 
 #include <chrono>
+#include <variant>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -43,7 +44,29 @@ std::string shell_lines(const std::string& command, std::string_view first_inden
   return out;
 }
 
+// Each kind of evidence as its JSON value.
+struct EvidenceJson {
+  nlohmann::json operator()(std::nullptr_t) const { return nullptr; }
+  nlohmann::json operator()(bool flag) const { return flag; }
+  nlohmann::json operator()(std::int64_t number) const { return number; }
+  nlohmann::json operator()(std::uint64_t number) const { return number; }
+  nlohmann::json operator()(double number) const { return number; }
+  nlohmann::json operator()(const std::string& text) const { return text; }
+  nlohmann::json operator()(const EvidenceList& list) const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : list) out.push_back(std::visit(*this, item.value));
+    return out;
+  }
+  nlohmann::json operator()(const Evidence& record) const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, value] : record.fields()) out[name] = std::visit(*this, value.value);
+    return out;
+  }
+};
+
 }  // namespace
+
+nlohmann::json evidence_json(const EvidenceValue& evidence) { return std::visit(EvidenceJson{}, evidence.value); }
 
 nlohmann::json doctor_json(const DoctorReport& report) {
   const Snapshot& s = *report.snapshot;
@@ -84,7 +107,7 @@ nlohmann::json doctor_json(const DoctorReport& report) {
                         {"gpu", f.gpu ? nlohmann::json(*f.gpu) : f.gpu_pci.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.gpu_pci)},
                         {"summary", f.summary},
                         {"details", f.details},
-                        {"evidence", f.evidence},
+                        {"evidence", evidence_json(f.evidence)},
                         {"remedies", remedies}});
   }
   out["findings"] = findings;

@@ -25,6 +25,9 @@ struct DoctorReport {
 };
 
 nlohmann::json doctor_json(const DoctorReport& report);
+
+// A finding's evidence as that JSON shows it: a record is an object, a list an array.
+nlohmann::json evidence_json(const EvidenceValue& evidence);
 // Text for a terminal: every line that quotes a command, a file name or kernel-log text is
 // sanitised. Nothing is cut here (commands sit inside sentences): at a limited width the lines
 // break at spaces, and continue indented under their own start.

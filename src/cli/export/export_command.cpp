@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/common/exit_codes.hpp"

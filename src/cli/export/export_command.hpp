@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
+#include "cli/common/cli11_declarations.hpp"
 
 namespace gpureap {
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

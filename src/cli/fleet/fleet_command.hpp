@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "cli/common/cli11_declarations.hpp"
 
 namespace gpureap {
 

@@ -1,41 +1,31 @@
 #include "cli/kill/kill_command.hpp"
 #include "cli/common/option_limits.hpp"
 
-#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
-#include <map>
 #include <stdexcept>
-#include <set>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/gpu_choice.hpp"
+#include "cli/common/json_value.hpp"
 #include "cli/common/selection_checks.hpp"
+#include "cli/common/signal_setup.hpp"
 #include "cli/common/snapshot_status.hpp"
 #include "cli/common/terminal_io.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
 #include "text/terminal_style.hpp"
 #include "text/terminal_width.hpp"
-#include "audit/audit_log.hpp"
-#include "kill/escalation.hpp"
 #include "kill/interrupt_guard.hpp"
-#include "kill/kill_config.hpp"
-#include "kill/kill_execution.hpp"
 #include "kill/kill_plan.hpp"
 #include "cli/kill/kill_render.hpp"
 #include "kill/kill_run.hpp"
-#include "kill/memory_verification.hpp"
-#include "kill/pid_ref.hpp"
-#include "nvml/nvml_library.hpp"
 #include "snapshot/snapshot.hpp"
 #include "text/signal_names.hpp"
 
@@ -76,7 +66,100 @@ std::string usage_check(KillOptions& options) {
                               options.verify_timeout_s)}) {
     if (!error.empty()) return "gpureap kill: " + error + "; nothing was signalled";
   }
+  if (const auto signal = parse_signal(options.signal); !signal || *signal <= 0 || *signal >= 65) {
+    return fmt::format("gpureap kill: --signal {}: unknown signal (try TERM, INT, HUP, KILL or a number)",
+                       sanitize_for_terminal(options.signal));
+  }
   return {};
+}
+
+// Whether --all met a host whose NVIDIA GPUs could not be read: it goes on for the AMD and
+// Intel GPUs, and says what NVML would have listed is not in the plan.
+bool nvidia_unread_for_all(const KillOptions& options, const Snapshot& snapshot) {
+  return options.criteria.all && !snapshot.driver.loaded && !snapshot.driver.no_nvidia_gpus();
+}
+
+// The processes the options select, --gpu resolved against the snapshot; nullopt after saying
+// why on stderr, with the exit status in `status`.
+std::optional<Selection> select_from_options(KillOptions& options, Snapshot& snapshot, int& status) {
+  status = exit_code::kUsage;
+  if (!options.gpus.empty()) {
+    GpuChoiceError error;
+    const auto gpus = resolve_gpu_choice(options.gpus, snapshot, "--gpu", error);
+    if (!gpus) {
+      std::cerr << "gpureap kill: " << error.message << "\n";
+      status = gpu_choice_error_status(error, snapshot);
+      return std::nullopt;
+    }
+    options.criteria.gpus.assign(gpus->nvidia.begin(), gpus->nvidia.end());
+    options.criteria.drm_gpus.assign(gpus->drm.begin(), gpus->drm.end());
+  }
+  // NVIDIA's processes can be read only through its library: --all needs it, unless the host
+  // has AMD or Intel GPUs (their ROCm jobs are selected without it).
+  if (nvidia_unread_for_all(options, snapshot) && snapshot.drm.devices.empty()) {
+    std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot.driver.message) << "\n";
+    status = driver_failure_status(snapshot);
+    return std::nullopt;
+  }
+  if (auto error = check_containers(snapshot.table, options.criteria.containers, "gpureap kill"); !error.empty()) {
+    std::cerr << error << "\n";
+    return std::nullopt;
+  }
+  try {
+    return select_targets(snapshot, options.criteria);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << fmt::format("gpureap kill: --name: {}\n", sanitize_for_terminal(error.what()));
+    return std::nullopt;
+  }
+}
+
+// How the ladder runs, from the options.
+ExecutionOptions execution_from(const KillOptions& options, const Snapshot& snapshot) {
+  ExecutionOptions execution;
+  execution.engine.first_signal = *parse_signal(options.signal);
+  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  execution.engine.escalate = !options.no_escalate;
+  execution.engine.proc_root = snapshot.table.options().proc_root;
+  execution.tree = options.criteria.tree;
+  execution.group = options.criteria.group;
+  execution.reap_zombies = options.reap_zombies;
+  return execution;
+}
+
+// An empty plan: the JSON report when asked, and why nothing is signalled.
+int nothing_matched(const KillPlan& plan, const KillReport& report, const KillOptions& options,
+                    const Snapshot& snapshot) {
+  if (options.json) write_out(json_document(kill_report_json(plan, report)));
+  std::string missing;
+  for (pid_t pid : plan.missing) missing += (missing.empty() ? " (no such process: " : ", ") + std::to_string(pid);
+  if (!missing.empty()) missing += ")";
+  std::cerr << "gpureap kill: nothing matched the selection" << missing << "\n";
+  if (nvidia_unread_for_all(options, snapshot)) {
+    // Nothing on the AMD and Intel GPUs, and NVIDIA's could not be read: not "nothing matched".
+    std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot.driver.message) << "\n";
+    return driver_failure_status(snapshot);
+  }
+  return exit_code::kNothingSelected;
+}
+
+// A person's yes where the plan needs one: nullopt to go on, else the exit status (declined,
+// or no terminal to ask on).
+std::optional<int> confirmation_refused(const KillPlan& plan, const KillOptions& options, const std::string& plan_text) {
+  if (!needs_confirmation(plan, options)) return std::nullopt;
+  // The plan went to stdout; when that is not the terminal, show it where the question is.
+  const bool plan_seen = !options.json && stdout_is_terminal();
+  const Answer answer = ask_on_terminal(plan_seen ? std::string() : plan_text, "Proceed?");
+  if (answer == Answer::NoTerminal) {
+    std::cerr << "gpureap kill: this plan ends more than one process or another user's, and there is no terminal "
+                 "to ask for confirmation on: add --yes to proceed without asking, or --dry-run to only show the "
+                 "plan; nothing was signalled\n";
+    return exit_code::kAborted;
+  }
+  if (answer != Answer::Yes) {
+    std::cerr << "gpureap kill: not confirmed; nothing was signalled\n";
+    return exit_code::kAborted;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -181,155 +264,53 @@ int run_kill(KillOptions options) {
     return exit_code::kUsage;
   }
   options.criteria.tree = !options.no_tree;
-  const auto first_signal = parse_signal(options.signal);
-  if (!first_signal || *first_signal <= 0 || *first_signal >= 65) {
-    std::cerr << fmt::format("gpureap kill: --signal {}: unknown signal (try TERM, INT, HUP, KILL or a number)\n",
-                             sanitize_for_terminal(options.signal));
-    return exit_code::kUsage;
-  }
-  const ColorChoice choice = parse_color_choice(options.color);
-  const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : choice);
-
-  std::string config_error;
-  const auto config = load_kill_config(config_error);
-  if (!config) {
-    std::cerr << "gpureap kill: " << sanitize_for_terminal(config_error) << "\n";
-    return exit_code::kUsage;
-  }
-
-  // The audit log first: if it cannot be written, nothing may be signalled.
-  std::optional<AuditLog> audit;
-  options.audit_log = audit_log_path(options.audit_log, *config);
-  if (!options.audit_log.empty() && !options.dry_run) {
-    std::string error;
-    audit = AuditLog::open(options.audit_log, Requester::current(), error);
-    if (!audit) {
-      std::cerr << "gpureap kill: " << sanitize_for_terminal(error) << "; nothing was signalled\n";
-      return exit_code::kUsage;
-    }
-  }
+  const TerminalStyle style =
+      TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : parse_color_choice(options.color));
+  const auto setup = open_signal_setup("gpureap kill", options.audit_log, options.dry_run);
+  if (!setup) return exit_code::kUsage;
 
   SnapshotSource source(default_snapshot_options());
   auto snapshot = source.take();
-  const auto driver_failure = [&] {
-    return snapshot->driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
-                                                                    : exit_code::kDriverInitFailed;
-  };
-  if (!options.gpus.empty()) {
-    GpuChoiceError error;
-    const auto gpus = resolve_gpu_choice(options.gpus, *snapshot, "--gpu", error);
-    if (!gpus) {
-      std::cerr << "gpureap kill: " << error.message << "\n";
-      // An index while NVIDIA's library is missing is the driver's failure, where NVIDIA GPUs exist.
-      return error.needs_nvidia_library && !snapshot->driver.no_nvidia_gpus() ? driver_failure() : exit_code::kUsage;
-    }
-    options.criteria.gpus.assign(gpus->nvidia.begin(), gpus->nvidia.end());
-    options.criteria.drm_gpus.assign(gpus->drm.begin(), gpus->drm.end());
-  }
-  // NVIDIA's processes can be read only through its library: needed for --all, unless the host
-  // has AMD or Intel GPUs (their ROCm jobs are selected without it) or no NVIDIA GPU at all.
-  const bool nvidia_unread = !snapshot->driver.loaded && !snapshot->driver.no_nvidia_gpus();
-  if (nvidia_unread && options.criteria.all && snapshot->drm.devices.empty()) {
-    std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
-    return driver_failure();
-  }
+  int status = exit_code::kOk;
+  const auto selection = select_from_options(options, *snapshot, status);
+  if (!selection) return status;
+  std::vector<std::string> protect = setup->config.protect;
+  protect.insert(protect.end(), options.protect.begin(), options.protect.end());
+  PreparedKill prepared =
+      prepare_kill(*snapshot, *selection, kill_policy(*snapshot, protect, options.force), options.criteria.tree);
+  const KillPlan& plan = prepared.plan;
 
-  if (auto error = check_containers(snapshot->table, options.criteria.containers, "gpureap kill"); !error.empty()) {
-    std::cerr << error << "\n";
-    return exit_code::kUsage;
-  }
-
-  Selection selection;
-  try {
-    selection = select_targets(*snapshot, options.criteria);
-  } catch (const std::invalid_argument& error) {
-    std::cerr << fmt::format("gpureap kill: --name: {}\n", sanitize_for_terminal(error.what()));
-    return exit_code::kUsage;
-  }
-  PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);
-  policy.force = options.force;
-  for (const auto& name : config->protect) policy.protect.add(name);
-  for (const auto& name : options.protect) policy.protect.add(name);
-  const KillPlan plan = plan_selected(*snapshot, selection, policy, options.criteria.tree);
-
-  KillReport report;
-  report.settings.signal = signal_name(*first_signal);
+  CarryOutOptions how{.execution = execution_from(options, *snapshot),
+                      .verify_timeout_s = options.verify_timeout_s,
+                      .audit = setup->audit_log()};
+  KillReport report = planned_report(plan, how.execution);
   report.settings.timeout_s = options.timeout_s;
-  report.settings.escalate = !options.no_escalate;
   report.settings.verify = !options.no_verify;
-  if (nvidia_unread && options.criteria.all) {
-    // --all went on for the AMD and Intel GPUs; what NVML would have listed is not in the plan.
+  report.settings.dry_run = options.dry_run;
+  if (nvidia_unread_for_all(options, *snapshot)) {
     report.notes.push_back("NVIDIA GPUs not read, their processes not selected: " + snapshot->driver.message);
   }
-  report.settings.dry_run = options.dry_run;
-  report.settings.group = options.criteria.group;
-  report.settings.tree = options.criteria.tree;
-
-  if (plan.targets.empty()) {
-    if (options.json) {
-      write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
-    }
-    std::string missing;
-    for (pid_t pid : plan.missing) missing += (missing.empty() ? " (no such process: " : ", ") + std::to_string(pid);
-    if (!missing.empty()) missing += ")";
-    std::cerr << "gpureap kill: nothing matched the selection" << missing << "\n";
-    if (nvidia_unread && options.criteria.all) {
-      // Nothing on the AMD and Intel GPUs, and NVIDIA's could not be read: not "nothing matched".
-      std::cerr << "gpureap kill: " << sanitize_for_terminal(snapshot->driver.message) << "\n";
-      return driver_failure();
-    }
-    return exit_code::kNothingSelected;
-  }
-
-  std::map<pid_t, PinResult> pins = pin_targets(plan, *snapshot);
+  if (plan.targets.empty()) return nothing_matched(plan, report, options, *snapshot);
 
   const std::string plan_text = render_plan(plan, report.settings, style, OutputWidth::for_fd(STDOUT_FILENO, options.wide));
   if (!options.json) write_text(plan_text);
-  report.targets = planned_outcomes(plan);
-
   if (options.dry_run) {
-    if (options.json) write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+    if (options.json) write_out(json_document(kill_report_json(plan, report)));
     return kill_exit_status(report);
   }
-  if (needs_confirmation(plan, options)) {
-    // The plan went to stdout; when that is not the terminal, show it where the question is.
-    const bool plan_seen = !options.json && stdout_is_terminal();
-    const Answer answer = ask_on_terminal(plan_seen ? std::string() : plan_text, "Proceed?");
-    if (answer == Answer::NoTerminal) {
-      std::cerr << "gpureap kill: this plan ends more than one process or another user's, and there is no terminal "
-                   "to ask for confirmation on: add --yes to proceed without asking, or --dry-run to only show the "
-                   "plan; nothing was signalled\n";
-      return exit_code::kAborted;
-    }
-    if (answer != Answer::Yes) {
-      std::cerr << "gpureap kill: not confirmed; nothing was signalled\n";
-      return exit_code::kAborted;
-    }
-  }
+  if (const auto refused = confirmation_refused(plan, options, plan_text)) return *refused;
 
-  // The ladder over the pinned targets, then the zombies' parents.
-  ExecutionOptions execution;
-  execution.engine.first_signal = *first_signal;
-  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
-  execution.engine.escalate = !options.no_escalate;
-  execution.engine.proc_root = snapshot->table.options().proc_root;
-  execution.tree = options.criteria.tree;
-  execution.group = options.criteria.group;
-  execution.reap_zombies = options.reap_zombies;
   InterruptGuard interrupts;  // the command's own thread: Ctrl-C stops the ladder, never gpureap mid-step
-  execution.engine.interruption = interrupts.interruption();
+  how.execution.engine.interruption = interrupts.interruption();
   try {
-    execute_plan(plan, pins, *snapshot, policy, execution, audit ? &*audit : nullptr, report);
+    carry_out_kill(prepared, source, *snapshot, how, report);
   } catch (const std::runtime_error& error) {
     // Only the audit log throws: stop rather than signal without a record.
     std::cerr << "gpureap kill: " << sanitize_for_terminal(error.what()) << "; stopped before sending further signals\n";
     return exit_code::kInternalError;
   }
-
-  verify_after_kill(plan, source, *snapshot, options.verify_timeout_s, report);
-
   if (options.json) {
-    write_out(kill_report_json(plan, report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+    write_out(json_document(kill_report_json(plan, report)));
   } else {
     write_text(render_results(plan, report, style));
   }

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "cli/common/cli11_declarations.hpp"
 
 #include "kill/target_selection.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "cli/common/cli11_declarations.hpp"
 
 #include "cli/ps/ps_filter.hpp"
 #include "text/terminal_style.hpp"

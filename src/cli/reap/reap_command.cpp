@@ -5,27 +5,27 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <set>
 #include <stdexcept>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/gpu_choice.hpp"
+#include "cli/common/json_value.hpp"
+#include "cli/common/signal_setup.hpp"
+#include "cli/common/snapshot_status.hpp"
 #include "cli/kill/kill_render.hpp"
 #include "cli/common/option_limits.hpp"
 #include "cli/reap/reap_render.hpp"
 #include "cli/common/selection_checks.hpp"
 #include "cli/common/terminal_io.hpp"
-#include "audit/audit_log.hpp"
 #include "kill/cgroup_kill.hpp"
 #include "kill/interrupt_guard.hpp"
 #include "kill/tree_sweep.hpp"
-#include "kill/kill_config.hpp"
-#include "kill/kill_execution.hpp"
 #include "kill/kill_run.hpp"
 #include "reap/reap.hpp"
 #include "snapshot/snapshot.hpp"
@@ -81,13 +81,117 @@ std::set<uid_t> owner_uids(const ReapOptions& options) {
   return uids;
 }
 
-int driver_failure_code(const Snapshot& snapshot) {
-  return snapshot.driver.failure == LoadFailure::LibraryNotFound ? exit_code::kNoDriverLibrary
-                                                                 : exit_code::kDriverInitFailed;
+// Another user's processes cannot all be seen (their descriptors, so their device files) nor
+// signalled without root: their GPUs would be called back to baseline on what was hidden.
+int check_owner_uids(const ReapCriteria& criteria) {
+  if (!criteria.uids || ::geteuid() == 0) return exit_code::kOk;
+  for (uid_t uid : *criteria.uids) {
+    if (uid == ::geteuid()) continue;
+    std::cerr << fmt::format("gpureap reap: uid {}'s processes can be ended only by root (gpureap runs as uid {}); "
+                             "nothing was signalled\n",
+                             uid, ::geteuid());
+    return exit_code::kPermissionDenied;
+  }
+  return exit_code::kOk;
 }
 
-void write_json(const nlohmann::ordered_json& json) {
-  write_out(json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+// --cgroup: its directory, and its members read before the snapshot so that each of them is in
+// it, every one of them ours to signal (or we are root).
+int read_cgroup(const std::string& option, const std::string& proc_root, ReapCriteria& criteria) {
+  std::string error;
+  const std::string dir = resolve_cgroup_dir(option, proc_root, error);
+  if (dir.empty()) {
+    std::cerr << "gpureap reap: " << sanitize_for_terminal(error) << "; nothing was signalled\n";
+    return exit_code::kUsage;
+  }
+  criteria.cgroup_dir = dir;
+  const auto members = cgroupfs::read_subtree_pids(dir);
+  if (!members) {
+    std::cerr << "gpureap reap: --cgroup " << sanitize_for_terminal(dir)
+              << ": cannot read its cgroup.procs (run as root); nothing was signalled\n";
+    return exit_code::kPermissionDenied;
+  }
+  criteria.cgroup_pids = *members;
+  // kill(pid, 0) sends nothing: it asks the kernel whether we may signal that process.
+  for (pid_t pid : *members) {
+    if (::kill(pid, 0) != 0 && errno == EPERM) {
+      std::cerr << "gpureap reap: --cgroup " << sanitize_for_terminal(dir)
+                << fmt::format(": PID {} in it belongs to another user and gpureap may not signal it (run as root); "
+                               "nothing was signalled\n",
+                               pid);
+      return exit_code::kPermissionDenied;
+    }
+  }
+  return exit_code::kOk;
+}
+
+// --gpus: the GPUs it names narrow the criteria; else the exit status, after saying why.
+int resolve_gpus(const std::string& option, const Snapshot& snapshot, ReapCriteria& criteria) {
+  GpuChoiceError error;
+  auto gpus = resolve_gpu_choice({option}, snapshot, "--gpus", error);
+  if (!gpus) {
+    std::cerr << "gpureap reap: " << error.message << "; nothing was signalled\n";
+    return gpu_choice_error_status(error, snapshot);
+  }
+  criteria.gpus = std::move(gpus->nvidia);
+  criteria.drm_gpus = std::move(gpus->drm);
+  return exit_code::kOk;
+}
+
+// The cgroup's PIDs were read before the pins: each pinned one is shown in the cgroup again
+// through its pin, or it is a stranger that took a member's PID and is left alone.
+void unpin_strangers(std::map<pid_t, PinResult>& pins, const std::string& proc_root, const std::string& cgroup_dir) {
+  for (auto& [pid, pin] : pins) {
+    if (pin.status == PinStatus::Ok && !sweep::pinned_in_cgroup(proc_root, pin.ref, cgroup_dir)) {
+      pin = PinResult{PinStatus::IdentityChanged, 0, {}};
+    }
+  }
+}
+
+// Each GPU back to its baseline (NVIDIA's through the driver, AMD's and Intel's through their
+// clients), after the ladder; with a survivor, one reading says where they stand.
+void verify_gpus(const ReapOptions& options, const ReapSelection& selected, const KillPlan& plan,
+                 SnapshotSource& source, const Snapshot& snapshot, ReapReport& report) {
+  if (report.kill.interrupted_by != 0) return;
+  const bool survivor = !report.survivors.empty();
+  const std::set<unsigned> to_verify = report.criteria.gpus ? *report.criteria.gpus : selected.gpus_used;
+  if (!to_verify.empty() && !snapshot.driver.loaded) {
+    report.driver_unreadable = true;
+    report.kill.notes.push_back("GPU memory not verified: " + snapshot.driver.message);
+  } else if (!to_verify.empty()) {
+    std::vector<ReapGpuCheck> checks;
+    for (unsigned index : to_verify) {
+      ReapGpuCheck check{.index = index};
+      if (options.baseline_mib_value >= 0) {
+        check.baseline_override = static_cast<std::uint64_t>(options.baseline_mib_value * 1024 * 1024);
+      }
+      checks.push_back(check);
+    }
+    ReapVerifyOptions verify;
+    verify.timeout = std::chrono::milliseconds(survivor ? 0 : static_cast<long long>(options.verify_timeout_s * 1000));
+    report.gpus = verify_baseline(checks, selected.listed_pids, [&source]() { return source.read_driver_only(); },
+                                  verify);
+  }
+  verify_drm_after_kill(plan, source, options.verify_timeout_s, survivor, {}, report.kill);
+}
+
+void write_plan(const ReapOptions& options, const KillPlan& plan, const KillSettings& settings,
+                const TerminalStyle& style) {
+  if (plan.targets.empty()) {
+    write_text(style.bold(fmt::format("{}Nothing of the job is running", options.dry_run ? "[dry run] " : "")) + "\n");
+  } else {
+    write_text(render_plan(plan, settings, style, OutputWidth::for_fd(STDOUT_FILENO, options.wide)));
+  }
+}
+
+void write_report(const ReapOptions& options, const KillPlan& plan, const ReapReport& report, int status,
+                  const TerminalStyle& style) {
+  if (options.json) {
+    write_out(json_document(reap_report_json(plan, report, status)));
+    return;
+  }
+  if (!options.dry_run && !plan.targets.empty()) write_text(render_results(plan, report.kill, style));
+  write_text(render_reap_outcome(report, style));
 }
 
 }  // namespace
@@ -150,13 +254,8 @@ int run_reap(ReapOptions options) {
   }
   const TerminalStyle style =
       TerminalStyle::for_fd(STDOUT_FILENO, options.json ? ColorChoice::Never : parse_color_choice(options.color));
-
-  std::string config_error;
-  const auto config = load_kill_config(config_error);
-  if (!config) {
-    std::cerr << "gpureap reap: " << sanitize_for_terminal(config_error) << "\n";
-    return exit_code::kUsage;
-  }
+  const auto setup = open_signal_setup("gpureap reap", options.audit_log, options.dry_run);
+  if (!setup) return exit_code::kUsage;
   const SnapshotOptions snapshot_options = default_snapshot_options();
   const std::string proc_root = snapshot_options.proc.proc_root;
 
@@ -164,165 +263,56 @@ int run_reap(ReapOptions options) {
   report.verify_timeout_s = options.verify_timeout_s;
   if (!options.users.empty() || !options.uids.empty()) report.criteria.uids = owner_uids(options);
   report.criteria.except = options.except;
-  // Another user's processes cannot all be seen (their descriptors, so their device files) nor
-  // signalled without root: their GPUs would be called back to baseline on what was hidden.
-  if (report.criteria.uids && ::geteuid() != 0) {
-    for (uid_t uid : *report.criteria.uids) {
-      if (uid == ::geteuid()) continue;
-      std::cerr << fmt::format("gpureap reap: uid {}'s processes can be ended only by root (gpureap runs as uid {}); "
-                               "nothing was signalled\n",
-                               uid, ::geteuid());
-      return exit_code::kPermissionDenied;
-    }
-  }
+  if (const int status = check_owner_uids(report.criteria); status != exit_code::kOk) return status;
   if (!options.cgroup.empty()) {
-    std::string error;
-    const std::string dir = resolve_cgroup_dir(options.cgroup, proc_root, error);
-    if (dir.empty()) {
-      std::cerr << "gpureap reap: " << sanitize_for_terminal(error) << "; nothing was signalled\n";
-      return exit_code::kUsage;
-    }
-    report.criteria.cgroup_dir = dir;
-  }
-
-  std::optional<AuditLog> audit;
-  options.audit_log = audit_log_path(options.audit_log, *config);
-  if (!options.audit_log.empty() && !options.dry_run) {
-    std::string error;
-    audit = AuditLog::open(options.audit_log, Requester::current(), error);
-    if (!audit) {
-      std::cerr << "gpureap reap: " << sanitize_for_terminal(error) << "; nothing was signalled\n";
-      return exit_code::kUsage;
+    if (const int status = read_cgroup(options.cgroup, proc_root, report.criteria); status != exit_code::kOk) {
+      return status;
     }
   }
 
-  // The cgroup's members are read before the snapshot, so that each of them is in it.
-  if (report.criteria.cgroup_dir) {
-    const auto members = cgroupfs::read_subtree_pids(*report.criteria.cgroup_dir);
-    if (!members) {
-      std::cerr << "gpureap reap: --cgroup " << sanitize_for_terminal(*report.criteria.cgroup_dir)
-                << ": cannot read its cgroup.procs (run as root); nothing was signalled\n";
-      return exit_code::kPermissionDenied;
-    }
-    report.criteria.cgroup_pids = *members;
-    // kill(pid, 0) sends nothing: it asks the kernel whether we may signal that process.
-    for (pid_t pid : *members) {
-      if (::kill(pid, 0) != 0 && errno == EPERM) {
-        std::cerr << "gpureap reap: --cgroup " << sanitize_for_terminal(*report.criteria.cgroup_dir)
-                  << fmt::format(": PID {} in it belongs to another user and gpureap may not signal it (run as root); "
-                                 "nothing was signalled\n",
-                                 pid);
-        return exit_code::kPermissionDenied;
-      }
-    }
-  }
   SnapshotSource source(snapshot_options);
   auto snapshot = source.take();
   if (!options.gpus.empty()) {
-    GpuChoiceError error;
-    auto gpus = resolve_gpu_choice({options.gpus}, *snapshot, "--gpus", error);
-    if (!gpus) {
-      std::cerr << "gpureap reap: " << error.message << "; nothing was signalled\n";
-      // An index while NVIDIA's library is missing is the driver's failure, where NVIDIA GPUs exist.
-      return error.needs_nvidia_library && !snapshot->driver.no_nvidia_gpus() ? driver_failure_code(*snapshot)
-                                                                              : exit_code::kUsage;
+    if (const int status = resolve_gpus(options.gpus, *snapshot, report.criteria); status != exit_code::kOk) {
+      return status;
     }
-    report.criteria.gpus = std::move(gpus->nvidia);
-    report.criteria.drm_gpus = std::move(gpus->drm);
   }
 
-  PlanPolicy policy = PlanPolicy::for_current_process(*snapshot);
-  for (const auto& name : config->protect) policy.protect.add(name);
+  PlanPolicy policy = kill_policy(*snapshot, setup->config.protect);
   const ReapSelection selected = select_reap(*snapshot, report.criteria, policy);
   report.spared = selected.spared;
-  const KillPlan plan = plan_selected(*snapshot, selected.selection, policy, /*tree=*/false);
+  PreparedKill prepared = prepare_kill(*snapshot, selected.selection, std::move(policy), /*tree=*/false);
+  const KillPlan& plan = prepared.plan;
+  if (report.criteria.cgroup_dir) unpin_strangers(prepared.pins, proc_root, *report.criteria.cgroup_dir);
 
-  report.kill.settings.signal = "SIGTERM";
+  CarryOutOptions how;
+  how.execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.kill_timeout_s * 1000));
+  how.execution.engine.proc_root = proc_root;
+  how.execution.tree = false;
+  how.release = ReleaseCheck::Caller;
+  how.audit = setup->audit_log();
+  report.kill = planned_report(plan, how.execution);
   report.kill.settings.timeout_s = options.kill_timeout_s;
   report.kill.settings.dry_run = options.dry_run;
-  report.kill.settings.tree = false;
-  report.kill.targets = planned_outcomes(plan);
-
-  std::map<pid_t, PinResult> pins = pin_targets(plan, *snapshot);
-  // The cgroup's PIDs were read before the pins: each pinned one is shown in the cgroup again
-  // through its pin, or it is a stranger that took a member's PID and is left alone.
-  if (report.criteria.cgroup_dir) {
-    for (auto& [pid, pin] : pins) {
-      if (pin.status == PinStatus::Ok && !sweep::pinned_in_cgroup(proc_root, pin.ref, *report.criteria.cgroup_dir)) {
-        pin = PinResult{PinStatus::IdentityChanged, 0, {}};
-      }
-    }
-  }
-  if (!options.json) {
-    if (plan.targets.empty()) {
-      write_text(style.bold(fmt::format("{}Nothing of the job is running", options.dry_run ? "[dry run] " : "")) + "\n");
-    } else {
-      write_text(render_plan(plan, report.kill.settings, style, OutputWidth::for_fd(STDOUT_FILENO, options.wide)));
-    }
-  }
+  if (!options.json) write_plan(options, plan, report.kill.settings, style);
   if (options.dry_run) {
     const int status = reap_exit_status(report, exit_code::kOk);
-    if (options.json) {
-      write_json(reap_report_json(plan, report, status));
-    } else {
-      write_text(render_reap_outcome(report, style));
-    }
+    write_report(options, plan, report, status, style);
     return status;
   }
 
-  ExecutionOptions execution;
-  execution.engine.first_signal = SIGTERM;
-  execution.engine.timeout = std::chrono::milliseconds(static_cast<long long>(options.kill_timeout_s * 1000));
-  execution.engine.proc_root = proc_root;
-  execution.tree = false;
   InterruptGuard interrupts;  // the command's own thread: Ctrl-C stops the ladder, never gpureap mid-step
-  execution.engine.interruption = interrupts.interruption();
+  how.execution.engine.interruption = interrupts.interruption();
   try {
-    execute_plan(plan, pins, *snapshot, policy, execution, audit ? &*audit : nullptr, report.kill);
+    carry_out_kill(prepared, source, *snapshot, how, report.kill);
   } catch (const std::runtime_error& error) {
     std::cerr << "gpureap reap: " << sanitize_for_terminal(error.what()) << "; stopped before sending further signals\n";
     return exit_code::kInternalError;
   }
-
   report.survivors = find_survivors(report.kill, selected, report.criteria, proc_root);
-  std::set<unsigned> to_verify = report.criteria.gpus ? *report.criteria.gpus : selected.gpus_used;
-  if (!to_verify.empty() && report.kill.interrupted_by == 0) {
-    if (!snapshot->driver.loaded) {
-      report.driver_unreadable = true;
-      report.kill.notes.push_back("GPU memory not verified: " + snapshot->driver.message);
-    } else {
-      std::vector<ReapGpuCheck> checks;
-      for (unsigned index : to_verify) {
-        ReapGpuCheck check{.index = index};
-        if (options.baseline_mib_value >= 0) {
-          check.baseline_override = static_cast<std::uint64_t>(options.baseline_mib_value * 1024 * 1024);
-        }
-        checks.push_back(check);
-      }
-      ReapVerifyOptions verify;
-      // With a survivor, waiting cannot help: one reading says where the GPUs stand.
-      verify.timeout = std::chrono::milliseconds(
-          report.survivors.empty() ? static_cast<long long>(options.verify_timeout_s * 1000) : 0);
-      report.gpus = verify_baseline(checks, selected.listed_pids, [&source]() { return source.read_driver_only(); },
-                                    verify);
-    }
-  }
-
-  // AMD and Intel GPUs the job held clients of: their release as kill verifies it.
-  if (!plan.drm_gpus.empty() && report.kill.interrupted_by == 0) {
-    VerifyOptions verify;
-    verify.timeout = std::chrono::milliseconds(
-        report.survivors.empty() ? static_cast<long long>(options.verify_timeout_s * 1000) : 0);
-    report.kill.drm_gpus = verify_drm_release(plan, [&source]() { return source.read_drm_only(); }, verify);
-  }
-
-  const int status = reap_exit_status(report, driver_failure_code(*snapshot));
-  if (options.json) {
-    write_json(reap_report_json(plan, report, status));
-  } else {
-    if (!plan.targets.empty()) write_text(render_results(plan, report.kill, style));
-    write_text(render_reap_outcome(report, style));
-  }
+  verify_gpus(options, selected, plan, source, *snapshot, report);
+  const int status = reap_exit_status(report, driver_failure_status(*snapshot));
+  write_report(options, plan, report, status, style);
   return status;
 }
 

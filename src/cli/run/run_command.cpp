@@ -10,6 +10,7 @@
 #include <iostream>
 #include <optional>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/common/exit_codes.hpp"
