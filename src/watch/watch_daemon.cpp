@@ -204,7 +204,9 @@ class WatchDaemon {
         notifier_.stop(kNotificationBudgetAtStop);
         return 0;
       }
-      report_finished();
+      // A ladder that ended is looked at again at once: the served page then carries its
+      // counters beside what the GPUs show after it, not a look older than its report.
+      if (report_finished()) next = Clock::now();
       if (sig == SIGHUP) {
         reload();
         continue;
@@ -459,8 +461,10 @@ class WatchDaemon {
 
   // What the ladders that ended since the last call did: logged, counted and notified here, on
   // the loop's thread.
-  void report_finished() {
-    for (FinishedTermination& done : workers_.take_finished()) finished(done);
+  bool report_finished() {
+    std::vector<FinishedTermination> ended = workers_.take_finished();
+    for (FinishedTermination& done : ended) finished(done);
+    return !ended.empty();
   }
 
   void finished(const FinishedTermination& done) {
