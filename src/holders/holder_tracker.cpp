@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <ctime>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -125,26 +126,36 @@ void HolderTracker::refresh() {
     std::string why;
     if (!mark_nodes(why)) needs_walk_ = true;  // that node's openers only a walk sees
   }
-  // The opens first: a fork in the same batch by a process that opened is then followed.
+  // The process events are read before the opens and applied after them: a fork read here
+  // has its parent's open (which came before it) in the device batch read below, so a holder's
+  // child is followed even when the open and the fork fall between the two reads.
+  process_batch_.exits.clear();
+  process_batch_.forks.clear();
+  process_batch_.execs.clear();
+  process_batch_.lost = false;
+  process_events_.drain(process_batch_);
   device_batch_.events.clear();
   device_batch_.overflowed = false;
   device_events_.drain(device_batch_);
   counts_.device_events += device_batch_.events.size();
+  // Whose forks are followed in this batch: the holders, and every opener read in it, tracked
+  // or not: one that had exited (no pidfd) or could no longer be pinned by the time its event
+  // was read may have children that still hold what it opened. Following only makes a
+  // candidate: each child is pinned and proven by its own descriptors.
+  std::unordered_set<pid_t> followed;
   for (DeviceOpen& event : device_batch_.events) {
     if (event.pid <= 0 || event.pid == self_) continue;  // outside our namespace, or our own NVML
+    followed.insert(event.pid);
     if (event.pidfd) {
       take(event.pid, std::move(event.pidfd));
     } else if (tracked_.count(event.pid) > 0) {
       dirty_.insert(event.pid);  // it has exited: the proof lets it go
     }
   }
-  process_batch_.exits.clear();
-  process_batch_.forks.clear();
-  process_batch_.execs.clear();
-  process_batch_.lost = false;
-  process_events_.drain(process_batch_);
-  for (const ProcessFork& fork : process_batch_.forks) {
-    if (tracked_.count(fork.parent) == 0 || fork.child == self_) continue;
+  for (const ProcessFork& fork : process_batch_.forks) {  // in the order they happened
+    if (fork.child == self_) continue;
+    if (tracked_.count(fork.parent) == 0 && followed.count(fork.parent) == 0) continue;
+    followed.insert(fork.child);  // its own forks are followed too, even if it is gone
     take_by_pid(fork.child);
     ++counts_.forks_followed;
   }
