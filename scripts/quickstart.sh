@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Builds gpureap and runs the main job: `gpureap ps` on this host's GPUs. On a host without an
-# NVIDIA driver, says so and runs the demo on simulated GPUs instead (clearly labelled).
+# Builds gpureap and runs the main job: `gpureap ps` on this host's GPUs. On a host with no GPU
+# it can see (no NVIDIA driver and no AMD or Intel GPU), says so and runs the demo on simulated
+# GPUs instead (clearly labelled).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+gpureap=$root/build/src/gpureap
 "$root/scripts/build.sh" release
 set +e
-"$root/build/src/gpureap" ps
+"$gpureap" ps
 rc=$?
+# No GPU of any kind: NVIDIA's library missing (3, 4), or a host without NVIDIA hardware, where
+# ps exits 0, and no DRM GPU either (the two lists of ps's JSON, docs/ps-json.md, both empty).
+listing=$("$gpureap" ps --json 2>/dev/null)
 set -e
+no_gpu=false
 if [ "$rc" -eq 3 ] || [ "$rc" -eq 4 ]; then
+  no_gpu=true
+elif [ "$rc" -eq 0 ] && grep -q '^  "gpus": \[\]' <<<"$listing" && grep -q '^  "drm_gpus": \[\]' <<<"$listing"; then
+  no_gpu=true
+fi
+if [ "$no_gpu" = true ]; then
   echo
-  echo "No usable NVIDIA driver here (exit status $rc): showing gpureap on simulated GPUs instead."
+  echo "No GPU here (no NVIDIA driver, no AMD or Intel GPU): showing gpureap on simulated GPUs instead."
   echo
   exec "$root/demo/simulated-demo.sh"
 fi
