@@ -203,6 +203,39 @@ TEST_F(HolderTrackerTest, AForkedChildOfAHolderIsOneWithoutOpeningAnything) {
   EXPECT_EQ(tracker->counts().missed, 0u);
 }
 
+// An opener that forks a worker and is gone (reaped) before the tracker reads its open: the
+// event has no process left to pin, yet the worker holds what it opened and is followed from
+// the fork, not left for the next walk.
+TEST_F(HolderTrackerTest, AWorkerOfAnOpenerGoneBeforeItsEventsAreReadIsFollowed) {
+  auto tracker = started();
+  ASSERT_NE(tracker, nullptr);
+  const std::string node = dev_.node("nvidia0");
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t opener = ::fork();
+  if (opener == 0) {
+    (void)::open(node.c_str(), O_RDWR);
+    const pid_t worker = ::fork();
+    if (worker == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    if (::write(report[1], &worker, sizeof worker) != sizeof worker) ::_exit(1);
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  pid_t worker = 0;
+  ASSERT_EQ(::read(report[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+  ::close(report[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(opener, &status, 0), opener);
+  EXPECT_TRUE(seen(*tracker, worker)) << "the worker holds the descriptor its gone parent opened";
+  EXPECT_FALSE(tracker->tracks(opener));
+  EXPECT_EQ(tracker->counts().missed, 0u);
+  ::kill(worker, SIGKILL);
+  EXPECT_TRUE(let_go(*tracker, worker));  // reaped by init: an exit the connector reports
+}
+
 TEST_F(HolderTrackerTest, AnExecClosesCloseOnExecDescriptorsAndKeepsTheOthers) {
   auto tracker = started();
   ASSERT_NE(tracker, nullptr);
