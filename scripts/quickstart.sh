@@ -9,15 +9,17 @@ gpureap=$root/build/src/gpureap
 set +e
 "$gpureap" ps
 rc=$?
+set -e
 # No GPU of any kind: NVIDIA's library missing (3, 4), or a host without NVIDIA hardware, where
 # ps exits 0, and no DRM GPU either (the two lists of ps's JSON, docs/ps-json.md, both empty).
-listing=$("$gpureap" ps --json 2>/dev/null)
-set -e
 no_gpu=false
 if [ "$rc" -eq 3 ] || [ "$rc" -eq 4 ]; then
   no_gpu=true
-elif [ "$rc" -eq 0 ] && grep -q '^  "gpus": \[\]' <<<"$listing" && grep -q '^  "drm_gpus": \[\]' <<<"$listing"; then
-  no_gpu=true
+elif [ "$rc" -eq 0 ]; then
+  listing=$("$gpureap" ps --json 2>/dev/null) || listing=
+  if grep -q '^  "gpus": \[\]' <<<"$listing" && grep -q '^  "drm_gpus": \[\]' <<<"$listing"; then
+    no_gpu=true
+  fi
 fi
 if [ "$no_gpu" = true ]; then
   echo
