@@ -4,8 +4,14 @@
 # GPUs instead (clearly labelled).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-gpureap=$root/build/src/gpureap
-"$root/scripts/build.sh" release
+# GPUREAP_BUILD_DIR: a tree already built, used as it is (the test of this script uses its own).
+if [ -n "${GPUREAP_BUILD_DIR:-}" ]; then
+  build=$GPUREAP_BUILD_DIR
+else
+  build=$root/build
+  "$root/scripts/build.sh" release
+fi
+gpureap=$build/src/gpureap
 set +e
 "$gpureap" ps
 rc=$?
@@ -25,6 +31,6 @@ if [ "$no_gpu" = true ]; then
   echo
   echo "No GPU here (no NVIDIA driver, no AMD or Intel GPU): showing gpureap on simulated GPUs instead."
   echo
-  exec "$root/demo/simulated-demo.sh"
+  GPUREAP_BUILD_DIR=$build exec "$root/demo/simulated-demo.sh"
 fi
 exit "$rc"
