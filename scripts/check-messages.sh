@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the package checks (package-check.sh, old-glibc-check.sh): their lines, each led by
 # the script's name.
 #   say TEXT    on stdout

@@ -30,6 +30,7 @@ CC=clang CXX=clang++ "$root/scripts/build.sh" asan
 # (scripts/compile-check.sh, linking nothing).
 release_log=$(mktemp)
 # (A command line for bash -c, where $1 is the checkout.)
+# shellcheck disable=SC2016
 if [ "$(id -u)" -eq 0 ]; then
   release='"$1/scripts/package.sh"'
   export GPUREAP_PACKAGE_DIR=$root/build
