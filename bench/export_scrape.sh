@@ -31,15 +31,7 @@ start_exporter() {  # start_exporter NAME ARGS...
   shift
   "$build/src/gpureap" export --listen 127.0.0.1:0 --per-process "$@" </dev/null >/dev/null 2>"$state/$name.err" &
   sim_host_kill_at_exit $!
-  url=""
-  for _ in $(seq 1 400); do
-    url=$(sed -n 's/.*serving \(http:[^ ]*\)$/\1/p' "$state/$name.err")
-    [ -n "$url" ] && return
-    sleep 0.05
-  done
-  cat "$state/$name.err" >&2
-  echo "bench: the exporter did not start" >&2
-  exit 1
+  sim_host_serving_url "$state/$name.err"
 }
 start_exporter shared --cache 60s
 shared=$url

@@ -46,13 +46,7 @@ start_exporter() {  # start_exporter NAME ARGS...
   "$build/src/gpureap" export --listen 127.0.0.1:0 --no-kernel-log "$@" </dev/null >/dev/null 2>"$state/$name.err" &
   exporter_pid=$!
   sim_host_kill_at_exit "$exporter_pid"
-  url=""
-  for _ in $(seq 1 400); do
-    url=$(sed -n 's/.*serving \(http:[^ ]*\)$/\1/p' "$state/$name.err")
-    [ -n "$url" ] && break
-    sleep 0.05
-  done
-  [ -n "$url" ] || { cat "$state/$name.err" >&2; echo "bench: the exporter did not start" >&2; exit 1; }
+  sim_host_serving_url "$state/$name.err"
   curl -s -o /dev/null "$url"  # the first collection: the first walk, then the events
 }
 start_exporter events --reconcile 1h

@@ -11,6 +11,7 @@
 #   sim_host_kill_at_exit "$pid"           # a daemon of the benchmark's, ended at exit
 #   sim_host_at_exit my_function           # a function of the benchmark's, called at exit
 #   sim_host_watch_policy FILE             # the watch policy of the watch benchmarks
+#   sim_host_serving_url ERR_FILE [SCHEME]  # $url once a `gpureap export` says where it serves
 # Needs $build (the build directory). `--alloc SIZE` is given without the GPU: each process gets
 # its GPU's index prepended.
 
@@ -108,6 +109,22 @@ min_memory = "100MiB"
 action = "terminate"
 grace = "0s"
 EOF
+}
+
+# sim_host_serving_url ERR_FILE [SCHEME (default http)]: sets $url to where a `gpureap export`
+# started with --listen ...:0 serves, from its "serving SCHEME://..." line in ERR_FILE (its
+# stderr); exits with that file's text if none comes within 20 s.
+sim_host_serving_url() {
+  local err=$1 scheme=${2:-http}
+  url=""
+  for _ in $(seq 1 400); do
+    url=$(sed -n "s/.*serving \\($scheme:[^ ]*\\)\$/\\1/p" "$err")
+    [ -n "$url" ] && return
+    sleep 0.05
+  done
+  cat "$err" >&2
+  echo "bench: the exporter did not start" >&2
+  exit 1
 }
 
 # Processes on the host now (all of them, not only the benchmark's).

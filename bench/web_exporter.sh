@@ -6,6 +6,9 @@
 # $WEB_EXTRA_USERS another user at that cost), starts `gpureap export` on a free loopback port with no
 # driver and a long cache (the collection stays out of the scrape's time), and sets $exporter
 # (its PID) and $url (SCHEME://127.0.0.1:PORT) once it serves.
+# shellcheck source=bench/sim_host.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sim_host.sh"  # sim_host_serving_url
+
 start_web_exporter() {
   local scheme=$1
   shift
@@ -22,12 +25,5 @@ start_web_exporter() {
   GPUREAP_NVML_LIBRARY=/nonexistent "$build/src/gpureap" export --listen 127.0.0.1:0 --cache 60s --no-kernel-log \
     --web-config "$state/web.yml" </dev/null >/dev/null 2>"$state/err" &
   exporter=$!
-  url=""
-  for _ in $(seq 1 200); do
-    url=$(sed -n "s/.*serving \\($scheme:[^ ]*\\)\$/\\1/p" "$state/err")
-    [ -n "$url" ] && return
-    sleep 0.05
-  done
-  cat "$state/err" >&2
-  exit 1
+  sim_host_serving_url "$state/err" "$scheme"
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Compiles gpureap as a packager builds it: CMAKE_BUILD_TYPE=Release (-O3) with Debian's
-# dpkg-buildflags (hardening=+all), warnings as errors, so that the optimiser's warnings, which
-# the -O0 sanitizer build never sees, fail CI rather than a packager's build. It compiles every
-# object of src/ and links nothing: the release build links the program.
+# dpkg-buildflags (hardening=+all, scripts/packager-flags.sh), warnings as errors, so that the
+# optimiser's warnings, which the -O0 sanitizer build never sees, fail here rather than in a
+# packager's build. It compiles every object of src/ and links nothing. CI does not run it:
+# package.sh builds the shipped program with gcc and these flags; this is for the other
+# compiler (CC=clang CXX=clang++, by hand: docs/performance.md has the last run).
 # Usage: scripts/compile-check.sh [BUILD_DIR]   (CC/CXX: the compiler, gcc unless set)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,16 +12,13 @@ dir=${1:-$root/build-compile-check}
 export CC=${CC:-gcc} CXX=${CXX:-g++}
 echo "compile-check: Release with dpkg-buildflags, $("$CXX" --version | head -1), in $dir"
 
-# What Debian's debhelper passes a package's build, less -g: debug information changes no warning
-# and doubles the time the check takes.
-flags() { DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1" | sed -E 's/(^| )-g( |$)/ /g'; }
-cxxflags="$(flags CPPFLAGS) $(flags CXXFLAGS)"
+packager_flags=$("$root/scripts/packager-flags.sh")
+mapfile -t packager <<<"$packager_flags"
 # With gcc and Debian 11's root at hand, the release program's glibc stand-ins (src/glibc_compat.cpp) too.
 sysroot=""
 [[ $("$CXX" --version) == *clang* ]] || sysroot=$("$root/scripts/glibc-sysroot.sh" --if-cached)
-cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="$cxxflags" \
+cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${packager[@]}" \
   -DGPUREAP_GLIBC_SYSROOT="$sysroot" \
-  -DCMAKE_EXE_LINKER_FLAGS="$(flags LDFLAGS)" -DCMAKE_MODULE_LINKER_FLAGS="$(flags LDFLAGS)" \
   -DGPUREAP_WERROR=ON -DGPUREAP_BUILD_TESTS=OFF -DGPUREAP_MAN_PAGES=OFF >/dev/null
 mapfile -t objects < <(ninja -C "$dir" -t targets all | grep -o '^src/CMakeFiles/[^:]*\.o')
 [ "${#objects[@]}" -gt 0 ] || { echo "compile-check: no objects of src/ found in $dir" >&2; exit 1; }

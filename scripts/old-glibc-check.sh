@@ -14,15 +14,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${GPUREAP_PACKAGE_DIR:-$root/build-release}
-say() { echo "old-glibc-check: $*"; }
-die() {
-  echo "old-glibc-check: FAIL: $*" >&2
-  exit 1
-}
-skip() {
-  echo "old-glibc-check: skipped: $*"
-  exit 77
-}
+# shellcheck source=scripts/check-messages.sh
+source "$root/scripts/check-messages.sh"  # say, die, skip
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (chroot, a mount namespace)"
 # All of it in a mount namespace of its own, where /proc and /sys are bound into the root and

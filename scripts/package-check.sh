@@ -19,11 +19,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${GPUREAP_PACKAGE_DIR:-$root/build-release}
-say() { echo "package-check: $*"; }
-die() {
-  echo "package-check: FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=scripts/check-messages.sh
+source "$root/scripts/check-messages.sh"  # say, die, skip
 
 deb=${1:-}
 if [ -z "$deb" ]; then

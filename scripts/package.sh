@@ -16,8 +16,12 @@ command -v rpmbuild >/dev/null || "$root/scripts/install-quietly.sh" rpm  # (pac
 # (scripts/glibc-sysroot.sh makes the root once: 1-4 minutes, network).
 sysroot=$("$root/scripts/glibc-sysroot.sh")
 # SKIP_INSTALL_ALL_DEPENDENCY: packaging builds only what it ships, not the simulator.
-# The Release build's own flags (-O3), warnings as errors, as scripts/compile-check.sh checks.
-cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUREAP_WERROR=ON \
+# Built as Debian builds a package (scripts/packager-flags.sh: dpkg-buildflags' hardening) with
+# the Release build's -O3 and warnings as errors: this build is also the proof that a
+# packager's build with gcc compiles clean (scripts/compile-check.sh checks another compiler).
+packager_flags=$("$root/scripts/packager-flags.sh")
+mapfile -t packager <<<"$packager_flags"
+cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${packager[@]}" -DGPUREAP_WERROR=ON \
   -DGPUREAP_BUILD_TESTS=OFF -DGPUREAP_GLIBC_SYSROOT="$sysroot" \
   -DCMAKE_INSTALL_PREFIX=/usr -DGPUREAP_MAN_PAGES=ON -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
 cmake --build "$dir" --target gpureap gpureap_man -j "$(nproc)"

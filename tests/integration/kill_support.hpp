@@ -72,15 +72,23 @@ inline std::vector<nlohmann::json> audit_lines(const std::string& path) {
   return lines;
 }
 
+// How many audit lines record `signal` for `pid` at `stage` ("sending": announced before it is
+// sent; "sent": the attempt), with `result` where one is given ("delivered").
+inline int audit_count(const std::vector<nlohmann::json>& lines, pid_t pid, const std::string& signal,
+                       const std::string& stage, const std::string& result = "") {
+  int n = 0;
+  for (const auto& l : lines) {
+    n += l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == stage &&
+                 (result.empty() || l.value("result", "") == result)
+             ? 1
+             : 0;
+  }
+  return n;
+}
+
 // `signal` was delivered to `pid`, by the audit log.
 inline bool audited(const std::vector<nlohmann::json>& lines, pid_t pid, const std::string& signal) {
-  for (const auto& l : lines) {
-    if (l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == "sent" &&
-        l.value("result", "") == "delivered") {
-      return true;
-    }
-  }
-  return false;
+  return audit_count(lines, pid, signal, "sent", "delivered") > 0;
 }
 
 // A job whose owner was SIGKILLed while its forked workers keep the GPU memory: the workers are

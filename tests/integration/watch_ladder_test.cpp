@@ -18,13 +18,9 @@
 namespace gpureap::test {
 namespace {
 
-// How many times the audit log records `signal` as sent to pid.
+// How many times the audit log records `signal` as sent to pid (whatever the result).
 int sent_count(const std::string& log, pid_t pid, const std::string& signal) {
-  int n = 0;
-  for (const auto& l : audit_lines(log)) {
-    n += l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == "sent" ? 1 : 0;
-  }
-  return n;
+  return audit_count(audit_lines(log), pid, signal, "sent");
 }
 bool sent(const std::string& log, pid_t pid, const std::string& signal) { return sent_count(log, pid, signal) > 0; }
 

@@ -20,10 +20,7 @@ namespace {
 
 // The audit log announces `signal` to pid: its "sending" line is written (and being flushed).
 bool announced(const std::string& log, pid_t pid, const std::string& signal) {
-  for (const auto& l : audit_lines(log)) {
-    if (l.value("pid", 0) == pid && l.value("signal", "") == signal && l.value("stage", "") == "sending") return true;
-  }
-  return false;
+  return audit_count(audit_lines(log), pid, signal, "sending") > 0;
 }
 
 TEST(WatchStop, ASigtermMidLadderContinuesTheStoppedTargetAndExitsPromptly) {
