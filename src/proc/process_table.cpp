@@ -316,9 +316,14 @@ void ProcessTableBuilder::complete_holders(int root_fd) {
   }
 }
 
-// root and its descendants, read into the table and appended to `out`.
+// root and its descendants, read into the table and appended to `out` (root alone in a
+// Holders scan without descendants).
 void ProcessTableBuilder::collect_tree(int root_fd, pid_t root, std::vector<pid_t>& out) {
   if (!read_one(root_fd, root)) return;
+  if (!table_.complete_ && !table_.options_.descendants) {
+    out.push_back(root);
+    return;
+  }
   std::vector<pid_t> stack{root};
   while (!stack.empty()) {
     const pid_t pid = stack.back();

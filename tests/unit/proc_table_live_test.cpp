@@ -348,6 +348,38 @@ TEST(ProcTableLive, HoldersScopeLeavesOutAOneThreadProcessWithoutDescriptors) {
   EXPECT_NE(scan_live(dev.path()).find(alone.pid()), nullptr) << "the full scan reads every process";
 }
 
+// Without descendants (ps without --tree) a holder's child that holds nothing is not read;
+// the holder is, with its details and its ancestors.
+TEST(ProcTableLive, HoldersScopeWithoutDescendantsLeavesOutAHoldersChild) {
+  const FakeDevDir dev;
+  const Pipe worker_pid;
+  Child holder([&] {
+    const int fd = open(dev.file("nvidia0").c_str(), O_RDONLY);
+    if (fd < 0) _exit(91);
+    worker_pid.send(fork_pausing(fd));
+    pause();
+  });
+  const pid_t worker = worker_pid.receive();
+  const KillOnExit end_worker{worker};
+  ASSERT_GT(worker, 0);
+  ASSERT_TRUE(scan_until_state(dev.path(), {holder.pid(), worker}, 'S').find(worker) != nullptr);
+
+  ProcScanOptions options;
+  options.dev_dir = dev.path();
+  options.scope = ProcScanScope::Holders;
+  options.descendants = false;
+  ProcessTable table = ProcessTable::scan(options);
+  const ProcessInfo* info = table.find(holder.pid());
+  ASSERT_NE(info, nullptr);
+  EXPECT_TRUE(info->holds_gpu_minor(0));
+  EXPECT_TRUE(info->details_loaded);
+  EXPECT_NE(table.find(getpid()), nullptr) << "its parent, for the ancestry";
+  EXPECT_EQ(table.find(worker), nullptr);
+  const pid_t roots[] = {holder.pid()};
+  table.load_trees(roots);
+  EXPECT_EQ(table.find(worker), nullptr) << "load_trees reads the roots alone too";
+}
+
 // ps's first look at each process lists a holder's descriptors to the end and hands them to
 // the reader (for a process older than the scan), which does not list them again: the
 // table must show every device file, in descriptor order, as a full scan does.
