@@ -256,7 +256,8 @@ class SnapshotSource {
   const NvmlLoadResult& loaded() const;
 
   SnapshotOptions options_;
-  // Loaded on first use, on take()'s driver thread: nvmlInit overlaps the /proc scan.
+  // Opened on first use (take() opens it before its scan, on the calling thread), initialised
+  // on take()'s driver thread: nvmlInit overlaps the /proc scan.
   mutable std::optional<NvmlLoadResult> load_;
 };
 
