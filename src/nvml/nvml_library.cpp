@@ -51,24 +51,12 @@ std::string loaded_path(void* handle, const std::string& fallback) {
 }  // namespace
 
 NvmlLoadResult NvmlLibrary::load() {
-  NvmlLoadResult result = open();
-  initialize(result);
-  return result;
+  const char* override_path = std::getenv("GPUREAP_NVML_LIBRARY");
+  if (override_path != nullptr && override_path[0] != '\0') return load_from(override_path);
+  return load_from(kSoname);
 }
 
 NvmlLoadResult NvmlLibrary::load_from(const std::string& path_or_soname) {
-  NvmlLoadResult result = open_from(path_or_soname);
-  initialize(result);
-  return result;
-}
-
-NvmlLoadResult NvmlLibrary::open() {
-  const char* override_path = std::getenv("GPUREAP_NVML_LIBRARY");
-  if (override_path != nullptr && override_path[0] != '\0') return open_from(override_path);
-  return open_from(kSoname);
-}
-
-NvmlLoadResult NvmlLibrary::open_from(const std::string& path_or_soname) {
   NvmlLoadResult result;
   result.requested = path_or_soname;
   void* handle = dlopen(path_or_soname.c_str(), RTLD_LAZY | RTLD_LOCAL);
@@ -139,15 +127,11 @@ NvmlLoadResult NvmlLibrary::open_from(const std::string& path_or_soname) {
   lib->compute_ = resolve_process_list(handle, "nvmlDeviceGetComputeRunningProcesses");
   lib->graphics_ = resolve_process_list(handle, "nvmlDeviceGetGraphicsRunningProcesses");
   lib->mps_ = resolve_process_list(handle, "nvmlDeviceGetMPSComputeRunningProcesses");
-  result.library = std::move(lib);
-  return result;
-}
 
-void NvmlLibrary::initialize(NvmlLoadResult& opened) {
-  if (!opened.library || opened.library->initialized_) return;
-  NvmlLibrary* lib = opened.library.get();
-  const int rc = lib->symbols_.init();
+  const int rc = s.init();
   if (rc != nvml_abi::kSuccess) {
+    result.failure = LoadFailure::InitFailed;
+    result.nvml_code = rc;
     std::string advice;
     switch (rc) {
       case nvml_abi::kErrorDriverNotLoaded:
@@ -163,14 +147,13 @@ void NvmlLibrary::initialize(NvmlLoadResult& opened) {
       default:
         advice = "the driver is not usable right now";
     }
-    opened.failure = LoadFailure::InitFailed;
-    opened.nvml_code = rc;
-    opened.message = fmt::format("NVML initialisation failed with {} ({}) from {}: {}",
+    result.message = fmt::format("NVML initialisation failed with {} ({}) from {}: {}",
                                  nvml_error_name(rc), lib->error_string(rc), lib->path_, advice);
-    opened.library.reset();  // dlclose; no shutdown, as initialized_ is false
-    return;
+    return result;
   }
   lib->initialized_ = true;
+  result.library = std::move(lib);
+  return result;
 }
 
 NvmlLibrary::~NvmlLibrary() {

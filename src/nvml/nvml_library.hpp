@@ -73,11 +73,6 @@ class NvmlLibrary {
   // LD_LIBRARY_PATH works as for any NVML client; then resolves symbols and calls nvmlInit.
   static NvmlLoadResult load();
   static NvmlLoadResult load_from(const std::string& path_or_soname);
-  // load() in two halves: open() is dlopen and the symbols (fails at once on a host without
-  // the library); initialize() is nvmlInit on what open() returned (seconds on a GPU without
-  // persistence mode), which on failure drops the library and says why.
-  static NvmlLoadResult open();
-  static void initialize(NvmlLoadResult& opened);
 
   ~NvmlLibrary();  // nvmlShutdown, then dlclose
   NvmlLibrary(const NvmlLibrary&) = delete;
@@ -86,12 +81,10 @@ class NvmlLibrary {
   const NvmlSymbols& symbols() const { return symbols_; }
   const ProcessListSymbol& process_list(ProcessListKind kind) const;
   const std::string& path() const { return path_; }  // file actually loaded
-  bool initialized() const { return initialized_; }
   std::string error_string(int code) const;
 
  private:
   NvmlLibrary() = default;
-  static NvmlLoadResult open_from(const std::string& path_or_soname);
   void* handle_ = nullptr;
   bool initialized_ = false;
   std::string path_;

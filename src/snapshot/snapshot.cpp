@@ -413,8 +413,7 @@ SnapshotSource::SnapshotSource(SnapshotOptions options) : options_(std::move(opt
 SnapshotSource::~SnapshotSource() = default;
 
 const NvmlLoadResult& SnapshotSource::loaded() const {
-  if (!load_) load_ = NvmlLibrary::open();
-  NvmlLibrary::initialize(*load_);
+  if (!load_) load_ = NvmlLibrary::load();
   return *load_;
 }
 
@@ -437,8 +436,6 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   // /proc: both spend their time in the kernel (NVML's ioctls, procfs), and nvmlInit alone can
   // take seconds on a GPU without persistence mode. A driver-listed PID the scan missed is read
   // by load_trees below, as one that started after the scan always was.
-  // The library is opened here first: where dlopen fails (no NVIDIA driver) no thread is
-  // started, which would cost more than that failure (a stack, a malloc arena, page faults).
   std::optional<DriverReading> reading;
   std::exception_ptr driver_error;
   const auto read = [&]() noexcept {
@@ -448,15 +445,12 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
       driver_error = std::current_exception();
     }
   };
-  if (!load_) load_ = NvmlLibrary::open();
   {
     std::jthread driver_thread;
-    if (load_->library) {
-      try {
-        driver_thread = std::jthread(read);
-      } catch (const std::system_error&) {
-        read();  // no thread to be had (RLIMIT_NPROC): one after the other
-      }
+    try {
+      driver_thread = std::jthread(read);
+    } catch (const std::system_error&) {
+      read();  // no thread to be had (RLIMIT_NPROC): one after the other
     }
     snapshot->table = ProcessTable::scan(proc);
   }  // joins the driver thread, also when the scan throws

@@ -256,8 +256,7 @@ class SnapshotSource {
   const NvmlLoadResult& loaded() const;
 
   SnapshotOptions options_;
-  // Opened on first use (take() opens it before its scan, on the calling thread), initialised
-  // on take()'s driver thread: nvmlInit overlaps the /proc scan.
+  // Loaded on first use, on take()'s driver thread: nvmlInit overlaps the /proc scan.
   mutable std::optional<NvmlLoadResult> load_;
 };
 
