@@ -215,6 +215,11 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
               quiet[slot].emplace_back(pids[i], FdLookMemory::Quiet{wait + memory->round_});
             }
             if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
+            // A kernel thread or a one-thread process without descriptors holds nothing: its
+            // stat is not read (a zombie leader with live threads is read in full below).
+            if (seen == procfs::FdProbe::NoFiles && !procfs::DeviceFdProbe::other_threads_may_hold_files(root_fd, pids[i])) {
+              continue;
+            }
             info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
                                                     : reader.read(root_fd, pids[i], &held);
           } else {
@@ -311,9 +316,14 @@ void ProcessTableBuilder::complete_holders(int root_fd) {
   }
 }
 
-// root and its descendants, read into the table and appended to `out`.
+// root and its descendants, read into the table and appended to `out` (root alone in a
+// Holders scan without descendants).
 void ProcessTableBuilder::collect_tree(int root_fd, pid_t root, std::vector<pid_t>& out) {
   if (!read_one(root_fd, root)) return;
+  if (!table_.complete_ && !table_.options_.descendants) {
+    out.push_back(root);
+    return;
+  }
   std::vector<pid_t> stack{root};
   while (!stack.empty()) {
     const pid_t pid = stack.back();

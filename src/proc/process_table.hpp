@@ -20,8 +20,9 @@ enum class ProcScanScope {
   // Every process: kill and doctor walk the whole table (process groups, cgroups, zombies).
   Everything,
   // Only what `ps` shows: holders of GPU device files, with their ancestors, process-group
-  // leaders and descendants, plus processes whose descriptors cannot be read or are empty
-  // (kernel threads, zombies). Every other process costs one look at its fd/ directory.
+  // leaders and descendants, plus processes whose descriptors cannot be read, and those with
+  // none whose other threads may hold some (a zombie leader's). Every other process costs one
+  // look at its fd/ directory (and a kernel thread one stat of its task/ directory).
   // A /proc that is not procfs (a test fixture) is read as Everything.
   Holders,
 };
@@ -37,6 +38,9 @@ struct ProcScanOptions {
   // kept from the kernel's events, holders/holder_tracker.hpp); their trees are then read as
   // a walk's holders' are.
   std::shared_ptr<const std::vector<pid_t>> only_pids;
+  // Holders scope only: the holders' and load_trees' roots' descendants are read too (what
+  // ps --tree draws). Without them each costs its children files and every child's look.
+  bool descendants = true;
 };
 
 class ProcessTable {
@@ -52,8 +56,8 @@ class ProcessTable {
   // Phase 2: status, cmdline, exe, cgroup (and wchan when in D state) for these PIDs.
   // PIDs that are not in the table, or that have vanished, are skipped silently.
   void load_details(std::span<const pid_t> pids);
-  // These PIDs and all their descendants: read in phase 1 when the scope left them out,
-  // then their details loaded. children_of() is complete for every process in these trees.
+  // These PIDs and all their descendants (the PIDs alone in a Holders scan without
+  // descendants): read in phase 1 when the scope left them out, then their details loaded. children_of() is complete for every process in these trees.
   void load_trees(std::span<const pid_t> roots);
 
   const ProcessInfo* find(pid_t pid) const;

@@ -147,6 +147,7 @@ int run_ps(PsOptions options) {
   SnapshotOptions snapshot_options = default_snapshot_options();
   // ps shows holders and driver-listed trees only: no need to read every process in full.
   snapshot_options.proc.scope = ProcScanScope::Holders;
+  snapshot_options.proc.descendants = options.tree;  // only the tree draws them
   // --watch keeps the holders from the kernel's events and walks /proc every 5 minutes; one
   // look walks (a set is worth keeping only across looks).
   const auto events = options.watch_seconds > 0 ? std::make_shared<HolderEvents>(300) : nullptr;
