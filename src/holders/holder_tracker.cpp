@@ -193,6 +193,13 @@ std::vector<pid_t> HolderTracker::holders() const {
   return pids;
 }
 
+std::vector<std::pair<pid_t, std::uint64_t>> HolderTracker::holders_started() const {
+  std::vector<std::pair<pid_t, std::uint64_t>> out;
+  out.reserve(tracked_.size());
+  for (const auto& [pid, pinned] : tracked_) out.emplace_back(pid, pinned.start_time_ticks());
+  return out;
+}
+
 void HolderTracker::reconcile(std::span<const pid_t> walked_pids) {
   std::vector<pid_t> walked(walked_pids.begin(), walked_pids.end());
   std::sort(walked.begin(), walked.end());

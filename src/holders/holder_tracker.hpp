@@ -59,6 +59,8 @@ class HolderTracker {
   // The proven holders, sorted.
   std::vector<pid_t> holders() const;
   bool tracks(pid_t pid) const { return tracked_.count(pid) > 0; }
+  // The proven holders with the start time each was pinned at (a PID reused is another process).
+  std::vector<std::pair<pid_t, std::uint64_t>> holders_started() const;
   // After a walk of /proc (and a refresh after it) that found `walked` holding device files:
   // takes in, proven, those the events did not bring (counted as missed but at the first walk),
   // and proves again those here that the walk did not find.

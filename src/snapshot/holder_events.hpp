@@ -27,6 +27,12 @@ struct HolderEventsState {
   holders::HolderEventCounts counts;
 };
 
+// GPUREAP_HOLDER_EVENTS=off: every scan walks, as without the capability (the polling
+// reference of bench/holder_events.sh, and a way around a kernel whose events misbehave).
+// Unset, empty or "on": events (an empty answer). Any other value walks too, and the answer
+// names it: walking is never wrong, only slower.
+std::string holder_events_turned_off();
+
 class HolderEvents {
  public:
   explicit HolderEvents(double reconcile_seconds);
