@@ -38,6 +38,7 @@ std::shared_ptr<const std::vector<pid_t>> HolderEvents::before_scan(const ProcSc
   const std::lock_guard lock(mutex_);
   start(proc);
   state_.walked = true;
+  state_.missed_notes.clear();
   if (!tracker_) return nullptr;
   tracker_->refresh();
   state_.counts = tracker_->counts();
@@ -58,6 +59,7 @@ void HolderEvents::after_walk(const ProcessTable& table) {
   tracker_->refresh();
   tracker_->reconcile(walked);
   state_.counts = tracker_->counts();
+  state_.missed_notes = tracker_->take_missed_notes();
   last_given_ = tracker_->holders();
   next_walk_ = std::chrono::steady_clock::now() + reconcile_every_;
 }

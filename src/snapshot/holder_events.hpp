@@ -25,6 +25,9 @@ struct HolderEventsState {
   std::string fallback_reason;  // why not, when not (one line)
   bool walked = false;          // this snapshot walked /proc (a reconciliation, or no events)
   holders::HolderEventCounts counts;
+  // The holders this snapshot's walk found that the events had missed, each explained (what
+  // the events said of it and its parent): to be logged by whoever shows the snapshot.
+  std::vector<std::string> missed_notes;
 };
 
 // GPUREAP_HOLDER_EVENTS=off: every scan walks, as without the capability (the polling

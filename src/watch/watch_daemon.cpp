@@ -301,9 +301,14 @@ class WatchDaemon {
 
   // Without the kernel's events every full scan walks /proc, and a new holder waits for the
   // next one: said once.
+  // A holder a walk found that the events had missed is a fault: logged with what the events
+  // said of it.
   void note_holder_events(const Look& look) {
-    if (holder_fallback_told_ || !look.snapshot || !look.snapshot->holder_events) return;
-    if (look.snapshot->holder_events->active) return;
+    if (!look.snapshot || !look.snapshot->holder_events) return;
+    for (const std::string& note : look.snapshot->holder_events->missed_notes) {
+      log_.write(LogPriority::Warning, "holder-missed", {{"how", note}});
+    }
+    if (holder_fallback_told_ || look.snapshot->holder_events->active) return;
     holder_fallback_told_ = true;
     log_.write(LogPriority::Warning, "holder-events-off",
                {{"why", look.snapshot->holder_events->fallback_reason},
