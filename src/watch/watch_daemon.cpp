@@ -36,6 +36,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kNotificationBudgetAtStop{1500};
+// The least time between two wakes for the holder events: a look at most this late after an
+// open, and at most 1 / kEventWakeGap wakes a second on a host that forks without pause.
+constexpr std::chrono::milliseconds kEventWakeGap{20};
 
 double unix_now() {
   timespec now{};
@@ -105,12 +108,13 @@ class SignalReader {
   SignalReader& operator=(const SignalReader&) = delete;
 
   bool valid() const { return static_cast<bool>(fd_); }
-  // Waits up to `timeout` for a signal, or until `also` is readable; 0 when no signal came. A
-  // stop asked for stays the answer.
-  int wait(std::chrono::milliseconds timeout, int also) {
+  // Waits up to `timeout` for a signal, or until one of `also` is readable; 0 when no signal
+  // came. A stop asked for stays the answer.
+  int wait(std::chrono::milliseconds timeout, const std::vector<int>& also) {
     if (stop_ == 0 && !reload_) {
-      pollfd p[2] = {{fd_.get(), POLLIN, 0}, {also, POLLIN, 0}};
-      ::poll(p, 2, static_cast<int>(std::max<long long>(0, timeout.count())));
+      std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
+      for (const int fd : also) p.push_back({fd, POLLIN, 0});
+      ::poll(p.data(), p.size(), static_cast<int>(std::max<long long>(0, timeout.count())));
     }
     drain();
     if (stop_ != 0) return stop_;
@@ -184,9 +188,22 @@ class WatchDaemon {
 
   int run() {
     auto next = Clock::now() + interval();
+    auto events_heard_from = Clock::now();  // the holder events wake the loop from then on
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-      const int sig = signals_.wait(left, workers_.fd());
+      // The kernel's holder events wake it too (an open, a holder's fork or exit), at most once
+      // per kEventWakeGap: a busy host forks all the time, and each wake reads what is queued.
+      std::vector<int> wake_on{workers_.fd()};
+      auto until = next;
+      const bool hear_events = Clock::now() >= events_heard_from;
+      if (hear_events) {
+        if (options_.snapshot.holder_events) {
+          for (const int fd : options_.snapshot.holder_events->event_fds()) wake_on.push_back(fd);
+        }
+      } else {
+        until = std::min(next, events_heard_from);
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      const int sig = signals_.wait(left, wake_on);
       if (sig == SIGTERM || sig == SIGINT) {
         // Every ladder under way continues what it stopped and reports before the stop line.
         workers_.interrupt(sig);
@@ -211,7 +228,15 @@ class WatchDaemon {
         reload();
         continue;
       }
-      if (sig != 0 || Clock::now() < next) continue;
+      if (sig != 0) continue;
+      if (Clock::now() < next) {
+        // Woken early: a holder that came or went is judged now, not at the next look.
+        if (hear_events && wake_on.size() > 1) {
+          events_heard_from = Clock::now() + kEventWakeGap;
+          if (options_.snapshot.holder_events->changed_since_scan()) evaluate(observer_.look(false));
+        }
+        continue;
+      }
       evaluate(observer_.look(force_full_));
       force_full_ = false;
       next += interval();

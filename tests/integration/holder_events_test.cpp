@@ -281,6 +281,39 @@ TEST_F(HolderEvents, PsWatchShowsANewHolderInAFrameOfItsOwn) {
   EXPECT_EQ(find_holder(first, holder.pid()), nullptr);
 }
 
+// Looks an hour apart: a process that opens a GPU's device file after its process group's
+// leader died is an orphan from its open, and watch's rule on it fires at the open's event,
+// not at the next look.
+TEST_F(HolderEvents, WatchJudgesANewHolderAtItsOpenNotAtItsNextLook) {
+  const std::string policy = host_.config_dir() + "/policy.toml";
+  std::ofstream(policy) << "interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
+                           "[[rule]]\nname = \"orphans\"\ncondition = \"orphan\"\naction = \"log\"\n";
+  // A group's leader sh (.1) and its member (.2), which opens GPU 1's device file when told
+  // (.go), in a session of their own.
+  const std::string file = host_.state_dir() + "/late";
+  const auto started = run_command(
+      {"/usr/bin/setsid", "-f", "/bin/sh", "-c",
+       "exec </dev/null >/dev/null 2>&1; echo $$ > \"$0.1\"; "
+       "/bin/sh -c 'while [ ! -e \"$0\" ]; do sleep 0.02; done; exec sleep 1000 3<\"$1\"' \"$0.go\" \"$1\" & "
+       "echo $! > \"$0.2\"; wait",
+       file, node("nvidia1")});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  pid_t leader = 0, member = 0;
+  ASSERT_TRUE(eventually([&] {
+    std::ifstream one(file + ".1"), two(file + ".2");
+    return static_cast<bool>(one >> leader) && static_cast<bool>(two >> member) && leader > 0 && member > 0;
+  }));
+  BackgroundWatch watch(host_, policy);
+  ASSERT_TRUE(watch.wait_for("start"));
+  ASSERT_EQ(::kill(leader, SIGKILL), 0);
+  ASSERT_TRUE(eventually([&] { return !running(leader); }));
+  std::ofstream(file + ".go") << "go\n";
+  const auto notice = watch.wait_for("notice", {{"rule", "orphans"}, {"pid", std::to_string(member)}}, 10000);
+  ::kill(member, SIGKILL);
+  ASSERT_TRUE(notice) << "the orphan's rule waited for the next look, an hour away";
+  EXPECT_EQ(watch.stop(), 0);
+}
+
 // GPUREAP_HOLDER_EVENTS=off: watch walks at every full scan and says so once in its log.
 TEST_F(HolderEvents, WatchWithEventsOffSaysOnceThatItWalks) {
   const std::string policy = host_.config_dir() + "/policy.toml";
