@@ -77,6 +77,18 @@ HolderEventsState HolderEvents::state() const {
   return state_;
 }
 
+bool HolderEvents::started() const {
+  const std::lock_guard lock(mutex_);
+  return started_;
+}
+
+void HolderEvents::read_events() {
+  const std::lock_guard lock(mutex_);
+  if (!tracker_) return;
+  tracker_->refresh();
+  state_.counts = tracker_->counts();
+}
+
 std::vector<int> HolderEvents::event_fds() const {
   const std::lock_guard lock(mutex_);
   if (!tracker_) return {};

@@ -52,6 +52,10 @@ class HolderEvents {
   HolderEventsState state() const;
   // What to poll to hear of events (none without them, or before the first scan).
   std::vector<int> event_fds() const;
+  // Whether the first scan has tried to listen (event_fds then tells whether it could).
+  bool started() const;
+  // Reads the queued events into the set (holder_event_drain.hpp reads them as they come).
+  void read_events();
 
  private:
   void start(const ProcScanOptions& proc);

@@ -74,6 +74,10 @@ bool holds(pid_t pid, const std::string& path) {
   return false;
 }
 
+// Forks (each a fork and an exit event) beyond what the connector's receive buffer holds
+// between two reads: about 8 MiB as the kernel counts it, some thousands of events.
+constexpr int kForkFlood = 20000;
+
 class HolderEvents : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -312,6 +316,23 @@ TEST_F(HolderEvents, WatchJudgesANewHolderAtItsOpenNotAtItsNextLook) {
   ::kill(member, SIGKILL);
   ASSERT_TRUE(notice) << "the orphan's rule waited for the next look, an hour away";
   EXPECT_EQ(watch.stop(), 0);
+}
+
+// More forks and exits between two scrapes than the connector's buffer holds: the exporter
+// reads the events as they come, so none are lost and no walk follows.
+TEST_F(HolderEvents, ExportReadsTheEventsBetweenScrapesSoAFloodOfForksLosesNone) {
+  const auto events = exporter("1h");
+  ASSERT_TRUE(events);
+  const double lost = counter(*events, "gpureap_holder_events_lost_total");
+  const double walks = counter(*events, "gpureap_holder_walks_total");
+  for (int i = 0; i < kForkFlood; ++i) {
+    const pid_t child = ::vfork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  }
+  EXPECT_EQ(counter(*events, "gpureap_holder_events_lost_total"), lost);
+  EXPECT_EQ(counter(*events, "gpureap_holder_walks_total"), walks);
 }
 
 // GPUREAP_HOLDER_EVENTS=off: watch walks at every full scan and says so once in its log.
