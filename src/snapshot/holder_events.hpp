@@ -50,7 +50,8 @@ class HolderEvents {
   // Reads the events; whether the holder set differs from what the last scan was given.
   bool changed_since_scan();
   HolderEventsState state() const;
-  // What to poll to hear of events (none without them, or before the first scan).
+  // What to poll to hear of events: the opens (fanotify), then the forks and exits (the
+  // connector); none without them, or before the first scan.
   std::vector<int> event_fds() const;
   // Whether the first scan has tried to listen (event_fds then tells whether it could).
   bool started() const;

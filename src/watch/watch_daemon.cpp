@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <array>
 #include <deque>
 #include <mutex>
 
@@ -36,9 +37,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kNotificationBudgetAtStop{1500};
-// The least time between two wakes for the holder events: a look at most this late after an
-// open, and at most 1 / kEventWakeGap wakes a second on a host that forks without pause.
-constexpr std::chrono::milliseconds kEventWakeGap{20};
+// The least time between two wakes for the holder events. An open of a GPU node (fanotify) is
+// rare: a look at most kOpenWakeGap after one. The connector reports every fork and exit on the
+// host: at most one wake per kForkWakeGap for it, so that a busy host costs a few reads a second.
+constexpr std::chrono::milliseconds kOpenWakeGap{20};
+constexpr std::chrono::milliseconds kForkWakeGap{250};
+
+// Whether any of `fds` is readable now.
+bool readable(const std::vector<int>& fds) {
+  std::vector<pollfd> polled;
+  for (const int fd : fds) polled.push_back({fd, POLLIN, 0});
+  return !polled.empty() && ::poll(polled.data(), polled.size(), 0) > 0;
+}
 
 double unix_now() {
   timespec now{};
@@ -188,20 +198,26 @@ class WatchDaemon {
 
   int run() {
     auto next = Clock::now() + interval();
-    auto events_heard_from = Clock::now();  // the holder events wake the loop from then on
+    // The kernel's holder events wake it too (an open; a holder's fork or exit), each source
+    // heard again only after its gap since the last wake: each wake reads all that is queued.
+    std::array<Clock::time_point, 2> heard_from{Clock::now(), Clock::now()};  // opens, forks
+    const std::array<Clock::duration, 2> gap{kOpenWakeGap, kForkWakeGap};
     for (;;) {
-      // The kernel's holder events wake it too (an open, a holder's fork or exit), at most once
-      // per kEventWakeGap: a busy host forks all the time, and each wake reads what is queued.
-      std::vector<int> wake_on{workers_.fd()};
+      std::vector<int> events;
       auto until = next;
-      const bool hear_events = Clock::now() >= events_heard_from;
-      if (hear_events) {
-        if (options_.snapshot.holder_events) {
-          for (const int fd : options_.snapshot.holder_events->event_fds()) wake_on.push_back(fd);
+      if (options_.snapshot.holder_events) {
+        const std::vector<int> fds = options_.snapshot.holder_events->event_fds();  // the fanotify group, the connector
+        const auto now = Clock::now();
+        for (std::size_t i = 0; i < fds.size() && i < heard_from.size(); ++i) {
+          if (now >= heard_from[i]) {
+            events.push_back(fds[i]);
+          } else {
+            until = std::min(until, heard_from[i]);
+          }
         }
-      } else {
-        until = std::min(next, events_heard_from);
       }
+      std::vector<int> wake_on{workers_.fd()};
+      wake_on.insert(wake_on.end(), events.begin(), events.end());
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
       const int sig = signals_.wait(left, wake_on);
       if (sig == SIGTERM || sig == SIGINT) {
@@ -230,9 +246,9 @@ class WatchDaemon {
       }
       if (sig != 0) continue;
       if (Clock::now() < next) {
-        // Woken early: a holder that came or went is judged now, not at the next look.
-        if (hear_events && wake_on.size() > 1) {
-          events_heard_from = Clock::now() + kEventWakeGap;
+        // Woken by the events: a holder that came or went is judged now, not at the next look.
+        if (readable(events)) {
+          for (std::size_t i = 0; i < heard_from.size(); ++i) heard_from[i] = Clock::now() + gap[i];
           if (options_.snapshot.holder_events->changed_since_scan()) evaluate(observer_.look(false));
         }
         continue;
