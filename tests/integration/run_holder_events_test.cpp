@@ -103,7 +103,7 @@ TEST_P(RunHolderEventsEnding, AWorkerThatOpensAGpuAfterTheMainCommandExitedIsFou
 }
 
 INSTANTIATE_TEST_SUITE_P(EventsOrLooks, RunHolderEventsEnding, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Events" : "LooksAlone"; });
+                         [](const ::testing::TestParamInfo<bool>& run) { return run.param ? "Events" : "LooksAlone"; });
 
 }  // namespace
 }  // namespace gpureap::test
