@@ -115,6 +115,9 @@ full_scans() { grep -c 'event=scan' "$state/$1.log" || true; }
 start_exporter churn --cache 0 --reconcile 5s
 GPUREAP="$build/src/gpureap" python3 "$root/bench/holder_events_probe.py" churn "$url" "$GPUREAP_DEV_DIR" "$churn_seconds" \
   >"$state/churn.out"
+# Each holder a reconciliation found that the events had missed, as the exporter explained it
+# (what the events said of it and of its parent, and when they were read): the first 20.
+{ grep -h 'a holder the events had missed' "$state/churn.err" || true; } | head -n 20 | sed 's/^/  /' >>"$state/churn.out"
 # An overflow forced: an exporter whose fanotify queue holds 128 events (the length is taken
 # when its group is made, at its first collection), stopped while 400 processes open a node.
 queue=/proc/sys/fs/fanotify/max_queued_events

@@ -24,6 +24,9 @@
 namespace gpureap::holders {
 namespace {
 
+// Missed holders explained until the caller takes them (expected none; a flood is cut here).
+constexpr std::size_t kMissedNotesKept = 64;
+
 double monotonic_seconds() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -107,7 +110,7 @@ void HolderTracker::take(pid_t pid, procfs::unique_fd pidfd) {
   std::string why;
   auto pinned = procfs::PinnedProcess::adopt(options_.proc_root, pid, std::move(pidfd), why);
   if (!pinned) {
-    tracked_.erase(pid);
+    if (tracked_.erase(pid) > 0) let_go_.insert(pid);
     dirty_.erase(pid);
     return;
   }
@@ -134,9 +137,12 @@ void HolderTracker::refresh() {
   process_batch_.execs.clear();
   process_batch_.lost = false;
   process_events_.drain(process_batch_);
+  journal_.next_batch(JournalRead::ProcessEvents);
+  if (options_.between_reads) options_.between_reads();
   device_batch_.events.clear();
   device_batch_.overflowed = false;
   device_events_.drain(device_batch_);
+  journal_.next_batch(JournalRead::Opens);
   counts_.device_events += device_batch_.events.size();
   // Whose forks are followed in this batch: the holders, and every opener read in it, tracked
   // or not: one that had exited (no pidfd) or could no longer be pinned by the time its event
@@ -146,6 +152,7 @@ void HolderTracker::refresh() {
   for (DeviceOpen& event : device_batch_.events) {
     if (event.pid <= 0 || event.pid == self_) continue;  // outside our namespace, or our own NVML
     followed.insert(event.pid);
+    journal_.add({JournalKind::Open, event.pid, 0, event.pidfd.get() >= 0});
     if (event.pidfd) {
       take(event.pid, std::move(event.pidfd));
     } else if (tracked_.count(event.pid) > 0) {
@@ -154,15 +161,20 @@ void HolderTracker::refresh() {
   }
   for (const ProcessFork& fork : process_batch_.forks) {  // in the order they happened
     if (fork.child == self_) continue;
-    if (tracked_.count(fork.parent) == 0 && followed.count(fork.parent) == 0) continue;
+    const bool follow =
+        tracked_.count(fork.parent) > 0 || followed.count(fork.parent) > 0 || carried_.count(fork.parent) > 0;
+    journal_.add({JournalKind::Fork, fork.child, fork.parent, follow});
+    if (!follow) continue;
     followed.insert(fork.child);  // its own forks are followed too, even if it is gone
     take_by_pid(fork.child);
     ++counts_.forks_followed;
   }
   for (const pid_t pid : process_batch_.execs) {
+    journal_.add({JournalKind::Exec, pid, 0, tracked_.count(pid) > 0});
     if (tracked_.count(pid) > 0) dirty_.insert(pid);
   }
   for (const ProcessExit& exit : process_batch_.exits) {
+    journal_.add({JournalKind::Exit, exit.pid, 0, tracked_.count(exit.pid) > 0});
     if (tracked_.count(exit.pid) > 0) dirty_.insert(exit.pid);
   }
   if (device_batch_.overflowed || process_batch_.lost) {
@@ -170,6 +182,9 @@ void HolderTracker::refresh() {
     needs_walk_ = true;
   }
   prove_dirty();
+  followed.merge(let_go_);
+  let_go_.clear();
+  carried_ = std::move(followed);
 }
 
 void HolderTracker::prove_dirty() {
@@ -180,7 +195,11 @@ void HolderTracker::prove_dirty() {
     ++counts_.proofs;
     const procfs::FdProbe seen = it->second.device_files(options_.dev_dir, held);
     // Denied: not ours to read (never as root); kept, as the scan would list it unread.
-    if (seen != procfs::FdProbe::DeviceFile && seen != procfs::FdProbe::Denied) tracked_.erase(it);
+    if (seen != procfs::FdProbe::DeviceFile && seen != procfs::FdProbe::Denied) {
+      journal_.add({JournalKind::LetGo, pid, 0, seen == procfs::FdProbe::Gone});
+      let_go_.insert(pid);
+      tracked_.erase(it);
+    }
   }
   dirty_.clear();
 }
@@ -191,6 +210,19 @@ std::vector<pid_t> HolderTracker::holders() const {
   for (const auto& [pid, pinned] : tracked_) pids.push_back(pid);
   std::sort(pids.begin(), pids.end());
   return pids;
+}
+
+std::vector<std::string> HolderTracker::take_missed_notes() {
+  std::vector<std::string> notes;
+  notes.swap(missed_notes_);
+  return notes;
+}
+
+std::vector<std::pair<pid_t, std::uint64_t>> HolderTracker::holders_started() const {
+  std::vector<std::pair<pid_t, std::uint64_t>> out;
+  out.reserve(tracked_.size());
+  for (const auto& [pid, pinned] : tracked_) out.emplace_back(pid, pinned.start_time_ticks());
+  return out;
 }
 
 void HolderTracker::reconcile(std::span<const pid_t> walked_pids) {
@@ -210,8 +242,11 @@ void HolderTracker::reconcile(std::span<const pid_t> walked_pids) {
   if (walked_) {
     // Counted once proven: a holder that has exited since the walk cannot be told from one
     // whose open and exit the events both reported.
-    counts_.missed += static_cast<std::uint64_t>(
-        std::count_if(new_here.begin(), new_here.end(), [this](pid_t pid) { return tracked_.count(pid) > 0; }));
+    for (const pid_t pid : new_here) {
+      if (tracked_.count(pid) == 0) continue;
+      ++counts_.missed;
+      if (missed_notes_.size() < kMissedNotesKept) missed_notes_.push_back(journal_.explain(pid));
+    }
   }
   ++counts_.walks;
   walked_ = true;

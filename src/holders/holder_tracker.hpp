@@ -12,16 +12,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <sys/types.h>
 
 #include "holders/device_open_events.hpp"
+#include "holders/event_journal.hpp"
 #include "holders/process_events.hpp"
 #include "proc/pinned_process.hpp"
 
@@ -32,6 +35,9 @@ struct HolderTrackerOptions {
   std::string dev_dir = "/dev";  // where the GPU device nodes are (GPUREAP_DEV_DIR in tests)
   // How often the device directory is read again for nodes that appeared (hot-plug, MIG).
   double node_rescan_seconds = 10;
+  // A test's seam: called in refresh between the read of the process events and that of the
+  // opens, where a fork and an exit can fall that the next refresh reads.
+  std::function<void()> between_reads;
 };
 
 struct HolderEventCounts {
@@ -59,12 +65,17 @@ class HolderTracker {
   // The proven holders, sorted.
   std::vector<pid_t> holders() const;
   bool tracks(pid_t pid) const { return tracked_.count(pid) > 0; }
+  // The proven holders with the start time each was pinned at (a PID reused is another process).
+  std::vector<std::pair<pid_t, std::uint64_t>> holders_started() const;
   // After a walk of /proc (and a refresh after it) that found `walked` holding device files:
   // takes in, proven, those the events did not bring (counted as missed but at the first walk),
   // and proves again those here that the walk did not find.
   void reconcile(std::span<const pid_t> walked_pids);
 
   const HolderEventCounts& counts() const { return counts_; }
+  // For each holder a walk found that the events had missed since the last call: what the
+  // events said of it and of its parent, and when they were read (event_journal.hpp).
+  std::vector<std::string> take_missed_notes();
   // What to poll for events: the fanotify group and the connector socket.
   int device_events_fd() const { return device_events_.fd(); }
   int process_events_fd() const { return process_events_.fd(); }
@@ -82,6 +93,13 @@ class HolderTracker {
   pid_t self_ = 0;
   std::unordered_map<pid_t, procfs::PinnedProcess> tracked_;
   std::set<pid_t> dirty_;  // to prove before the next answer
+  // Whose forks the next refresh follows besides the holders: this refresh's openers and
+  // followed children, and the holders let go since. A fork read in the next batch may come
+  // from one of them: it fell between this refresh's two reads, or before its proof.
+  std::unordered_set<pid_t> carried_;
+  std::unordered_set<pid_t> let_go_;
+  EventJournal journal_;
+  std::vector<std::string> missed_notes_;
   std::set<std::pair<dev_t, ino_t>> marked_;
   double next_node_rescan_ = 0;
   bool needs_walk_ = true;

@@ -262,8 +262,8 @@ void verify(const EndingSettings& settings, RunReport& report) {
     gpu.target_pids = use.job_pids;
     if (!use.seen) {
       gpu.baseline_used = use.used_at_end_bytes;  // the growth must come back from here
-    } else if (settings.last_reading) {
-      for (const auto& reading : settings.last_reading->gpus) {
+    } else if (settings.last_reading != nullptr && *settings.last_reading) {
+      for (const auto& reading : (*settings.last_reading)->gpus) {
         if (reading.index != use.index) continue;
         gpu.baseline_used = reading.memory.used;
         for (const auto& p : reading.processes) {
@@ -346,6 +346,7 @@ void end_job(const EndingSettings& settings, RunReport& report) {
     merge(report.ended, signal_members(settings, left, SIGTERM, settings.kill_timeout, reason, spared, report.ended),
           false);
     if (settings.reap) settings.reap();
+    if (settings.look) settings.look();
     const Members stubborn = list_members(settings.membership);
     Members to_kill = stubborn;
     for (pid_t pid : spared) to_kill.erase(pid);

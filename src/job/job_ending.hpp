@@ -33,7 +33,10 @@ struct EndingSettings {
   std::map<pid_t, unsigned> sm_util;   // per-process SM utilisation at the last sample
   std::function<void()> reap;          // reaps gpureap's children (zombies hold PIDs, not memory)
   std::function<SnapshotSource&()> driver;
-  std::optional<DriverReading> last_reading;  // the driver at the last sample, the baseline
+  // Looks at the job again (its members, their GPUs, the driver), after SIGTERM's wait.
+  std::function<void()> look;
+  // The driver at the last look, the baseline (updated by look).
+  const std::optional<DriverReading>* last_reading = nullptr;
 };
 
 void end_job(const EndingSettings& settings, RunReport& report);

@@ -17,11 +17,16 @@
 
 #include <fmt/format.h>
 
+#include "holders/holder_tracker.hpp"
 #include "holders/process_events.hpp"
 #include "job/job_cgroup.hpp"
 #include "job/job_ending.hpp"
 #include "job/job_members.hpp"
 #include "job/job_spawn.hpp"
+#include "kill/tree_sweep.hpp"
+#include "proc/ancestry.hpp"
+#include "proc/pid_files.hpp"
+#include "snapshot/holder_events.hpp"
 #include "snapshot/snapshot.hpp"
 
 namespace gpureap::job {
@@ -76,6 +81,7 @@ class Guard {
             "; the kernel's exit events need root in the host's PID namespace)");
       }
     }
+    start_holder_events();
     take_terminal_ = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     interactive_ = take_terminal_;
     SpawnSettings spawn;
@@ -224,6 +230,60 @@ class Guard {
     }
   }
 
+  // The kernel's events make a process of the job that opens a GPU device file known at once
+  // (a GPU user for --fail-fast, a GPU whose release is verified), not at the next look; the
+  // looks stay the check. Started before the job, so that every open of the job is heard.
+  void start_holder_events() {
+    std::string why = holder_events_turned_off();
+    if (why.empty()) {
+      holders::HolderTrackerOptions options;
+      options.proc_root = settings_.proc_root;
+      options.dev_dir = settings_.dev_dir;
+      holders_ = holders::HolderTracker::start(std::move(options), why);
+    }
+    report_.holder_events = holders_ != nullptr;
+    if (!holders_) {
+      report_.notes.push_back("the job's GPU holders were found only at its looks (every --poll-interval): " + why);
+    }
+  }
+
+  // A lead, not a proof (the look proves): the process is in the job's cgroup, or below
+  // gpureap (every process the job forks stays below its child subreaper).
+  bool may_be_member(pid_t pid, std::uint64_t start_time_ticks) const {
+    if (cgroup_) {
+      const PinResult pin = PidRef::pin(pid, start_time_ticks, settings_.proc_root);
+      if (pin.status == PinStatus::Ok && sweep::pinned_in_cgroup(settings_.proc_root, pin.ref, cgroup_->path())) {
+        return true;
+      }
+    }
+    const pid_t self = getpid();
+    const auto chain = ancestry_walk(pid, [&](pid_t at) -> std::optional<pid_t> {
+      if (at == self) return std::nullopt;
+      const auto stat = procfs::read_stat(settings_.proc_root, at);
+      if (!stat) return std::nullopt;
+      return stat->ppid;
+    });
+    return chain.size() > 1 && chain.back() == self;
+  }
+
+  // Reads the holder events; a holder not looked at before that may be the job's makes a look
+  // now. Each holder is looked at once (by PID and start time) while it holds.
+  void read_holder_events() {
+    holders_->refresh();
+    std::set<std::pair<pid_t, std::uint64_t>> holding;
+    bool look = false;
+    for (const auto& key : holders_->holders_started()) {
+      holding.insert(key);
+      if (look || holders_looked_at_.count(key) > 0) continue;
+      look = gpu_users_.count(key.first) == 0 && may_be_member(key.first, key.second);
+    }
+    holders_looked_at_ = std::move(holding);
+    if (look) {
+      ++report_.looks_on_events;
+      sample();
+    }
+  }
+
   SnapshotSource& driver() {
     if (!source_) {
       SnapshotOptions options = default_snapshot_options();
@@ -352,9 +412,12 @@ class Guard {
         next_sample = now + settings_.poll_interval;
         continue;
       }
-      pollfd fds[2] = {{signal_fd_.get(), POLLIN, 0}, {exit_events_ ? exit_events_->fd() : -1, POLLIN, 0}};
+      pollfd fds[4] = {{signal_fd_.get(), POLLIN, 0},
+                       {exit_events_ ? exit_events_->fd() : -1, POLLIN, 0},
+                       {holders_ ? holders_->device_events_fd() : -1, POLLIN, 0},
+                       {holders_ ? holders_->process_events_fd() : -1, POLLIN, 0}};
       const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_sample - now).count() + 1;
-      const int ready = poll(fds, 2, static_cast<int>(wait_ms));
+      const int ready = poll(fds, 4, static_cast<int>(wait_ms));
       if (ready < 0) {
         // A running job is never ended for gpureap's own trouble: the next turn polls again
         // (after the wait it asked for, so that a persistent error does not spin).
@@ -370,6 +433,7 @@ class Guard {
       }
       if (fds[0].revents & POLLIN) read_signals();
       if (exit_events_ && (fds[1].revents & POLLIN)) read_exit_events();
+      if (holders_ && ((fds[2].revents | fds[3].revents) & POLLIN)) read_holder_events();
     }
   }
 
@@ -422,7 +486,12 @@ class Guard {
     ending.sm_util = last_sm_util_;
     ending.reap = [this]() { reap_children(); };
     ending.driver = [this]() -> SnapshotSource& { return driver(); };
-    ending.last_reading = last_reading_;
+    // What survived SIGTERM is looked at again: a process that opened a GPU while the job was
+    // ending (a worker's cleanup) has that GPU's release verified too.
+    ending.look = [this]() {
+      if (!list_members(membership()).empty()) sample();
+    };
+    ending.last_reading = &last_reading_;
     end_job(ending, report_);
     reap_children();
     if (cgroup_) {
@@ -439,6 +508,8 @@ class Guard {
   procfs::unique_fd signal_fd_;
   std::optional<JobCgroup> cgroup_;
   std::optional<holders::ProcessEvents> exit_events_;
+  std::unique_ptr<holders::HolderTracker> holders_;  // null: the looks alone find holders
+  std::set<std::pair<pid_t, std::uint64_t>> holders_looked_at_;  // by PID and start time
   bool take_terminal_ = false;
   bool interactive_ = false;  // started in the terminal's foreground: stops and resumes with its job
   bool poll_error_noted_ = false;

@@ -57,6 +57,8 @@ struct RunReport {
   std::string no_cgroup_reason;    // why not, otherwise
   bool cgroup_removed = false;
   bool exit_events = false;        // the kernel's exit events were used (root, host PID namespace)
+  bool holder_events = false;      // GPU holders known from the kernel's events (holders/holder_tracker.hpp)
+  unsigned looks_on_events = 0;    // looks made at once because a process of the job opened a GPU
   SpawnResult spawn;
   JobEnd end = JobEnd::Exited;
   std::optional<int> main_wait_status;

@@ -72,6 +72,11 @@ MetricSet HostCollector::collect() {
     fallback_told_ = true;
     options_.on_problem(snapshot->holder_events->fallback_reason);
   }
+  if (snapshot->holder_events && options_.on_problem) {
+    for (const std::string& note : snapshot->holder_events->missed_notes) {
+      options_.on_problem("a holder the events had missed, found by the walk: " + note);
+    }
+  }
   add_quick_finding_metrics(*snapshot, metrics);
   if (xids_) {
     xids_->update(*snapshot);

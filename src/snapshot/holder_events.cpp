@@ -5,20 +5,13 @@
 #include <string>
 
 namespace gpureap {
-namespace {
 
-// GPUREAP_HOLDER_EVENTS=off: every scan walks, as without the capability (the polling
-// reference of bench/holder_events.sh, and a way around a kernel whose events misbehave).
-// Unset, empty or "on": events. Any other value walks too, and the reason names it: walking
-// is never wrong, only slower.
-std::string events_turned_off() {
+std::string holder_events_turned_off() {
   const char* value = std::getenv("GPUREAP_HOLDER_EVENTS");
   if (value == nullptr || value[0] == '\0' || std::strcmp(value, "on") == 0) return {};
   if (std::strcmp(value, "off") == 0) return "GPUREAP_HOLDER_EVENTS=off";
   return "GPUREAP_HOLDER_EVENTS is neither on nor off";
 }
-
-}  // namespace
 
 HolderEvents::HolderEvents(double reconcile_seconds)
     : reconcile_every_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -30,7 +23,7 @@ void HolderEvents::start(const ProcScanOptions& proc) {
   holders::HolderTrackerOptions options;
   options.proc_root = proc.proc_root;
   options.dev_dir = proc.dev_dir;
-  if (std::string off = events_turned_off(); !off.empty()) {
+  if (std::string off = holder_events_turned_off(); !off.empty()) {
     state_.fallback_reason = std::move(off);
   } else {
     tracker_ = holders::HolderTracker::start(std::move(options), state_.fallback_reason);
@@ -45,6 +38,7 @@ std::shared_ptr<const std::vector<pid_t>> HolderEvents::before_scan(const ProcSc
   const std::lock_guard lock(mutex_);
   start(proc);
   state_.walked = true;
+  state_.missed_notes.clear();
   if (!tracker_) return nullptr;
   tracker_->refresh();
   state_.counts = tracker_->counts();
@@ -65,6 +59,7 @@ void HolderEvents::after_walk(const ProcessTable& table) {
   tracker_->refresh();
   tracker_->reconcile(walked);
   state_.counts = tracker_->counts();
+  state_.missed_notes = tracker_->take_missed_notes();
   last_given_ = tracker_->holders();
   next_walk_ = std::chrono::steady_clock::now() + reconcile_every_;
 }
@@ -80,6 +75,18 @@ bool HolderEvents::changed_since_scan() {
 HolderEventsState HolderEvents::state() const {
   const std::lock_guard lock(mutex_);
   return state_;
+}
+
+bool HolderEvents::started() const {
+  const std::lock_guard lock(mutex_);
+  return started_;
+}
+
+void HolderEvents::read_events() {
+  const std::lock_guard lock(mutex_);
+  if (!tracker_) return;
+  tracker_->refresh();
+  state_.counts = tracker_->counts();
 }
 
 std::vector<int> HolderEvents::event_fds() const {

@@ -25,7 +25,16 @@ struct HolderEventsState {
   std::string fallback_reason;  // why not, when not (one line)
   bool walked = false;          // this snapshot walked /proc (a reconciliation, or no events)
   holders::HolderEventCounts counts;
+  // The holders this snapshot's walk found that the events had missed, each explained (what
+  // the events said of it and its parent): to be logged by whoever shows the snapshot.
+  std::vector<std::string> missed_notes;
 };
+
+// GPUREAP_HOLDER_EVENTS=off: every scan walks, as without the capability (the polling
+// reference of bench/holder_events.sh, and a way around a kernel whose events misbehave).
+// Unset, empty or "on": events (an empty answer). Any other value walks too, and the answer
+// names it: walking is never wrong, only slower.
+std::string holder_events_turned_off();
 
 class HolderEvents {
  public:
@@ -41,8 +50,13 @@ class HolderEvents {
   // Reads the events; whether the holder set differs from what the last scan was given.
   bool changed_since_scan();
   HolderEventsState state() const;
-  // What to poll to hear of events (none without them, or before the first scan).
+  // What to poll to hear of events: the opens (fanotify), then the forks and exits (the
+  // connector); none without them, or before the first scan.
   std::vector<int> event_fds() const;
+  // Whether the first scan has tried to listen (event_fds then tells whether it could).
+  bool started() const;
+  // Reads the queued events into the set (holder_event_drain.hpp reads them as they come).
+  void read_events();
 
  private:
   void start(const ProcScanOptions& proc);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <array>
 #include <deque>
 #include <mutex>
 
@@ -36,6 +37,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kNotificationBudgetAtStop{1500};
+// The least time between two wakes for the holder events. An open of a GPU node (fanotify) is
+// rare: a look at most kOpenWakeGap after one. The connector reports every fork and exit on the
+// host: at most one wake per kForkWakeGap for it, so that a busy host costs a few reads a second.
+constexpr std::chrono::milliseconds kOpenWakeGap{20};
+constexpr std::chrono::milliseconds kForkWakeGap{250};
+
+// Whether any of `fds` is readable now.
+bool readable(const std::vector<int>& fds) {
+  std::vector<pollfd> polled;
+  for (const int fd : fds) polled.push_back({fd, POLLIN, 0});
+  return !polled.empty() && ::poll(polled.data(), polled.size(), 0) > 0;
+}
 
 double unix_now() {
   timespec now{};
@@ -105,12 +118,13 @@ class SignalReader {
   SignalReader& operator=(const SignalReader&) = delete;
 
   bool valid() const { return static_cast<bool>(fd_); }
-  // Waits up to `timeout` for a signal, or until `also` is readable; 0 when no signal came. A
-  // stop asked for stays the answer.
-  int wait(std::chrono::milliseconds timeout, int also) {
+  // Waits up to `timeout` for a signal, or until one of `also` is readable; 0 when no signal
+  // came. A stop asked for stays the answer.
+  int wait(std::chrono::milliseconds timeout, const std::vector<int>& also) {
     if (stop_ == 0 && !reload_) {
-      pollfd p[2] = {{fd_.get(), POLLIN, 0}, {also, POLLIN, 0}};
-      ::poll(p, 2, static_cast<int>(std::max<long long>(0, timeout.count())));
+      std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
+      for (const int fd : also) p.push_back({fd, POLLIN, 0});
+      ::poll(p.data(), p.size(), static_cast<int>(std::max<long long>(0, timeout.count())));
     }
     drain();
     if (stop_ != 0) return stop_;
@@ -184,9 +198,28 @@ class WatchDaemon {
 
   int run() {
     auto next = Clock::now() + interval();
+    // The kernel's holder events wake it too (an open; a holder's fork or exit), each source
+    // heard again only after its gap since the last wake: each wake reads all that is queued.
+    std::array<Clock::time_point, 2> heard_from{Clock::now(), Clock::now()};  // opens, forks
+    const std::array<Clock::duration, 2> gap{kOpenWakeGap, kForkWakeGap};
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-      const int sig = signals_.wait(left, workers_.fd());
+      std::vector<int> events;
+      auto until = next;
+      if (options_.snapshot.holder_events) {
+        const std::vector<int> fds = options_.snapshot.holder_events->event_fds();  // the fanotify group, the connector
+        const auto now = Clock::now();
+        for (std::size_t i = 0; i < fds.size() && i < heard_from.size(); ++i) {
+          if (now >= heard_from[i]) {
+            events.push_back(fds[i]);
+          } else {
+            until = std::min(until, heard_from[i]);
+          }
+        }
+      }
+      std::vector<int> wake_on{workers_.fd()};
+      wake_on.insert(wake_on.end(), events.begin(), events.end());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      const int sig = signals_.wait(left, wake_on);
       if (sig == SIGTERM || sig == SIGINT) {
         // Every ladder under way continues what it stopped and reports before the stop line.
         workers_.interrupt(sig);
@@ -211,7 +244,15 @@ class WatchDaemon {
         reload();
         continue;
       }
-      if (sig != 0 || Clock::now() < next) continue;
+      if (sig != 0) continue;
+      if (Clock::now() < next) {
+        // Woken by the events: a holder that came or went is judged now, not at the next look.
+        if (readable(events)) {
+          for (std::size_t i = 0; i < heard_from.size(); ++i) heard_from[i] = Clock::now() + gap[i];
+          if (options_.snapshot.holder_events->changed_since_scan()) evaluate(observer_.look(false));
+        }
+        continue;
+      }
       evaluate(observer_.look(force_full_));
       force_full_ = false;
       next += interval();
@@ -301,9 +342,14 @@ class WatchDaemon {
 
   // Without the kernel's events every full scan walks /proc, and a new holder waits for the
   // next one: said once.
+  // A holder a walk found that the events had missed is a fault: logged with what the events
+  // said of it.
   void note_holder_events(const Look& look) {
-    if (holder_fallback_told_ || !look.snapshot || !look.snapshot->holder_events) return;
-    if (look.snapshot->holder_events->active) return;
+    if (!look.snapshot || !look.snapshot->holder_events) return;
+    for (const std::string& note : look.snapshot->holder_events->missed_notes) {
+      log_.write(LogPriority::Warning, "holder-missed", {{"how", note}});
+    }
+    if (holder_fallback_told_ || look.snapshot->holder_events->active) return;
     holder_fallback_told_ = true;
     log_.write(LogPriority::Warning, "holder-events-off",
                {{"why", look.snapshot->holder_events->fallback_reason},

@@ -74,6 +74,10 @@ bool holds(pid_t pid, const std::string& path) {
   return false;
 }
 
+// Forks (each a fork and an exit event) beyond what the connector's receive buffer holds
+// between two reads: about 8 MiB as the kernel counts it, some thousands of events.
+constexpr int kForkFlood = 20000;
+
 class HolderEvents : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -279,6 +283,56 @@ TEST_F(HolderEvents, PsWatchShowsANewHolderInAFrameOfItsOwn) {
   ASSERT_TRUE(next.is_object()) << "a frame at the open, not an hour later";
   EXPECT_NE(find_holder(next, holder.pid()), nullptr) << next.dump(2);
   EXPECT_EQ(find_holder(first, holder.pid()), nullptr);
+}
+
+// Looks an hour apart: a process that opens a GPU's device file after its process group's
+// leader died is an orphan from its open, and watch's rule on it fires at the open's event,
+// not at the next look.
+TEST_F(HolderEvents, WatchJudgesANewHolderAtItsOpenNotAtItsNextLook) {
+  const std::string policy = host_.config_dir() + "/policy.toml";
+  std::ofstream(policy) << "interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
+                           "[[rule]]\nname = \"orphans\"\ncondition = \"orphan\"\naction = \"log\"\n";
+  // A group's leader sh (.1) and its member (.2), which opens GPU 1's device file when told
+  // (.go), in a session of their own.
+  const std::string file = host_.state_dir() + "/late";
+  const auto started = run_command(
+      {"/usr/bin/setsid", "-f", "/bin/sh", "-c",
+       "exec </dev/null >/dev/null 2>&1; echo $$ > \"$0.1\"; "
+       "/bin/sh -c 'while [ ! -e \"$0\" ]; do sleep 0.02; done; exec sleep 1000 3<\"$1\"' \"$0.go\" \"$1\" & "
+       "echo $! > \"$0.2\"; wait",
+       file, node("nvidia1")});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  pid_t leader = 0, member = 0;
+  ASSERT_TRUE(eventually([&] {
+    std::ifstream one(file + ".1"), two(file + ".2");
+    return static_cast<bool>(one >> leader) && static_cast<bool>(two >> member) && leader > 0 && member > 0;
+  }));
+  BackgroundWatch watch(host_, policy);
+  ASSERT_TRUE(watch.wait_for("start"));
+  ASSERT_EQ(::kill(leader, SIGKILL), 0);
+  ASSERT_TRUE(eventually([&] { return !running(leader); }));
+  std::ofstream(file + ".go") << "go\n";
+  const auto notice = watch.wait_for("notice", {{"rule", "orphans"}, {"pid", std::to_string(member)}}, 10000);
+  ::kill(member, SIGKILL);
+  ASSERT_TRUE(notice) << "the orphan's rule waited for the next look, an hour away";
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+// More forks and exits between two scrapes than the connector's buffer holds: the exporter
+// reads the events as they come, so none are lost and no walk follows.
+TEST_F(HolderEvents, ExportReadsTheEventsBetweenScrapesSoAFloodOfForksLosesNone) {
+  const auto events = exporter("1h");
+  ASSERT_TRUE(events);
+  const double lost = counter(*events, "gpureap_holder_events_lost_total");
+  const double walks = counter(*events, "gpureap_holder_walks_total");
+  for (int i = 0; i < kForkFlood; ++i) {
+    const pid_t child = ::vfork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  }
+  EXPECT_EQ(counter(*events, "gpureap_holder_events_lost_total"), lost);
+  EXPECT_EQ(counter(*events, "gpureap_holder_walks_total"), walks);
 }
 
 // GPUREAP_HOLDER_EVENTS=off: watch walks at every full scan and says so once in its log.

@@ -127,6 +127,24 @@ TEST_F(TopScreen, ShowsEachGpuProcessItsWorkersAndAnOrphanUnderItsDeadOwner) {
   quit(*top);
 }
 
+// Without the kernel's holder events a new holder shows only when the refreshes look at it
+// again: the status line says so, with why. With them (as root) it says nothing of the kind.
+TEST_F(TopScreen, SaysOnItsStatusLineWhenNewHoldersWaitForALookWithoutEvents) {
+  SimHost host;
+  auto job = host.start({"--alloc", "0:1GiB"});
+  auto walking = start_top(host, {}, {{"GPUREAP_HOLDER_EVENTS", "off"}});
+  ASSERT_TRUE(walking->wait_until([&](const std::string& s) { return shows_row(s, job.pid); })) << walking->text();
+  const std::string told = "holders found by walking /proc at every scan: GPUREAP_HOLDER_EVENTS=off";
+  EXPECT_NE(walking->text().find(told), std::string::npos) << walking->text();
+  quit(*walking);
+  if (!running_as_root()) return;  // the events need CAP_SYS_ADMIN
+  auto listening = start_top(host);
+  // The status is set with the first snapshot's rows: once the row shows, it would show too.
+  ASSERT_TRUE(listening->wait_until([&](const std::string& s) { return shows_row(s, job.pid); })) << listening->text();
+  EXPECT_EQ(listening->text().find("holders found by walking /proc"), std::string::npos) << listening->text();
+  quit(*listening);
+}
+
 TEST_F(TopScreen, FilterAndSortChooseAndOrderTheRows) {
   SimHost host;
   auto alpha = host.start({"--alloc", "0:3GiB", "--name", "alpha-train"});

@@ -1,8 +1,8 @@
 // LD_PRELOAD library for `gpureap run`'s start and wait-loop tests: a call the kernel rarely
 // fails, failed on purpose.
 //   GPUREAP_TEST_SIGNALFD_ERRNO=N  every signalfd() fails with errno N (EMFILE: no descriptor left)
-//   GPUREAP_TEST_POLL_FAILURES=K   the first K poll()s over two descriptors (run's wait for a
-//                                  signal or an exit event) fail with ENOMEM
+//   GPUREAP_TEST_POLL_FAILURES=K   the first K poll()s over four descriptors (run's wait for a
+//                                  signal, an exit event or a holder event) fail with ENOMEM
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -35,7 +35,7 @@ extern "C" int signalfd(int fd, const sigset_t* mask, int flags) {
 }
 
 extern "C" int poll(pollfd* fds, nfds_t nfds, int timeout) {
-  if (nfds == 2 && polls_failed.load() < from_environment("GPUREAP_TEST_POLL_FAILURES")) {
+  if (nfds == 4 && polls_failed.load() < from_environment("GPUREAP_TEST_POLL_FAILURES")) {
     ++polls_failed;
     errno = ENOMEM;
     return -1;

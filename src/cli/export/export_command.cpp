@@ -20,6 +20,7 @@
 #include "exporter/exporter.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/text_format.hpp"
+#include "snapshot/holder_event_drain.hpp"
 #include "text/duration.hpp"
 #include "text/sanitize.hpp"
 
@@ -144,7 +145,11 @@ int run_export(const ExportOptions& options) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto collector = std::make_unique<HostCollector>(collector_options(options, checked.reconcile_seconds));
+  HostCollectorOptions collecting = collector_options(options, checked.reconcile_seconds);
+  // The kernel's events read as they come, not only at scrapes: between two scrapes a busy
+  // host's forks and exits would overflow the connector's buffer into a walk.
+  const HolderEventDrain drain(collecting.snapshot.holder_events);
+  auto collector = std::make_unique<HostCollector>(std::move(collecting));
   ExporterOptions exporter_options;
   exporter_options.listen = checked.serve.listen;
   exporter_options.web = checked.serve.web;

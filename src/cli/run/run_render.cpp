@@ -154,6 +154,8 @@ Json run_report_json(const job::RunReport& report) {
   out["cgroup_removed"] = report.cgroup_path.empty() ? Json(nullptr) : Json(report.cgroup_removed);
   out["no_cgroup_reason"] = report.no_cgroup_reason.empty() ? Json(nullptr) : Json(report.no_cgroup_reason);
   out["exit_events"] = report.exit_events;
+  out["holder_events"] = report.holder_events;
+  out["looks_on_events"] = report.looks_on_events;
   out["end"] = job::job_end_name(report.end);
   if (report.end == job::JobEnd::SpawnFailed) {
     out["spawn_error"] = Json{{"stage", stage_words(report.spawn.failed_at)}, {"errno", report.spawn.error},

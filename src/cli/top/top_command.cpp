@@ -89,6 +89,18 @@ SnapshotOptions view_snapshot_options(bool repeated) {
   return options;
 }
 
+// Without the kernel's holder events a process that opens a GPU device file shows only when
+// the refreshes look at it again: said once on the status line, when it is free. True once said
+// (or when there is nothing to say).
+bool tell_holder_fallback(TopState& state, const Snapshot& snapshot) {
+  if (!snapshot.holder_events || snapshot.holder_events->active) return true;
+  if (!state.status.empty()) return false;
+  state.set_status(fmt::format("{} (a new holder may take {} refreshes to show)", snapshot.holder_events->fallback_reason,
+                               kFullLookEvery),
+                   StatusTone::Info);
+  return true;
+}
+
 int run_once(const TopOptions& options, const TopState& prototype) {
   SnapshotSource source(view_snapshot_options(false));
   auto snapshot = source.take();
@@ -171,6 +183,7 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
   std::optional<PlanPolicy> policy;  // who is looking: the permission marks, protection
   int exit_status = exit_code::kOk;
   bool checked_gpu = false;
+  bool holder_fallback_told = false;
 
   LayoutOptions layout;
   layout.ascii = screen->ascii();
@@ -215,6 +228,7 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
           for (const auto& name : protect) policy->protect.add(name);
           state.can_kill_any = policy->can_kill_any;
         }
+        if (!holder_fallback_told) holder_fallback_told = tell_holder_fallback(state, *snapshot);
         RowContext context;
         context.policy = &*policy;
         apply_snapshot(state, std::move(snapshot), cpu, context);
