@@ -2,9 +2,6 @@
 
 #include <charconv>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include "proc/proc_parse.hpp"
 
 namespace gpureap::procfs {
@@ -57,16 +54,6 @@ FdProbe DeviceFdProbe::probe_fd_dir(int fd_dir_fd, std::vector<DeviceFileHandle>
   }
   if (!listed) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
   return result;
-}
-
-bool DeviceFdProbe::other_threads_may_hold_files(int root_fd, pid_t pid) {
-  char path[24];
-  const auto end = std::to_chars(path, path + 16, pid).ptr;
-  std::string_view("/task").copy(end, 5);
-  end[5] = '\0';
-  struct stat task {};
-  if (::fstatat(root_fd, path, &task, AT_SYMLINK_NOFOLLOW) != 0) return !errno_means_gone();
-  return task.st_nlink != 3;
 }
 
 }  // namespace gpureap::procfs

@@ -32,12 +32,6 @@ class DeviceFdProbe {
   FdProbe probe(int root_fd, pid_t pid, std::vector<DeviceFileHandle>& held);
   // The same for an fd/ directory already open (a pinned process's).
   FdProbe probe_fd_dir(int fd_dir, std::vector<DeviceFileHandle>& held);
-  // After NoFiles: whether the process may still hold files through threads other than its
-  // main one (a leader that called pthread_exit: a zombie whose live threads keep the file
-  // table). One fstatat of "<pid>/task", whose link count is 2 + the threads; false for a
-  // kernel thread or any one-thread process, which then has nothing to read. True when it
-  // cannot tell.
-  static bool other_threads_may_hold_files(int root_fd, pid_t pid);
 
  private:
   std::string_view dev_dir_;

@@ -215,11 +215,6 @@ void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, 
               quiet[slot].emplace_back(pids[i], FdLookMemory::Quiet{wait + memory->round_});
             }
             if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
-            // A kernel thread or a one-thread process without descriptors holds nothing: its
-            // stat is not read (a zombie leader with live threads is read in full below).
-            if (seen == procfs::FdProbe::NoFiles && !procfs::DeviceFdProbe::other_threads_may_hold_files(root_fd, pids[i])) {
-              continue;
-            }
             info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
                                                     : reader.read(root_fd, pids[i], &held);
           } else {

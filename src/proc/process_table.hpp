@@ -20,9 +20,8 @@ enum class ProcScanScope {
   // Every process: kill and doctor walk the whole table (process groups, cgroups, zombies).
   Everything,
   // Only what `ps` shows: holders of GPU device files, with their ancestors, process-group
-  // leaders and descendants, plus processes whose descriptors cannot be read, and those with
-  // none whose other threads may hold some (a zombie leader's). Every other process costs one
-  // look at its fd/ directory (and a kernel thread one stat of its task/ directory).
+  // leaders and descendants, plus processes whose descriptors cannot be read or are empty
+  // (kernel threads, zombies). Every other process costs one look at its fd/ directory.
   // A /proc that is not procfs (a test fixture) is read as Everything.
   Holders,
 };

@@ -299,55 +299,6 @@ TEST(ProcTableLive, ZombieLeaderWithLiveThreadsStillHolds) {
   }
 }
 
-// In a child: closes every descriptor but `keep` (the Pipe's write end, closed once the PID
-// is sent), then waits to be killed.
-[[noreturn]] void pause_without_descriptors(const Pipe& ready) {
-  for (int fd = 0; fd < 1024; ++fd) {
-    if (fd != ready.fds[1]) close(fd);
-  }
-  ready.send(getpid());
-  close(ready.fds[1]);
-  for (;;) pause();
-}
-
-// Waits (bounded) until /proc/<pid>/fd lists nothing.
-bool wait_no_descriptors(pid_t pid) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::error_code error;
-    if (fs::is_empty(dir, error) && !error) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
-// A process with no descriptor and one thread (a kernel thread, a daemon that closed all)
-// holds nothing: ps's look leaves it out at the cost of its empty fd/. With a second thread it
-// is read (its stat: a zombie leader's threads may hold files, above).
-TEST(ProcTableLive, HoldersScopeLeavesOutAOneThreadProcessWithoutDescriptors) {
-  const FakeDevDir dev;
-  const Pipe ready;
-  Child alone([&] { pause_without_descriptors(ready); });
-  ASSERT_EQ(ready.receive(), alone.pid());
-  Child threaded([&] {
-    pthread_t thread;
-    if (pthread_create(&thread, nullptr, [](void*) -> void* { for (;;) pause(); }, nullptr) != 0) _exit(92);
-    pause_without_descriptors(ready);
-  });
-  ASSERT_EQ(ready.receive(), threaded.pid());
-  ASSERT_TRUE(wait_no_descriptors(alone.pid()));
-  ASSERT_TRUE(wait_no_descriptors(threaded.pid()));
-
-  const ProcessTable holders = scan_until_state(dev.path(), {threaded.pid()}, 'S', ProcScanScope::Holders);
-  EXPECT_EQ(holders.find(alone.pid()), nullptr);
-  const ProcessInfo* read = holders.find(threaded.pid());
-  ASSERT_NE(read, nullptr);
-  EXPECT_EQ(read->threads, 2);
-  EXPECT_FALSE(read->holds_any_device_file());
-  EXPECT_NE(scan_live(dev.path()).find(alone.pid()), nullptr) << "the full scan reads every process";
-}
-
 // Without descendants (ps without --tree) a holder's child that holds nothing is not read;
 // the holder is, with its details and its ancestors.
 TEST(ProcTableLive, HoldersScopeWithoutDescendantsLeavesOutAHoldersChild) {
