@@ -81,33 +81,53 @@ for b in base new; do
     "$(awk '$NF=="total" {print $4/10}' "$state/sc-$b")"
   grep -E 'readlinkat|openat|read$|close|getdents64|newfstatat|recvfrom|recvmmsg|pread64' "$state/sc-$b" | awk '{printf "   %s %s\n", $NF, $4/10}' | head -10
 done
-# Two watch daemons side by side.
+# Two watch daemons side by side: CPU over the window (the simulated driver's part from each
+# daemon's own count at its stop, over its life), then a second pair traced over the same 10 s.
 sim_host_watch_policy "$state/policy.toml"
+start_watches() {  # start_watches TAG: both builds' daemons, P[TAG-base] and P[TAG-new]
+  local b dir
+  for b in base new; do
+    dir=${!b}
+    "$dir/src/gpureap" watch --policy "$state/policy.toml" 2>"$state/watch-$1-$b.log" &
+    P[$1-$b]=$!; sim_host_kill_at_exit "${P[$1-$b]}"
+  done
+  for b in base new; do
+    for _ in $(seq 1 600); do grep -q 'event=start' "$state/watch-$1-$b.log" 2>/dev/null && break; sleep 0.05; done
+  done
+}
+stop_watches() { kill -TERM "${P[$1-base]}" "${P[$1-new]}"; wait "${P[$1-base]}" "${P[$1-new]}" 2>/dev/null || true; }
 declare -A T
-for b in base new; do
-  dir=${!b}
-  "$dir/src/gpureap" watch --policy "$state/policy.toml" 2>"$state/watch-$b.log" &
-  P[w-$b]=$!; sim_host_kill_at_exit "${P[w-$b]}"
-done
-for b in base new; do for _ in $(seq 1 600); do grep -q 'event=start' "$state/watch-$b.log" 2>/dev/null && break; sleep 0.05; done; done
+start_watches w
+born=$(date +%s.%N)
 sleep 3
 printf '\nwatch: load average %s at the start\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 for b in base new; do T[$b]=$(ticks "${P[w-$b]}"); done
 s0=$(date +%s.%N); sleep "$watch_seconds"; s1=$(date +%s.%N)
 for b in base new; do T[$b]=$(( $(ticks "${P[w-$b]}") - ${T[$b]} )); done
+stop_watches w
+died=$(date +%s.%N)
+drv() { sed -n 's/.*event=stop .*driver_cpu_seconds=\([0-9.]*\).*/\1/p' "$state/watch-w-$1.log"; }
+scans() { grep -c 'event=scan' "$state/watch-w-$1.log" || true; }
+awk -v b="${T[base]}" -v n="${T[new]}" -v hz="$hz" -v w="$(echo "$s1 - $s0" | bc)" -v life="$(echo "$died - $born" | bc)" \
+    -v db="$(drv base)" -v dn="$(drv new)" -v sb="$(scans base)" -v sn="$(scans new)" 'BEGIN {
+  pb = 100*b/hz/w; pn = 100*n/hz/w; qb = 100*db/life; qn = 100*dn/life;
+  printf "watch CPU over %.0f s, %% of a core: base %.3f, new %.3f, new/base %.3f\n", w, pb, pn, (pb>0 ? pn/pb : 0);
+  printf "  the simulated driver (quick looks, over each life of %.0f s): base %.3f, new %.3f\n", life, qb, qn;
+  printf "  gpureap itself: base %.3f, new %.3f, new/base %.3f\n", pb-qb, pn-qn, (pb-qb>0 ? (pn-qn)/(pb-qb) : 0);
+  printf "  full scans logged: base %s, new %s\n", sb, sn }'
+# Both traced over the same 10 s: the host's forks (the connector's events) and any full scan
+# are the same for both.
+start_watches t
+sleep 3
+declare -A S
 for b in base new; do
-  strace -f -c -p "${P[w-$b]}" -o "$state/sc-$b" 2>/dev/null & sp=$!
-  sleep 10; kill -INT $sp; wait $sp 2>/dev/null || true
+  strace -f -c -p "${P[t-$b]}" -o "$state/sc-$b" 2>/dev/null & S[$b]=$!
+done
+sleep 10
+for b in base new; do kill -INT "${S[$b]}"; wait "${S[$b]}" 2>/dev/null || true; done
+stop_watches t
+for b in base new; do
   printf '%s: system calls per look (10 s of strace -c): %s;' "$b" "$(awk '$NF=="total" {print $4/10}' "$state/sc-$b")"
   awk '$NF!="total" && NF>=5 && $4>=10 {printf " %s %s", $NF, $4/10}' "$state/sc-$b"; echo
 done
-for b in base new; do kill -TERM "${P[w-$b]}"; done
-wait "${P[w-base]}" "${P[w-new]}" 2>/dev/null || true
-drv() { sed -n 's/.*event=stop .*driver_cpu_seconds=\([0-9.]*\).*/\1/p' "$state/watch-$1.log"; }
-scans() { grep -c 'event=scan' "$state/watch-$1.log" || true; }
-awk -v b="${T[base]}" -v n="${T[new]}" -v hz="$hz" -v w="$(echo "$s1 - $s0" | bc)" 'BEGIN {
-  pb = 100*b/hz/w; pn = 100*n/hz/w;
-  printf "watch CPU over %.0f s, %% of a core: base %.3f, new %.3f, new/base %.3f\n", w, pb, pn, (pb>0 ? pn/pb : 0) }'
-echo "driver CPU seconds over each daemon's life (quick looks): base $(drv base), new $(drv new); full scans logged: base $(scans base), new $(scans new)"
 printf 'load average %s at the end\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <climits>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -351,7 +352,7 @@ TEST_F(HolderEvents, PsWatchShowsAHoldersNewUserAndProgramAtTheNextFrame) {
     }
     return nlohmann::json();
   };
-  const std::string gpu0 = node("nvidia0"), gpu1 = node("nvidia1"), gpu2 = node("nvidia2");
+  const std::string gpu0 = node("nvidia0"), gpu1 = node("nvidia1");
   SteppedChild holder({
       [&] { (void)::open(gpu0.c_str(), O_RDWR); },
       [&] {
@@ -362,25 +363,30 @@ TEST_F(HolderEvents, PsWatchShowsAHoldersNewUserAndProgramAtTheNextFrame) {
         ::_exit(127);
       },
   });
+  // Each marker's open or end changes the set: the frame that shows it.
+  const auto marker = [&gpu1] {
+    return std::make_unique<SteppedChild>(
+        std::vector<SteppedChild::Step>{[&gpu1] { (void)::open(gpu1.c_str(), O_RDONLY); }});
+  };
   ASSERT_TRUE(holder.step());  // the open
-  SteppedChild first_marker({[&] { (void)::open(gpu1.c_str(), O_RDONLY); }});
-  ASSERT_TRUE(first_marker.step());
-  nlohmann::json frame = frame_where(first_marker.pid(), true);
+  auto first_marker = marker();
+  ASSERT_TRUE(first_marker->step());
+  nlohmann::json frame = frame_where(first_marker->pid(), true);
   ASSERT_NE(find_holder(frame, holder.pid()), nullptr) << frame.dump(2);
   EXPECT_EQ((*find_holder(frame, holder.pid()))["uid"], 0);
 
   ASSERT_TRUE(holder.step());  // setuid
-  SteppedChild second_marker({[&] { (void)::open(gpu2.c_str(), O_RDONLY); }});
-  ASSERT_TRUE(second_marker.step());
-  frame = frame_where(second_marker.pid(), true);
+  const pid_t first = first_marker->pid();
+  first_marker->end();
+  frame = frame_where(first, false);
   ASSERT_NE(find_holder(frame, holder.pid()), nullptr) << frame.dump(2);
   EXPECT_EQ((*find_holder(frame, holder.pid()))["uid"], uid) << "its user after setuid";
 
   EXPECT_FALSE(holder.step()) << "an exec never answers";
   ASSERT_TRUE(eventually([&] { return comm_of(holder.pid()) == "sleep"; }));
-  const pid_t first = first_marker.pid();
-  first_marker.end();  // a change of the set: a frame
-  frame = frame_where(first, false);
+  auto second_marker = marker();
+  ASSERT_TRUE(second_marker->step());
+  frame = frame_where(second_marker->pid(), true);
   ASSERT_NE(find_holder(frame, holder.pid()), nullptr) << frame.dump(2);
   EXPECT_EQ((*find_holder(frame, holder.pid()))["command"], "sleep 600") << "its program after exec";
 }
