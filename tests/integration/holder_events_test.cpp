@@ -334,6 +334,8 @@ TEST_F(HolderEvents, ExportReadsTheEventsBetweenScrapesSoAFloodOfForksLosesNone)
   }
   EXPECT_EQ(counter(*events, "gpureap_holder_events_lost_total"), lost);
   EXPECT_EQ(counter(*events, "gpureap_holder_walks_total"), walks);
+}
+
 // A holder's details are kept between scans while its events say nothing changed; its setuid
 // and its exec are events: the next frame (made at a marker's open, an hour before the next
 // interval) shows its new user, then its new program, not what a scan before kept.
