@@ -135,6 +135,7 @@ void HolderTracker::refresh() {
   process_batch_.exits.clear();
   process_batch_.forks.clear();
   process_batch_.execs.clear();
+  process_batch_.credentials.clear();
   process_batch_.lost = false;
   process_events_.drain(process_batch_);
   journal_.next_batch(JournalRead::ProcessEvents);
@@ -153,6 +154,7 @@ void HolderTracker::refresh() {
     if (event.pid <= 0 || event.pid == self_) continue;  // outside our namespace, or our own NVML
     followed.insert(event.pid);
     journal_.add({JournalKind::Open, event.pid, 0, event.pidfd.get() >= 0});
+    details_changed_.insert(event.pid);
     if (event.pidfd) {
       take(event.pid, std::move(event.pidfd));
     } else if (tracked_.count(event.pid) > 0) {
@@ -171,7 +173,12 @@ void HolderTracker::refresh() {
   }
   for (const pid_t pid : process_batch_.execs) {
     journal_.add({JournalKind::Exec, pid, 0, tracked_.count(pid) > 0});
-    if (tracked_.count(pid) > 0) dirty_.insert(pid);
+    if (tracked_.count(pid) == 0) continue;
+    dirty_.insert(pid);
+    details_changed_.insert(pid);
+  }
+  for (const pid_t pid : process_batch_.credentials) {
+    if (tracked_.count(pid) > 0) details_changed_.insert(pid);
   }
   for (const ProcessExit& exit : process_batch_.exits) {
     journal_.add({JournalKind::Exit, exit.pid, 0, tracked_.count(exit.pid) > 0});
@@ -202,6 +209,12 @@ void HolderTracker::prove_dirty() {
     }
   }
   dirty_.clear();
+}
+
+std::vector<pid_t> HolderTracker::take_details_changed() {
+  std::vector<pid_t> pids(details_changed_.begin(), details_changed_.end());
+  details_changed_.clear();
+  return pids;
 }
 
 std::vector<pid_t> HolderTracker::holders() const {

@@ -67,6 +67,10 @@ class HolderTracker {
   bool tracks(pid_t pid) const { return tracked_.count(pid) > 0; }
   // The proven holders with the start time each was pinned at (a PID reused is another process).
   std::vector<std::pair<pid_t, std::uint64_t>> holders_started() const;
+  // The holders whose details (command line, executable, user ids, mapped libraries) may have
+  // changed since the last call: each one that ran exec, changed its credentials or opened a
+  // device node. A scan that keeps details between looks reads theirs again.
+  std::vector<pid_t> take_details_changed();
   // After a walk of /proc (and a refresh after it) that found `walked` holding device files:
   // takes in, proven, those the events did not bring (counted as missed but at the first walk),
   // and proves again those here that the walk did not find.
@@ -100,6 +104,7 @@ class HolderTracker {
   std::unordered_set<pid_t> let_go_;
   EventJournal journal_;
   std::vector<std::string> missed_notes_;
+  std::set<pid_t> details_changed_;  // for take_details_changed
   std::set<std::pair<dev_t, ino_t>> marked_;
   double next_node_rescan_ = 0;
   bool needs_walk_ = true;

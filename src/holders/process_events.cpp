@@ -55,10 +55,22 @@ constexpr std::size_t kEventPrefix = 32;
 }  // namespace
 
 void ProcessEvents::drain(ProcessEventBatch& batch) {
-  alignas(nlmsghdr) char buffer[8192];
+  // Every process on the host sends its forks and exits here, one datagram each: they are
+  // taken kBatch at a time (one system call), not one a call.
+  constexpr unsigned kBatch = 64;
+  constexpr std::size_t kDatagram = 1024;  // an event is about 80 bytes
+  if (buffers_.empty()) buffers_.resize(kBatch * kDatagram);
+  iovec parts[kBatch];
+  mmsghdr messages[kBatch];
+  for (unsigned i = 0; i < kBatch; ++i) {
+    parts[i] = iovec{buffers_.data() + i * kDatagram, kDatagram};
+    messages[i] = mmsghdr{};
+    messages[i].msg_hdr.msg_iov = &parts[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+  }
   while (true) {
-    const ssize_t n = recv(fd_.get(), buffer, sizeof buffer, 0);
-    if (n < 0) {
+    const int received = recvmmsg(fd_.get(), messages, kBatch, 0, nullptr);
+    if (received < 0) {
       if (errno == EINTR) continue;
       if (errno == ENOBUFS) {
         batch.lost = true;
@@ -66,32 +78,44 @@ void ProcessEvents::drain(ProcessEventBatch& batch) {
       }
       return;  // EAGAIN: nothing more queued
     }
-    if (n == 0) return;
-    // The netlink messages in the datagram, each aligned to NLMSG_ALIGNTO.
-    for (std::size_t offset = 0; offset + sizeof(nlmsghdr) <= static_cast<std::size_t>(n);) {
-      const auto* header = reinterpret_cast<const nlmsghdr*>(buffer + offset);
-      if (header->nlmsg_len < sizeof(nlmsghdr) || offset + header->nlmsg_len > static_cast<std::size_t>(n)) break;
-      offset += NLMSG_ALIGN(header->nlmsg_len);
-      if (header->nlmsg_type == NLMSG_ERROR || header->nlmsg_type == NLMSG_NOOP) continue;
-      // The kernel's proc_event may be shorter or longer than these headers' (fields were added
-      // over the years): what we read (what, the PIDs, the exit code) is in the first 32 bytes.
-      if (header->nlmsg_len < NLMSG_LENGTH(sizeof(cn_msg) + kEventPrefix)) continue;
-      const auto* message = reinterpret_cast<const cn_msg*>(reinterpret_cast<const char*>(header) + NLMSG_HDRLEN);
-      if (message->id.idx != CN_IDX_PROC || message->id.val != CN_VAL_PROC) continue;
-      if (message->len < kEventPrefix || NLMSG_HDRLEN + sizeof(cn_msg) + message->len > header->nlmsg_len) continue;
-      proc_event event{};
-      std::memcpy(&event, message->data, std::min<std::size_t>(message->len, sizeof event));
-      if (event.what == proc_event::PROC_EVENT_EXIT) {
-        const auto& exit = event.event_data.exit;
-        if (exit.process_pid == exit.process_tgid) {
-          batch.exits.push_back(ProcessExit{exit.process_pid, static_cast<int>(exit.exit_code)});
-        }
-      } else if (event.what == proc_event::PROC_EVENT_FORK) {
-        const auto& fork = event.event_data.fork;
-        if (fork.child_pid == fork.child_tgid) batch.forks.push_back(ProcessFork{fork.child_pid, fork.parent_tgid});
-      } else if (event.what == proc_event::PROC_EVENT_EXEC) {
-        batch.execs.push_back(event.event_data.exec.process_tgid);
+    if (received == 0) return;
+    for (int i = 0; i < received; ++i) {
+      // A datagram cut short may have been a fork: as good as lost.
+      if ((messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0) batch.lost = true;
+      read_datagram(buffers_.data() + static_cast<std::size_t>(i) * kDatagram, messages[i].msg_len, batch);
+    }
+    // Again until EAGAIN, not only while batches come full: an overflow that followed these
+    // datagrams is reported by the next call.
+  }
+}
+
+void ProcessEvents::read_datagram(const char* buffer, std::size_t n, ProcessEventBatch& batch) {
+  // The netlink messages in the datagram, each aligned to NLMSG_ALIGNTO.
+  for (std::size_t offset = 0; offset + sizeof(nlmsghdr) <= n;) {
+    const auto* header = reinterpret_cast<const nlmsghdr*>(buffer + offset);
+    if (header->nlmsg_len < sizeof(nlmsghdr) || offset + header->nlmsg_len > n) break;
+    offset += NLMSG_ALIGN(header->nlmsg_len);
+    if (header->nlmsg_type == NLMSG_ERROR || header->nlmsg_type == NLMSG_NOOP) continue;
+    // The kernel's proc_event may be shorter or longer than these headers' (fields were added
+    // over the years): what we read (what, the PIDs, the exit code) is in the first 32 bytes.
+    if (header->nlmsg_len < NLMSG_LENGTH(sizeof(cn_msg) + kEventPrefix)) continue;
+    const auto* message = reinterpret_cast<const cn_msg*>(reinterpret_cast<const char*>(header) + NLMSG_HDRLEN);
+    if (message->id.idx != CN_IDX_PROC || message->id.val != CN_VAL_PROC) continue;
+    if (message->len < kEventPrefix || NLMSG_HDRLEN + sizeof(cn_msg) + message->len > header->nlmsg_len) continue;
+    proc_event event{};
+    std::memcpy(&event, message->data, std::min<std::size_t>(message->len, sizeof event));
+    if (event.what == proc_event::PROC_EVENT_EXIT) {
+      const auto& exit = event.event_data.exit;
+      if (exit.process_pid == exit.process_tgid) {
+        batch.exits.push_back(ProcessExit{exit.process_pid, static_cast<int>(exit.exit_code)});
       }
+    } else if (event.what == proc_event::PROC_EVENT_FORK) {
+      const auto& fork = event.event_data.fork;
+      if (fork.child_pid == fork.child_tgid) batch.forks.push_back(ProcessFork{fork.child_pid, fork.parent_tgid});
+    } else if (event.what == proc_event::PROC_EVENT_EXEC) {
+      batch.execs.push_back(event.event_data.exec.process_tgid);
+    } else if (event.what == proc_event::PROC_EVENT_UID || event.what == proc_event::PROC_EVENT_GID) {
+      batch.credentials.push_back(event.event_data.id.process_tgid);
     }
   }
 }

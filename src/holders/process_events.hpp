@@ -32,6 +32,7 @@ struct ProcessEventBatch {
   std::vector<ProcessExit> exits;
   std::vector<ProcessFork> forks;
   std::vector<pid_t> execs;  // processes that ran exec: their close-on-exec descriptors are gone
+  std::vector<pid_t> credentials;  // processes whose user or group ids changed (setuid, setgid)
   bool lost = false;         // the kernel dropped some (ENOBUFS: the buffer overflowed on a busy host)
 };
 
@@ -46,7 +47,11 @@ class ProcessEvents {
 
  private:
   ProcessEvents() = default;
+  // Appends the events of one datagram of n bytes.
+  static void read_datagram(const char* buffer, std::size_t n, ProcessEventBatch& batch);
+
   procfs::unique_fd fd_;
+  std::vector<char> buffers_;  // the datagrams of one receive
 };
 
 }  // namespace gpureap::holders

@@ -12,7 +12,8 @@
 // It also keeps what a holder's details were (user ids, command line, executable, container,
 // mapped libraries), reused while the holder is the same process (PID and start time) for
 // `details_every` scans: a holder's descriptors and stat are read at every scan, the rest,
-// which a process seldom changes, that often.
+// which a process seldom changes, that often. A caller that hears of changes (the holder
+// events: an exec, new credentials, an open) forgets that holder's details at once.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,8 @@ class FdLookMemory {
   const Details* details_for(pid_t pid, std::uint64_t start_time_ticks) const;
   unsigned round() const { return round_; }
   unsigned details_every() const { return details_every_; }
+  // Its details are read again at the next scan.
+  void forget_details(pid_t pid) { details_.erase(pid); }
 
  private:
   friend class ProcessTableBuilder;

@@ -6,6 +6,11 @@
 
 namespace gpureap {
 
+namespace {
+// Scans between two reads of a kept holder's details when no event asked for one.
+constexpr unsigned kDetailsEvery = 5;
+}  // namespace
+
 std::string holder_events_turned_off() {
   const char* value = std::getenv("GPUREAP_HOLDER_EVENTS");
   if (value == nullptr || value[0] == '\0' || std::strcmp(value, "on") == 0) return {};
@@ -29,6 +34,8 @@ void HolderEvents::start(const ProcScanOptions& proc) {
     tracker_ = holders::HolderTracker::start(std::move(options), state_.fallback_reason);
   }
   state_.active = tracker_ != nullptr;
+  // Every process is looked at in every walk (1): only the holders' details are kept.
+  if (state_.active) details_ = std::make_shared<FdLookMemory>(1, kDetailsEvery);
   if (!state_.active) state_.fallback_reason = "holders found by walking /proc at every scan: " + state_.fallback_reason;
 }
 
@@ -42,6 +49,7 @@ std::shared_ptr<const std::vector<pid_t>> HolderEvents::before_scan(const ProcSc
   if (!tracker_) return nullptr;
   tracker_->refresh();
   state_.counts = tracker_->counts();
+  for (const pid_t pid : tracker_->take_details_changed()) details_->forget_details(pid);
   if (tracker_->needs_walk() || std::chrono::steady_clock::now() >= next_walk_) return nullptr;
   state_.walked = false;
   last_given_ = tracker_->holders();
@@ -87,6 +95,11 @@ void HolderEvents::read_events() {
   if (!tracker_) return;
   tracker_->refresh();
   state_.counts = tracker_->counts();
+}
+
+std::shared_ptr<FdLookMemory> HolderEvents::details_memory() const {
+  const std::lock_guard lock(mutex_);
+  return details_;
 }
 
 std::vector<int> HolderEvents::event_fds() const {

@@ -4,7 +4,11 @@
 // kernel dropped events, and at every scan where events cannot be had (why, in
 // `fallback_reason`, for the caller to say once). The events are listened to from the first
 // scan on. One object serves every SnapshotSource made from the same options (a source made
-// again does not lose the set), one call at a time.
+// again does not lose the set), one call at a time. While events are heard, the holders'
+// details (command line, executable, user ids, container, mapped libraries) are kept between
+// scans of the same process (PID and start time) and read again when its events say they may
+// have changed (an exec, new credentials, an open), and every few scans regardless (a command
+// line rewritten in place, a move to another cgroup make no event).
 #pragma once
 
 #include <chrono>
@@ -16,6 +20,7 @@
 #include <sys/types.h>
 
 #include "holders/holder_tracker.hpp"
+#include "proc/fd_look_memory.hpp"
 #include "proc/process_table.hpp"
 
 namespace gpureap {
@@ -57,6 +62,9 @@ class HolderEvents {
   bool started() const;
   // Reads the queued events into the set (holder_event_drain.hpp reads them as they come).
   void read_events();
+  // The memory a scan of the holders keeps their details in; null without events (each scan
+  // then reads them all). For the scan that follows before_scan, on the same thread.
+  std::shared_ptr<FdLookMemory> details_memory() const;
 
  private:
   void start(const ProcScanOptions& proc);
@@ -68,6 +76,7 @@ class HolderEvents {
   std::chrono::steady_clock::time_point next_walk_{};
   std::vector<pid_t> last_given_;
   HolderEventsState state_;
+  std::shared_ptr<FdLookMemory> details_;
 };
 
 }  // namespace gpureap

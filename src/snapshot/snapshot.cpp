@@ -429,7 +429,10 @@ std::unique_ptr<Snapshot> SnapshotSource::take(ProcScanScope scope) {
   ProcScanOptions proc = options_.proc;
   proc.scope = scope;
   HolderEvents* events = scope == ProcScanScope::Holders ? options_.holder_events.get() : nullptr;
-  if (events != nullptr) proc.only_pids = events->before_scan(proc);
+  if (events != nullptr) {
+    proc.only_pids = events->before_scan(proc);
+    if (!proc.memory) proc.memory = events->details_memory();
+  }
   auto snapshot = std::make_unique<Snapshot>();
   snapshot->taken_at = std::chrono::system_clock::now();
   // The driver (loaded on the first take) is read on a second thread while this one scans

@@ -245,7 +245,7 @@ std::optional<Candidate> judge(FollowedProcess& followed, const DriverReading* r
 }
 
 Observer::Observer(SnapshotOptions options, double full_scan_seconds)
-    : options_(std::move(options)), full_scan_seconds_(full_scan_seconds) {}
+    : options_(std::move(options)), full_scan_seconds_(full_scan_seconds), stats_(options_.proc.proc_root) {}
 
 SnapshotSource& Observer::source() {
   if (!source_) source_ = std::make_unique<SnapshotSource>(options_);
@@ -300,15 +300,14 @@ Look Observer::full_look() {
 }
 
 // The process's own stat and its workers': false when it is gone, or its PID names another.
-bool Observer::refresh_cpu(FollowedProcess& followed) const {
-  const std::string& proc_root = options_.proc.proc_root;
-  const auto stat = procfs::read_stat(proc_root, followed.facts.pid);
-  if (!stat || stat->start_time_ticks != followed.facts.start_ticks) return false;
+bool Observer::refresh_cpu(FollowedProcess& followed) {
+  const auto stat = stats_.read(followed.facts.pid, followed.facts.start_ticks);
+  if (!stat) return false;
   followed.facts.state = stat->state;
   followed.cpu_ticks[followed.facts.pid] = stat->utime_ticks + stat->stime_ticks;
   std::erase_if(followed.workers, [&](const std::pair<pid_t, std::uint64_t>& worker) {
-    const auto w = procfs::read_stat(proc_root, worker.first);
-    if (!w || w->start_time_ticks != worker.second || w->state == 'Z') {
+    const auto w = stats_.read(worker.first, worker.second);
+    if (!w || w->state == 'Z') {
       followed.cpu_ticks.erase(worker.first);
       return true;
     }
@@ -320,14 +319,14 @@ bool Observer::refresh_cpu(FollowedProcess& followed) const {
 
 // Whether a process whose end makes an orphan or a zombie has ended (or exited unreaped) since
 // the last full scan. Processes followed were read just before: their state is not read again.
-bool Observer::sentinel_ended() const {
+bool Observer::sentinel_ended() {
   for (const auto& [pid, start_ticks] : sentinels_) {
     char state = '?';
     if (const auto it = followed_.find(pid); it != followed_.end() && it->second.facts.start_ticks == start_ticks) {
       state = it->second.facts.state;
     } else {
-      const auto stat = procfs::read_stat(options_.proc.proc_root, pid);
-      if (!stat || stat->start_time_ticks != start_ticks) return true;
+      const auto stat = stats_.read(pid, start_ticks);
+      if (!stat) return true;
       state = stat->state;
     }
     if (state == 'Z') return true;
@@ -413,6 +412,7 @@ std::optional<Look> Observer::quick_look() {
   // stays asked (a new PID stays unfollowed, rescan_wanted_ stays set) until a scan is taken.
   if ((want_full || rescan_wanted_) && take_rescan_token()) return std::nullopt;
   if (reading) last_reading_ = reading;
+  stats_.close_unread();  // what this look no longer follows
   return finish(std::move(look), look.driver_readable ? &*reading : nullptr);
 }
 

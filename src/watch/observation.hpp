@@ -2,7 +2,8 @@
 // command line, executable and container do not change while its PID and start time stay the
 // same, so they are read once, in a full scan (a snapshot, /proc in ps's scope), and kept per
 // PID + start time; each look then reads only what can change: the driver (memory, utilisation,
-// which PIDs it lists) and one `stat` per process followed (CPU time, state). A full scan is
+// which PIDs it lists) and one `stat` per process followed (CPU time, state; its file kept
+// open and read with one pread, proc/kept_stat_files.hpp). A full scan is
 // taken again every full-scan period, and soon when something may have changed what the
 // cache knows: a PID the driver lists for the first time, or a listed process that exited,
 // reaped or not (its forked workers may now be orphans, and unreaped it is a zombie). Orphans
@@ -37,6 +38,7 @@
 #include <sys/types.h>
 
 #include "accounts/user_names.hpp"
+#include "proc/kept_stat_files.hpp"
 #include "snapshot/snapshot.hpp"
 #include "watch/exit_sentinels.hpp"
 
@@ -156,8 +158,8 @@ class Observer {
  private:
   Look full_look();
   std::optional<Look> quick_look();
-  bool refresh_cpu(FollowedProcess& followed) const;
-  bool sentinel_ended() const;
+  bool refresh_cpu(FollowedProcess& followed);
+  bool sentinel_ended();
   bool take_rescan_token();
   Look finish(Look look, const DriverReading* reading);
 
@@ -176,6 +178,7 @@ class Observer {
   // namespace (foreign), not the process holding the GPU (mismatch), unverifiable.
   std::unordered_set<pid_t> not_judged_;
   std::vector<ExitSentinel> sentinels_;  // from the last full scan
+  procfs::KeptStatFiles stats_;  // the followed processes' and sentinels' stat, kept open
   bool rescan_wanted_ = false;  // a sentinel ended, a GPU process exited, turned zombie or left the list
   double rescan_tokens_ = kTriggeredScanBurst;
   std::chrono::steady_clock::time_point tokens_at_{};

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <climits>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -333,6 +334,63 @@ TEST_F(HolderEvents, ExportReadsTheEventsBetweenScrapesSoAFloodOfForksLosesNone)
   }
   EXPECT_EQ(counter(*events, "gpureap_holder_events_lost_total"), lost);
   EXPECT_EQ(counter(*events, "gpureap_holder_walks_total"), walks);
+}
+
+// A holder's details are kept between scans while its events say nothing changed; its setuid
+// and its exec are events: the next frame (made at a marker's open, an hour before the next
+// interval) shows its new user, then its new program, not what a scan before kept.
+TEST_F(HolderEvents, PsWatchShowsAHoldersNewUserAndProgramAtTheNextFrame) {
+  const passwd* nobody = ::getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no user nobody here";
+  const uid_t uid = nobody->pw_uid;
+  PsWatch ps(host_, "1h");
+  ASSERT_TRUE(ps.next_frame(20000).is_object()) << "the first frame";
+  // The next frame that shows `marker` holding a device file, or not (bounded).
+  const auto frame_where = [&ps](pid_t marker, bool holding) {
+    for (int i = 0; i < 10; ++i) {
+      nlohmann::json frame = ps.next_frame(10000);
+      if (!frame.is_object()) break;
+      if ((find_holder(frame, marker) != nullptr) == holding) return frame;
+    }
+    return nlohmann::json();
+  };
+  const std::string gpu0 = node("nvidia0"), gpu1 = node("nvidia1");
+  SteppedChild holder({
+      [&] { (void)::open(gpu0.c_str(), O_RDWR); },
+      [&] {
+        if (::setresuid(uid, uid, uid) != 0) ::_exit(126);
+      },
+      [&] {
+        ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+        ::_exit(127);
+      },
+  });
+  // Each marker's open or end changes the set: the frame that shows it.
+  const auto marker = [&gpu1] {
+    return std::make_unique<SteppedChild>(
+        std::vector<SteppedChild::Step>{[&gpu1] { (void)::open(gpu1.c_str(), O_RDONLY); }});
+  };
+  ASSERT_TRUE(holder.step());  // the open
+  auto first_marker = marker();
+  ASSERT_TRUE(first_marker->step());
+  nlohmann::json frame = frame_where(first_marker->pid(), true);
+  ASSERT_NE(find_holder(frame, holder.pid()), nullptr) << frame.dump(2);
+  EXPECT_EQ((*find_holder(frame, holder.pid()))["uid"], 0);
+
+  ASSERT_TRUE(holder.step());  // setuid
+  const pid_t first = first_marker->pid();
+  first_marker->end();
+  frame = frame_where(first, false);
+  ASSERT_NE(find_holder(frame, holder.pid()), nullptr) << frame.dump(2);
+  EXPECT_EQ((*find_holder(frame, holder.pid()))["uid"], uid) << "its user after setuid";
+
+  EXPECT_FALSE(holder.step()) << "an exec never answers";
+  ASSERT_TRUE(eventually([&] { return comm_of(holder.pid()) == "sleep"; }));
+  auto second_marker = marker();
+  ASSERT_TRUE(second_marker->step());
+  frame = frame_where(second_marker->pid(), true);
+  ASSERT_NE(find_holder(frame, holder.pid()), nullptr) << frame.dump(2);
+  EXPECT_EQ((*find_holder(frame, holder.pid()))["command"], "sleep 600") << "its program after exec";
 }
 
 // GPUREAP_HOLDER_EVENTS=off: watch walks at every full scan and says so once in its log.
