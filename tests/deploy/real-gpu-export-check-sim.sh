@@ -12,4 +12,5 @@ export GPUREAP_NVML_LIBRARY=$build/sim/drivers/r550/libnvidia-ml.so.1
 export PATH=$build/sim/bin:$PATH GPUREAP=$build/src/gpureap
 export GPUREAP_CHECK_HOLDER="$build/sim/gpusim-cuda --alloc 0:3GiB" GPUREAP_CHECK_IDLE_FOR=1s
 "$build/sim/gpusim" init --gpus 2 --memory 80GiB >/dev/null
-exec "$source/scripts/real-gpu-export-check.sh"
+# (Not exec: the trap removes the state directory when the check ends.)
+"$source/scripts/real-gpu-export-check.sh"

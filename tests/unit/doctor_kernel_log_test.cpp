@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,10 +28,23 @@ std::string fixture(const std::string& name) {
   return std::string(GPUREAP_FIXTURE_DIR) + "/kernel-log/" + name;
 }
 
+// The directories temp_dir made, removed with what they hold when the test program ends.
+struct MadeDirs {
+  std::vector<std::string> paths;
+  ~MadeDirs() {
+    for (const std::string& path : paths) {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  }
+};
+
 // A fresh directory per test, so tests can run in parallel.
 std::string temp_dir() {
+  static MadeDirs made;
   std::string pattern = ::testing::TempDir() + "gpureap-kernel-log-XXXXXX";
   EXPECT_NE(::mkdtemp(pattern.data()), nullptr) << std::strerror(errno);
+  made.paths.push_back(pattern);
   return pattern;
 }
 
