@@ -137,95 +137,120 @@ AuditHooks audit_hooks(const AuditLog* audit) {
   return hooks;
 }
 
-void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const Snapshot& snapshot,
-                  const PlanPolicy& policy, const ExecutionOptions& options, const AuditLog* audit,
-                  KillReport& report) {
-  std::map<pid_t, std::size_t> index_of;
-  for (std::size_t i = 0; i < plan.targets.size(); ++i) index_of[plan.targets[i].pid] = i;
-  // MPS clients first, before anything is signalled: one whose terminate_client failed is held
-  // back from everything that follows — its own ladder, a whole-group signal, any tree sweep.
+namespace {
+
+// One plan's execution: what each step reads, and the report they fill in.
+struct Execution {
+  const KillPlan& plan;
+  const Snapshot& snapshot;
+  const PlanPolicy& policy;
+  const ExecutionOptions& options;
+  const AuditLog* audit;
+  KillReport& report;
+  std::map<pid_t, std::size_t> index_of;  // a target's place in plan.targets and report.targets
+
+  const PlannedTarget& target(pid_t pid) const { return plan.targets[index_of.at(pid)]; }
+  TargetOutcome& outcome(pid_t pid) { return report.targets[index_of.at(pid)]; }
+};
+
+// MPS clients first, before anything is signalled: one whose terminate_client failed is held
+// back from everything that follows — its own ladder, a whole-group signal, any tree sweep.
+// A server that serves a held-back client is held back too: signalling it would end that work.
+std::set<pid_t> end_mps_work_or_hold_back(Execution& run, const std::map<pid_t, PinResult>& pins) {
   std::set<pid_t> held_back;
   for (const auto& [pid, pin] : pins) {
-    const PlannedTarget& t = plan.targets[index_of[pid]];
+    const PlannedTarget& t = run.target(pid);
     if (pin.status == PinStatus::Ok && t.mps_client &&
-        !end_mps_work_first(t, policy, options, report, report.targets[index_of[pid]])) {
+        !end_mps_work_first(t, run.policy, run.options, run.report, run.outcome(pid))) {
       held_back.insert(pid);
     }
   }
-  // A server signalled would end the work of a held-back client: it is held back too.
-  for (const auto& t : plan.targets) {
+  for (const auto& t : run.plan.targets) {
     if (!t.mps_server_role || !t.actionable()) continue;
-    std::vector<pid_t> kept = mps_clients_served_by(snapshot, t.pid, false);
+    std::vector<pid_t> kept = mps_clients_served_by(run.snapshot, t.pid, false);
     std::erase_if(kept, [&](pid_t client) { return held_back.count(client) == 0; });
     if (kept.empty()) continue;
     held_back.insert(t.pid);
-    auto& outcome = report.targets[index_of[t.pid]];
+    auto& outcome = run.outcome(t.pid);
     outcome.outcome = KillOutcome::Refused;
     outcome.detail = fmt::format("not signalled: MPS server {} serves {}, whose work could not be ended first; "
                                  "ending the server would end it too",
-                                 t.pid, pids_with_users(snapshot, kept));
+                                 t.pid, pids_with_users(run.snapshot, kept));
   }
-  const std::set<pid_t> groups = options.group ? whole_groups(plan, snapshot, held_back) : std::set<pid_t>{};
-  std::set<pid_t> group_given;
-  std::vector<EscalationTarget> escalation;
-  std::vector<EscalationTarget> servers;  // MPS servers: after every other target has ended
-  for (auto& [pid, pin] : pins) {
-    auto& outcome = report.targets[index_of[pid]];
-    const PlannedTarget& t = plan.targets[index_of[pid]];
-    switch (pin.status) {
-      case PinStatus::Ok: {
-        if (held_back.count(pid)) break;
-        EscalationTarget target;
-        target.ref = std::move(pin.ref);
-        target.sweep_descendants = options.tree && sweep_is_safe(pid, plan, snapshot, policy, held_back);
-        if (options.tree && !target.sweep_descendants) {
-          report.notes.push_back(fmt::format(
-              "descendants of {} were not swept during the kill because one of them must not be signalled: "
-              "a child forked meanwhile could escape",
-              pid));
-        }
-        target.reason = t.reason;
-        if (groups.count(t.pgid) && !group_given.count(t.pgid)) {
-          target.process_group = t.pgid;
-          group_given.insert(t.pgid);
-        }
-        (t.mps_server_role ? servers : escalation).push_back(std::move(target));
-        break;
-      }
-      case PinStatus::Gone:
-      case PinStatus::IdentityChanged:
-      case PinStatus::Unsupported:
-      case PinStatus::Error:
-        describe_unpinned(pid, pin, outcome);
-        break;
-    }
-  }
+  return held_back;
+}
 
-  const AuditHooks hooks = audit_hooks(audit);
+// The engine's two ladders: MPS servers run after every other target has ended.
+struct Ladders {
+  std::vector<EscalationTarget> others;
+  std::vector<EscalationTarget> servers;
+};
+
+// Each pinned target not held back, with its sweep and group decided; the rest described.
+Ladders ladders_for(Execution& run, std::map<pid_t, PinResult>& pins, const std::set<pid_t>& held_back) {
+  const std::set<pid_t> groups =
+      run.options.group ? whole_groups(run.plan, run.snapshot, held_back) : std::set<pid_t>{};
+  std::set<pid_t> group_given;
+  Ladders ladders;
+  for (auto& [pid, pin] : pins) {
+    if (pin.status != PinStatus::Ok) {
+      describe_unpinned(pid, pin, run.outcome(pid));
+      continue;
+    }
+    if (held_back.count(pid)) continue;
+    const PlannedTarget& t = run.target(pid);
+    EscalationTarget target;
+    target.ref = std::move(pin.ref);
+    target.sweep_descendants = run.options.tree && sweep_is_safe(pid, run.plan, run.snapshot, run.policy, held_back);
+    if (run.options.tree && !target.sweep_descendants) {
+      run.report.notes.push_back(fmt::format(
+          "descendants of {} were not swept during the kill because one of them must not be signalled: "
+          "a child forked meanwhile could escape",
+          pid));
+    }
+    target.reason = t.reason;
+    if (groups.count(t.pgid) && !group_given.count(t.pgid)) {
+      target.process_group = t.pgid;
+      group_given.insert(t.pgid);
+    }
+    (t.mps_server_role ? ladders.servers : ladders.others).push_back(std::move(target));
+  }
+  return ladders;
+}
+
+// Runs the ladders in turn; an interruption stops the rest and is said in the report.
+std::vector<TargetResult> run_ladders(Execution& run, Ladders ladders) {
+  const AuditHooks hooks = audit_hooks(run.audit);
   std::vector<TargetResult> results;
-  for (auto* batch : {&escalation, &servers}) {
-    if (batch->empty() || report.interrupted_by != 0) continue;
-    EscalationRun run = run_ladder(std::move(*batch), options.engine, hooks);
-    results.insert(results.end(), std::make_move_iterator(run.results.begin()),
-                   std::make_move_iterator(run.results.end()));
-    report.interrupted_by = run.interrupted_by;
-    if (run.interrupted_by != 0) {
-      report.notes.push_back(fmt::format(
+  for (auto* batch : {&ladders.others, &ladders.servers}) {
+    if (batch->empty() || run.report.interrupted_by != 0) continue;
+    EscalationRun ladder = run_ladder(std::move(*batch), run.options.engine, hooks);
+    results.insert(results.end(), std::make_move_iterator(ladder.results.begin()),
+                   std::make_move_iterator(ladder.results.end()));
+    run.report.interrupted_by = ladder.interrupted_by;
+    if (ladder.interrupted_by != 0) {
+      run.report.notes.push_back(fmt::format(
           "interrupted by {}: gpureap stopped signalling; every process it had stopped was continued, "
           "and targets not yet ended were left running",
-          signal_name(run.interrupted_by)));
+          signal_name(ladder.interrupted_by)));
     }
   }
+  return results;
+}
+
+// The engine's results into the report: planned targets' outcomes, and a line for each
+// process that joined during the kill.
+void record_results(Execution& run, const std::vector<TargetResult>& results) {
   for (const auto& r : results) {
     TargetOutcome* outcome = nullptr;
-    if (auto it = index_of.find(r.pid); it != index_of.end()) {
-      outcome = &report.targets[it->second];
+    if (auto it = run.index_of.find(r.pid); it != run.index_of.end()) {
+      outcome = &run.report.targets[it->second];
     } else {
-      report.targets.push_back(TargetOutcome{});
-      outcome = &report.targets.back();
+      run.report.targets.push_back(TargetOutcome{});
+      outcome = &run.report.targets.back();
       outcome->pid = r.pid;
       outcome->discovered = true;
-      index_of[r.pid] = report.targets.size() - 1;
+      run.index_of[r.pid] = run.report.targets.size() - 1;
     }
     outcome->outcome = r.outcome;
     outcome->signals = r.signals;
@@ -236,46 +261,56 @@ void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const 
     outcome->resumed_parent = r.resumed_parent;
     outcome->discovered = outcome->discovered || r.discovered;
     if (r.outcome == KillOutcome::PermissionDenied) {
-      const PlannedTarget* t = nullptr;
-      for (const auto& p : plan.targets) {
-        if (p.pid == r.pid) t = &p;
-      }
-      outcome->detail = t != nullptr && t->uid
-                            ? permission_denied_text(r.pid, t->user, *t->uid)
+      const auto planned = std::find_if(run.plan.targets.rbegin(), run.plan.targets.rend(),
+                                        [&](const PlannedTarget& p) { return p.pid == r.pid; });
+      outcome->detail = planned != run.plan.targets.rend() && planned->uid
+                            ? permission_denied_text(r.pid, planned->user, *planned->uid)
                             : fmt::format("permission denied: signalling PID {} needs root or its owner", r.pid);
     } else if (!r.detail.empty()) {
       outcome->detail = r.detail;
     }
   }
   // Targets handed to the engine that it did not report on are still planned: say so.
-  for (auto& o : report.targets) {
+  for (auto& o : run.report.targets) {
     if (o.outcome == KillOutcome::Planned) {
       o.outcome = KillOutcome::Survived;
       o.detail = "the escalation reported nothing for it";
     }
   }
+}
 
-  // Zombies: SIGCHLD to the parent when asked, unless the parent was ended above.
-  if (options.reap_zombies && report.interrupted_by == 0) {
-    for (const auto& t : plan.targets) {
-      if (!t.zombie() || t.refusal != Refusal::None) continue;
-      auto& outcome = report.targets[index_of[t.pid]];
-      if (index_of.count(t.ppid) && report.targets[index_of[t.ppid]].outcome != KillOutcome::Refused) {
-        outcome.detail = fmt::format("its parent PID {} was ended with the other targets: init reaps it", t.ppid);
-        continue;
-      }
-      const ProcessInfo* parent = snapshot.table.find(t.ppid);
-      if (parent == nullptr) continue;
-      const NudgeResult nudge =
-          nudge_zombie_parent(t.ppid, parent->start_time_ticks, snapshot.table.options().proc_root,
-                              fmt::format("--reap-zombies: parent of zombie {}", t.pid), audit);
-      if (nudge.status == NudgeStatus::NotPinned) continue;
-      outcome.detail = nudge.status == NudgeStatus::Sent
-                           ? fmt::format("SIGCHLD sent to its parent PID {} ({})", t.ppid, parent->comm)
-                           : fmt::format("SIGCHLD to its parent PID {} failed: {}", t.ppid, std::strerror(nudge.error));
-      outcome.detail += "; if the parent does not reap it, end the parent: gpureap kill " + std::to_string(t.ppid);
+// --reap-zombies: SIGCHLD to each zombie's parent, unless the parent was ended with the targets.
+void nudge_zombie_parents(Execution& run) {
+  for (const auto& t : run.plan.targets) {
+    if (!t.zombie() || t.refusal != Refusal::None) continue;
+    auto& outcome = run.outcome(t.pid);
+    if (run.index_of.count(t.ppid) && run.outcome(t.ppid).outcome != KillOutcome::Refused) {
+      outcome.detail = fmt::format("its parent PID {} was ended with the other targets: init reaps it", t.ppid);
+      continue;
     }
+    const ProcessInfo* parent = run.snapshot.table.find(t.ppid);
+    if (parent == nullptr) continue;
+    const NudgeResult nudge =
+        nudge_zombie_parent(t.ppid, parent->start_time_ticks, run.snapshot.table.options().proc_root,
+                            fmt::format("--reap-zombies: parent of zombie {}", t.pid), run.audit);
+    if (nudge.status == NudgeStatus::NotPinned) continue;
+    outcome.detail = nudge.status == NudgeStatus::Sent
+                         ? fmt::format("SIGCHLD sent to its parent PID {} ({})", t.ppid, parent->comm)
+                         : fmt::format("SIGCHLD to its parent PID {} failed: {}", t.ppid, std::strerror(nudge.error));
+    outcome.detail += "; if the parent does not reap it, end the parent: gpureap kill " + std::to_string(t.ppid);
   }
+}
+
+}  // namespace
+
+void execute_plan(const KillPlan& plan, std::map<pid_t, PinResult>& pins, const Snapshot& snapshot,
+                  const PlanPolicy& policy, const ExecutionOptions& options, const AuditLog* audit,
+                  KillReport& report) {
+  Execution run{plan, snapshot, policy, options, audit, report, {}};
+  for (std::size_t i = 0; i < plan.targets.size(); ++i) run.index_of[plan.targets[i].pid] = i;
+  const std::set<pid_t> held_back = end_mps_work_or_hold_back(run, pins);
+  record_results(run, run_ladders(run, ladders_for(run, pins, held_back)));
+  if (options.reap_zombies && report.interrupted_by == 0) nudge_zombie_parents(run);
 }
 
 }  // namespace gpureap
