@@ -52,6 +52,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir "$root/build-asan" --output-on-failure -j "$(( $(nproc) * 2 ))" || status=$?
 if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then
   "$root/scripts/check-skips.sh" "$root/build-asan" || status=1
+else
+  "$root/scripts/check-skips.sh" "$root/build-asan" --list || true
 fi
 [ "$status" -eq 0 ] || exit "$status"
 
