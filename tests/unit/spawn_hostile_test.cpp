@@ -185,6 +185,7 @@ TEST_F(SpawnHostileTest, ACommandThatExitsAtOnceLeavesNoChildren) {
                                        "/b.pid; exit 0"};
   const TimedRun run = run_timed_command(command);
   EXPECT_TRUE(run.ok()) << describe_timed_run(run, command.timeout);
+  EXPECT_FALSE(run.descendants_may_remain);
   for (const char* name : {"a.pid", "b.pid"}) {
     const pid_t child = read_pid(name);
     ASSERT_GT(child, 0) << name;
