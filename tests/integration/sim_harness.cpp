@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,17 +120,16 @@ CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptio
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
   const PreparedExec exec(argv, options);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    // No controlling terminal: a command that asks for confirmation must not find the
-    // terminal of whoever runs the tests (it would wait there, or be stopped by SIGTTIN).
-    setsid();
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    exec.exec_in_child(!options.stdin_path.empty());
-  }
+  // No controlling terminal (a new session): a command that asks for confirmation must not find
+  // the terminal of whoever runs the tests (it would wait there, or be stopped by SIGTTIN).
+  const pid_t pid = exec.spawn({out_pipe[1], err_pipe[1], true, !options.stdin_path.empty()});
   close(out_pipe[1]);
   close(err_pipe[1]);
+  if (pid < 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    throw std::runtime_error(std::string("clone: ") + std::strerror(errno));
+  }
   CommandResult result;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
@@ -238,9 +240,8 @@ void SimHost::add_drm_gpu(const DrmGpuSpec& spec) {
   ctl(args);
   if (drm_driver_pid_ > 0) return;
   const PreparedExec exec({GPUSIM_CTL_BINARY, "drm-driver", "--state", state_dir_}, SpawnOptions{});
-  drm_driver_pid_ = fork();
-  if (drm_driver_pid_ == 0) exec.exec_in_child(false);
-  ASSERT_GT(drm_driver_pid_, 0) << "fork: " << std::strerror(errno);
+  drm_driver_pid_ = exec.spawn({});
+  ASSERT_GT(drm_driver_pid_, 0) << "clone: " << std::strerror(errno);
   drm_settle();
 }
 
@@ -335,12 +336,12 @@ SimProcess SimHost::launch(const std::vector<std::string>& argv, const SpawnOpti
   int out_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
   const PreparedExec exec(argv, options);
-  const pid_t child = fork();
-  if (child == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    exec.exec_in_child(false);
-  }
+  const pid_t child = exec.spawn({out_pipe[1], -1, false, false});
   close(out_pipe[1]);
+  if (child < 0) {
+    close(out_pipe[0]);
+    throw std::runtime_error(std::string("clone: ") + std::strerror(errno));
+  }
   setpgid(child, child);  // both sides, so the group exists before we might signal it
   SimProcess process;
   process.launcher_pid = child;
@@ -469,6 +470,93 @@ void PreparedExec::exec_in_child(bool stdin_wanted) const {
   static const char kFailed[] = "exec failed\n";
   (void)!write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
   _exit(127);
+}
+
+namespace {
+
+// The kernel's struct sigaction (rt_sigaction), which the child uses without the C library.
+struct KernelSigaction {
+  void* handler;
+  unsigned long flags;
+  void* restorer;
+  unsigned long mask;
+};
+
+// Everything the child needs, in plain fields read before the clone: the child calls no
+// function of ours or of the standard library.
+struct SpawnPlan {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  bool new_session, new_process_group, stdin_wanted, switch_user;
+  int out, err, stdin_fd;
+  uid_t uid;
+  gid_t gid;
+  sigset_t mask;  // the caller's, restored before exec
+};
+
+// The child of spawn(): it runs on its own stack in the caller's memory, so it calls the
+// kernel directly (no errno, no locks, no sanitizer's bookkeeping) until execve.
+[[noreturn]] __attribute__((no_sanitize("address", "undefined"))) void spawned_child(const SpawnPlan& plan) {
+  // A handler is the caller's code in shared memory: caught signals go back to their default.
+  for (long sig = 1; sig < 65; ++sig) {
+    KernelSigaction old{};
+    if (syscall(SYS_rt_sigaction, sig, nullptr, &old, 8) != 0) continue;
+    if (old.handler == reinterpret_cast<void*>(SIG_DFL) || old.handler == reinterpret_cast<void*>(SIG_IGN)) continue;
+    KernelSigaction default_action{reinterpret_cast<void*>(SIG_DFL), 0, nullptr, 0};
+    syscall(SYS_rt_sigaction, sig, &default_action, nullptr, 8);
+  }
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &plan.mask, nullptr, 8);
+  if (plan.new_session) syscall(SYS_setsid);
+  if (plan.out >= 0) syscall(SYS_dup2, plan.out, STDOUT_FILENO);
+  if (plan.err >= 0) syscall(SYS_dup2, plan.err, STDERR_FILENO);
+  if (plan.new_process_group) syscall(SYS_setpgid, 0, 0);
+  if (plan.stdin_wanted && (plan.stdin_fd < 0 || syscall(SYS_dup2, plan.stdin_fd, STDIN_FILENO) < 0)) {
+    syscall(SYS_exit_group, 126);
+  }
+  if (plan.switch_user && (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setgid, plan.gid) != 0 ||
+                           syscall(SYS_setuid, plan.uid) != 0)) {
+    syscall(SYS_exit_group, 126);
+  }
+  syscall(SYS_execve, plan.path, plan.argv, plan.envp);
+  static const char kFailed[] = "exec failed\n";
+  syscall(SYS_write, STDERR_FILENO, kFailed, sizeof kFailed - 1);
+  syscall(SYS_exit_group, 127);
+  __builtin_unreachable();
+}
+
+__attribute__((no_sanitize("address", "undefined"))) int spawned_child_entry(void* plan) {
+  spawned_child(*static_cast<const SpawnPlan*>(plan));
+}
+
+}  // namespace
+
+pid_t PreparedExec::spawn(const Streams& streams) const {
+  constexpr std::size_t kStackBytes = 64 * 1024;
+  void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  SpawnPlan plan{};
+  plan.path = args[0];
+  plan.argv = args.data();
+  plan.envp = envp.data();
+  plan.new_session = streams.new_session;
+  plan.new_process_group = new_process_group;
+  plan.stdin_wanted = streams.stdin_wanted;
+  plan.switch_user = uid.has_value();
+  plan.out = streams.out;
+  plan.err = streams.err;
+  plan.stdin_fd = stdin_fd;
+  plan.uid = uid.value_or(0);
+  plan.gid = gid;
+  // No signal handler of ours may run in the child before it has reset them.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &plan.mask);
+  const pid_t pid = clone(spawned_child_entry, static_cast<char*>(stack) + kStackBytes,
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+  pthread_sigmask(SIG_SETMASK, &plan.mask, nullptr);
+  munmap(stack, kStackBytes);
+  return pid;
 }
 
 }  // namespace gpureap::test
