@@ -2,20 +2,24 @@
 # once for its suite's tests. Under the sanitizers a start costs ~0.2 s of CPU (the loader, the
 # shadow memory, the leak check at exit), so per test it was ~190 s of CI's CPU for 966 tests.
 # gtest_discover_suites(TARGET PREFIX <name> [TEST_FILTER <gtest filter>] [PER_TEST_TIMEOUT <s>]
-#                       [PROPERTIES <ctest properties>...])
+#                       [COST_PER_TEST <s>] [PROPERTIES <ctest properties>...])
 # Entries are named PREFIX:Suite. After each build of TARGET its tests are listed
 # (--gtest_list_tests) and the entries written, as gtest_discover_tests does. An entry runs its
 # suite's tests by name, so TEST_FILTER can keep some of them for entries of their own; its
-# timeout is PER_TEST_TIMEOUT for each test, at most 900 s; its COST, the number of tests, makes
-# ctest start the biggest suites first when it has no times of an earlier run.
+# timeout is PER_TEST_TIMEOUT for each test, at most 900 s; its COST, COST_PER_TEST (about the
+# seconds a test of TARGET takes; 1 unless given) for each test, makes ctest start the longest
+# entries first when it has no times of an earlier run.
 # Skipped tests do not make an entry "skipped" (one skip would hide a failure beside it):
 # scripts/check-skips.sh reads gtest's own lines.
 set(GTEST_SUITES_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/gtest_suites_list.cmake)
 
 function(gtest_discover_suites target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TEST_FILTER;PER_TEST_TIMEOUT" "PROPERTIES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TEST_FILTER;PER_TEST_TIMEOUT;COST_PER_TEST" "PROPERTIES")
   if(NOT arg_PER_TEST_TIMEOUT)
     set(arg_PER_TEST_TIMEOUT 60)
+  endif()
+  if(NOT arg_COST_PER_TEST)
+    set(arg_COST_PER_TEST 1)
   endif()
   get_property(count TARGET ${target} PROPERTY GTEST_SUITES_COUNT)
   if(NOT count)
@@ -32,6 +36,7 @@ function(gtest_discover_suites target)
       -D "TEST_FILTER=${arg_TEST_FILTER}"
       -D "PREFIX=${arg_PREFIX}"
       -D "PER_TEST_TIMEOUT=${arg_PER_TEST_TIMEOUT}"
+      -D "COST_PER_TEST=${arg_COST_PER_TEST}"
       -D "PROPERTIES=${properties}"
       -D "CTEST_FILE=${ctest_file}"
       -P "${GTEST_SUITES_SCRIPT}"
