@@ -91,6 +91,87 @@ std::vector<Command> command_table() {
   return table;
 }
 
+// Only the command asked for is built (each costs its options' setup: run's job pays for it
+// at its start); all of them when none is named: for the top-level help, and for `gpureap`
+// alone, which runs the first (ps). Returns the named command, if any.
+Command* build_parsers(CLI::App& app, std::vector<Command>& commands, std::string_view first) {
+  Command* named = nullptr;
+  for (Command& command : commands) {
+    if (command.name == first) named = &command;
+  }
+  for (Command& command : commands) {
+    if (named == nullptr || named == &command) command.app = command.add(app);
+  }
+  return named;
+}
+
+// kill(1)'s `kill -9 PID`: the signal as the first word reads as --signal (`signal_option`
+// holds the word `arguments` then points to). False, with a hint said, for a signal where
+// CLI11 would misread it.
+bool follow_kill_habits(int argc, char** argv, std::vector<char*>& arguments, std::string& signal_option) {
+  if (auto option = gpureap::signal_habit_as_option(argv[2])) {
+    signal_option = std::move(*option);
+    arguments[2] = signal_option.data();
+  }
+  if (const std::string hint = gpureap::misplaced_signal_hint(CommandWords(argv + 2, argv + argc)); !hint.empty()) {
+    std::cerr << hint << "\n";
+    return false;
+  }
+  return true;
+}
+
+// `--user=` with nothing after '=': CLI11 would take the next word as its value (`kill
+// --user="$UNSET" 4242` would select uid 4242's processes). Refused, as `--user ""` is: true
+// when said.
+bool refused_empty_value(std::string_view first, int parsed_argc, char** argv) {
+  for (int i = 2; i < parsed_argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;
+    if (word.size() > 3 && word.substr(0, 2) == "--" && word.back() == '=' && word.find('=') == word.size() - 1) {
+      std::cerr << "gpureap " << first << ": " << gpureap::sanitize_for_terminal(word)
+                << " has an empty value (give one, or leave the option out)\n";
+      return true;
+    }
+  }
+  return false;
+}
+
+// The command CLI11 parsed options of, if any: its failure status is used.
+int failure_status(const std::vector<Command>& commands, int otherwise) {
+  for (const Command& command : commands) {
+    if (command.app != nullptr && command.app->parsed() && command.failure_status) return *command.failure_status;
+  }
+  return otherwise;
+}
+
+// --help and --version: CLI11 prints them. An error is ours to print: its text repeats the
+// argument as typed, which may hold escape sequences, so it goes through the sanitiser, on
+// one line.
+int parse_failed(CLI::App& app, const CLI::ParseError& error, const std::vector<Command>& commands) {
+  if (error.get_exit_code() == 0) {
+    app.exit(error);
+    return gpureap::exit_code::kOk;
+  }
+  std::string command = "gpureap";
+  for (CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+  std::cerr << command << ": " << gpureap::sanitize_for_terminal(error.what()) << " (see " << command << " --help)\n";
+  return failure_status(commands, gpureap::exit_code::kUsage);
+}
+
+// Runs the parsed command, or the first when none was named.
+int run_parsed(const CLI::App& app, std::vector<Command>& commands) {
+  try {
+    for (Command& command : commands) {
+      if (command.app != nullptr && app.got_subcommand(command.app)) return command.run();
+    }
+    if (app.get_subcommands().empty()) return commands.front().run();
+  } catch (const std::exception& error) {
+    std::cerr << "gpureap: internal error: " << gpureap::sanitize_for_terminal(error.what()) << "\n";
+    return failure_status(commands, gpureap::exit_code::kInternalError);
+  }
+  return gpureap::exit_code::kOk;
+}
+
 }  // namespace
 
 int gpureap::run_command_line(int argc, char** argv) {
@@ -104,29 +185,12 @@ int gpureap::run_command_line(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gpureap ") + GPUREAP_VERSION);
   app.require_subcommand(0, 1);
   std::vector<Command> commands = command_table();
-  // Only the command asked for is built (each costs its options' setup: run's job pays for it
-  // at its start); all of them when none is named: for the top-level help, and for `gpureap`
-  // alone, which runs the first (ps).
   const std::string_view first = argc > 1 ? argv[1] : "";
-  Command* named = nullptr;
-  for (Command& command : commands) {
-    if (command.name == first) named = &command;
-  }
-  for (Command& command : commands) {
-    if (named == nullptr || named == &command) command.app = command.add(app);
-  }
-  // kill(1)'s `kill -9 PID`: the signal as the first word reads as --signal.
+  Command* named = build_parsers(app, commands, first);
   std::vector<char*> arguments(argv, argv + argc);
   std::string signal_option;
-  if (first == "kill" && argc > 2) {
-    if (auto option = gpureap::signal_habit_as_option(argv[2])) {
-      signal_option = std::move(*option);
-      arguments[2] = signal_option.data();
-    }
-    if (const std::string hint = gpureap::misplaced_signal_hint(CommandWords(argv + 2, argv + argc)); !hint.empty()) {
-      std::cerr << hint << "\n";
-      return gpureap::exit_code::kUsage;
-    }
+  if (first == "kill" && argc > 2 && !follow_kill_habits(argc, argv, arguments, signal_option)) {
+    return gpureap::exit_code::kUsage;
   }
   argv = arguments.data();
   int parsed_argc = argc;
@@ -134,48 +198,13 @@ int gpureap::run_command_line(int argc, char** argv) {
     const CommandWords words(argv + 2, argv + argc);
     parsed_argc = 2 + static_cast<int>(named->parsed_words(*named->app, words));
   }
-  // The command CLI11 parsed options of, if any: its failure status is used.
-  auto failure_status = [&commands](int otherwise) {
-    for (const Command& command : commands) {
-      if (command.app != nullptr && command.app->parsed() && command.failure_status) return *command.failure_status;
-    }
-    return otherwise;
-  };
-  // `--user=` with nothing after '=': CLI11 would take the next word as its value (`kill
-  // --user="$UNSET" 4242` would select uid 4242's processes). Refused, as `--user ""` is.
-  for (int i = 2; i < parsed_argc; ++i) {
-    const std::string_view word = argv[i];
-    if (word == "--") break;
-    if (word.size() > 3 && word.substr(0, 2) == "--" && word.back() == '=' && word.find('=') == word.size() - 1) {
-      std::cerr << "gpureap " << first << ": " << gpureap::sanitize_for_terminal(word)
-                << " has an empty value (give one, or leave the option out)\n";
-      return named != nullptr && named->failure_status ? *named->failure_status : gpureap::exit_code::kUsage;
-    }
+  if (refused_empty_value(first, parsed_argc, argv)) {
+    return named != nullptr && named->failure_status ? *named->failure_status : gpureap::exit_code::kUsage;
   }
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& error) {
-    // --help and --version: CLI11 prints them. An error is ours to print: its text repeats the
-    // argument as typed, which may hold escape sequences, so it goes through the sanitiser, on
-    // one line.
-    if (error.get_exit_code() == 0) {
-      app.exit(error);
-      return gpureap::exit_code::kOk;
-    }
-    std::string command = "gpureap";
-    for (CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
-    std::cerr << command << ": " << gpureap::sanitize_for_terminal(error.what()) << " (see " << command
-              << " --help)\n";
-    return failure_status(gpureap::exit_code::kUsage);
+    return parse_failed(app, error, commands);
   }
-  try {
-    for (Command& command : commands) {
-      if (command.app != nullptr && app.got_subcommand(command.app)) return command.run();
-    }
-    if (app.get_subcommands().empty()) return commands.front().run();
-  } catch (const std::exception& error) {
-    std::cerr << "gpureap: internal error: " << gpureap::sanitize_for_terminal(error.what()) << "\n";
-    return failure_status(gpureap::exit_code::kInternalError);
-  }
-  return gpureap::exit_code::kOk;
+  return run_parsed(app, commands);
 }

@@ -111,72 +111,60 @@ Finding gpu_error_finding(const GpuView& gpu) {
   return f;
 }
 
-}  // namespace
+Finding count_error_finding(const NvmlError& error) {
+  Finding f;
+  f.id = FindingId::DriverError;
+  f.severity = Severity::Critical;
+  f.summary = "The driver could not count the GPUs: " + error.message;
+  f.evidence["error"] = Evidence{{"code", error.code}, {"name", error.name()}};
+  f.remedies.push_back({"dmesg | grep -i -E 'nvrm|xid'", Risk::None, "look for driver errors in the kernel log"});
+  return f;
+}
 
-void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
-  if (!snapshot.driver.loaded) {
-    diagnosis.findings.push_back(driver_load_finding(snapshot));
-    return;
-  }
-  if (snapshot.driver.count_error) {
-    Finding f;
-    f.id = FindingId::DriverError;
-    f.severity = Severity::Critical;
-    f.summary = "The driver could not count the GPUs: " + snapshot.driver.count_error->message;
-    f.evidence["error"] = Evidence{{"code", snapshot.driver.count_error->code}, {"name", snapshot.driver.count_error->name()}};
-    f.remedies.push_back({"dmesg | grep -i -E 'nvrm|xid'", Risk::None, "look for driver errors in the kernel log"});
-    diagnosis.findings.push_back(std::move(f));
-  }
-  for (const auto& gpu : snapshot.gpus) {
-    if (gpu.reading.error) {
-      diagnosis.findings.push_back(gpu_error_finding(gpu));
-      continue;
-    }
-    if (gpu.reading.persistence_mode == false) {
-      Finding f;
-      f.id = FindingId::PersistenceOff;
-      f.severity = Severity::Info;
-      f.gpu = gpu.reading.index;
-      f.summary = fmt::format("GPU {}: persistence is off: the driver tears its state down whenever no client is attached",
-                              gpu.reading.index);
-      f.details.push_back("Every CUDA start then re-initialises the GPU (slower starts; state such as clocks is lost).");
-      f.evidence["persistence_mode"] = false;
-      f.remedies.push_back({"systemctl enable --now nvidia-persistenced", Risk::Low,
-                            "keep the driver state loaded with NVIDIA's daemon"});
-      diagnosis.findings.push_back(std::move(f));
-    }
-  }
+Finding persistence_off_finding(const GpuView& gpu) {
+  Finding f;
+  f.id = FindingId::PersistenceOff;
+  f.severity = Severity::Info;
+  f.gpu = gpu.reading.index;
+  f.summary = fmt::format("GPU {}: persistence is off: the driver tears its state down whenever no client is attached",
+                          gpu.reading.index);
+  f.details.push_back("Every CUDA start then re-initialises the GPU (slower starts; state such as clocks is lost).");
+  f.evidence["persistence_mode"] = false;
+  f.remedies.push_back({"systemctl enable --now nvidia-persistenced", Risk::Low,
+                        "keep the driver state loaded with NVIDIA's daemon"});
+  return f;
+}
 
-  // In a container without the host's PID namespace, the driver's host PIDs mean nothing here.
-  if (snapshot.in_child_pid_namespace) {
-    EvidenceList foreign;
-    std::uint64_t bytes = 0;
-    for (const auto& p : snapshot.processes) {
-      if (p.identity != Identity::Foreign) continue;
-      foreign.push_back(Evidence{{"gpu", p.gpu_index}, {"host_pid", p.driver.pid},
-                         {"gpu_memory_bytes", EvidenceValue(p.driver.used_memory)}});
-      bytes += p.driver.used_memory.value_or(0);
-    }
-    if (!foreign.empty()) {
-      Finding f;
-      f.id = FindingId::InContainer;
-      f.severity = Severity::Warning;
-      f.summary = fmt::format(
-          "gpureap runs in a PID namespace (a container without --pid=host): {} driver-listed process(es) using {} "
-          "are not visible here",
-          foreign.size(), format_bytes(bytes));
-      f.details.push_back("The driver reports host PIDs. From here they cannot be matched to processes, and must "
-                          "never be signalled: the same number may name an unrelated process in this container.");
-      f.details.push_back("Run gpureap on the host (or in a container started with --pid=host) to see and end them.");
-      f.evidence["foreign_processes"] = foreign;
-      f.remedies.push_back({"gpureap doctor", Risk::None, "on the host: shows the container each process runs in"});
-      f.remedies.push_back({"gpureap kill --container <id>", Risk::Medium,
-                            "on the host: end the processes of one container (or restart the container)"});
-      diagnosis.findings.push_back(std::move(f));
-    }
-    return;
+// In a container without the host's PID namespace, the driver's host PIDs mean nothing here.
+void check_foreign_in_container(const Snapshot& snapshot, Diagnosis& diagnosis) {
+  EvidenceList foreign;
+  std::uint64_t bytes = 0;
+  for (const auto& p : snapshot.processes) {
+    if (p.identity != Identity::Foreign) continue;
+    foreign.push_back(Evidence{{"gpu", p.gpu_index}, {"host_pid", p.driver.pid},
+                       {"gpu_memory_bytes", EvidenceValue(p.driver.used_memory)}});
+    bytes += p.driver.used_memory.value_or(0);
   }
-  // On the host: a listed PID that does not exist, or names a process without the GPU open.
+  if (foreign.empty()) return;
+  Finding f;
+  f.id = FindingId::InContainer;
+  f.severity = Severity::Warning;
+  f.summary = fmt::format(
+      "gpureap runs in a PID namespace (a container without --pid=host): {} driver-listed process(es) using {} "
+      "are not visible here",
+      foreign.size(), format_bytes(bytes));
+  f.details.push_back("The driver reports host PIDs. From here they cannot be matched to processes, and must "
+                      "never be signalled: the same number may name an unrelated process in this container.");
+  f.details.push_back("Run gpureap on the host (or in a container started with --pid=host) to see and end them.");
+  f.evidence["foreign_processes"] = foreign;
+  f.remedies.push_back({"gpureap doctor", Risk::None, "on the host: shows the container each process runs in"});
+  f.remedies.push_back({"gpureap kill --container <id>", Risk::Medium,
+                        "on the host: end the processes of one container (or restart the container)"});
+  diagnosis.findings.push_back(std::move(f));
+}
+
+// On the host: a listed PID that does not exist, or names a process without the GPU open.
+void check_unverifiable_pids(const Snapshot& snapshot, Diagnosis& diagnosis) {
   EvidenceList unknown;
   std::vector<std::string> lines;
   for (const auto& p : snapshot.processes) {
@@ -186,18 +174,39 @@ void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
                        {"reason", p.identity_reason}});
     lines.push_back(fmt::format("GPU {}: PID {}: {}", p.gpu_index, p.driver.pid, p.identity_reason));
   }
-  if (!unknown.empty()) {
-    Finding f;
-    f.id = FindingId::UnverifiablePids;
-    f.severity = Severity::Warning;
-    f.summary = fmt::format("The driver lists {} PID(s) that are not GPU processes here: never signal them by number",
-                            unknown.size());
-    f.details = lines;
-    f.details.push_back("Either they exited a moment ago, or the driver reports PIDs of another PID namespace "
-                        "(seen with some 560 drivers).");
-    f.evidence["processes"] = unknown;
-    f.remedies.push_back({"gpureap doctor", Risk::None, "look again: an exited process disappears from the list"});
-    diagnosis.findings.push_back(std::move(f));
+  if (unknown.empty()) return;
+  Finding f;
+  f.id = FindingId::UnverifiablePids;
+  f.severity = Severity::Warning;
+  f.summary = fmt::format("The driver lists {} PID(s) that are not GPU processes here: never signal them by number",
+                          unknown.size());
+  f.details = lines;
+  f.details.push_back("Either they exited a moment ago, or the driver reports PIDs of another PID namespace "
+                      "(seen with some 560 drivers).");
+  f.evidence["processes"] = unknown;
+  f.remedies.push_back({"gpureap doctor", Risk::None, "look again: an exited process disappears from the list"});
+  diagnosis.findings.push_back(std::move(f));
+}
+
+}  // namespace
+
+void check_driver(const Snapshot& snapshot, Diagnosis& diagnosis) {
+  if (!snapshot.driver.loaded) {
+    diagnosis.findings.push_back(driver_load_finding(snapshot));
+    return;
+  }
+  if (snapshot.driver.count_error) diagnosis.findings.push_back(count_error_finding(*snapshot.driver.count_error));
+  for (const auto& gpu : snapshot.gpus) {
+    if (gpu.reading.error) {
+      diagnosis.findings.push_back(gpu_error_finding(gpu));
+      continue;
+    }
+    if (gpu.reading.persistence_mode == false) diagnosis.findings.push_back(persistence_off_finding(gpu));
+  }
+  if (snapshot.in_child_pid_namespace) {
+    check_foreign_in_container(snapshot, diagnosis);
+  } else {
+    check_unverifiable_pids(snapshot, diagnosis);
   }
 }
 

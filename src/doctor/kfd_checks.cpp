@@ -111,15 +111,15 @@ void add_kfd_remedies(const KfdLeftBehind& why, pid_t pid, const ProcessInfo* pr
   f.remedies.push_back({"systemctl reboot", Risk::High, "when the context never goes: nothing else frees its VRAM"});
 }
 
-}  // namespace
+using BlockedSamples = std::vector<std::pair<pid_t, std::optional<BlockedSample>>>;
 
-void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis) {
-  const auto& reading = snapshot.drm;
+// D for a moment is disk I/O; D without one context switch while watched is stuck. Without
+// time to watch (export's and watch's quick checks) D proves nothing. Samples each KFD process
+// in D, then waits for the second look.
+BlockedSamples first_blocked_samples(const Snapshot& snapshot, double settle_seconds) {
   const std::string& proc_root = snapshot.table.options().proc_root;
-  // D for a moment is disk I/O; D without one context switch while watched is stuck. Without
-  // time to watch (export's and watch's quick checks) D proves nothing.
-  std::vector<std::pair<pid_t, std::optional<BlockedSample>>> blocked;
-  for (const auto& kfd : reading.kfd_processes) {
+  BlockedSamples blocked;
+  for (const auto& kfd : snapshot.drm.kfd_processes) {
     const ProcessInfo* process = snapshot.table.find(kfd.pid);
     if (process != nullptr && process->state == 'D' && !snapshot.in_child_pid_namespace && settle_seconds > 0) {
       blocked.emplace_back(kfd.pid, sample_blocked(proc_root, kfd.pid));
@@ -128,6 +128,99 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
   if (!blocked.empty()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(std::min(settle_seconds, 0.5) * 1000)));
   }
+  return blocked;
+}
+
+bool stayed_blocked_since(const BlockedSamples& blocked, pid_t kfd_pid, const std::string& proc_root) {
+  bool stayed = false;
+  for (const auto& [pid, first] : blocked) {
+    if (pid != kfd_pid || !first) continue;
+    const auto second = sample_blocked(proc_root, pid);
+    stayed = second && stayed_blocked(*first, *second);
+  }
+  return stayed;
+}
+
+// "; kept alive by PID (command), ..." for the processes that hold the context's files.
+std::string kept_alive_text(const Snapshot& snapshot, const std::vector<pid_t>& holders) {
+  std::string kept;
+  for (const pid_t holder : holders) {
+    const ProcessInfo* h = snapshot.table.find(holder);
+    kept += fmt::format("{}{} ({})", kept.empty() ? "" : ", ", holder, h != nullptr ? h->command() : std::string("?"));
+  }
+  return fmt::format("; kept alive by {}, which hold{} its /dev/kfd and render client", kept,
+                     holders.size() == 1 ? "s" : "");
+}
+
+// The context's VRAM per GPU, as evidence and details; the finding's GPU when there is one.
+EvidenceList add_vram_lines(const drm::DrmReading& reading, const drm::KfdProcess& kfd, Finding& f) {
+  EvidenceList vram;
+  std::string vram_pci;  // the last entry's GPU: the finding's when it is the only one
+  for (const auto& memory : kfd.vram) {
+    if (memory.vram_bytes == 0) continue;
+    const std::string pci = drm::kfd_gpu_pci_address(reading, memory.gpu_id);
+    vram_pci = pci;
+    vram.push_back(Evidence{{"gpu_id", memory.gpu_id},
+                    {"pci_bus_id", pci.empty() ? EvidenceValue(nullptr) : EvidenceValue(pci)},
+                    {"vram_bytes", memory.vram_bytes}});
+    f.details.push_back(fmt::format("{} on GPU {} (KFD gpu_id {})", format_bytes(memory.vram_bytes),
+                                    pci.empty() ? std::string("?") : pci, memory.gpu_id));
+  }
+  if (vram.size() == 1 && !vram_pci.empty()) f.gpu_pci = vram_pci;
+  return vram;
+}
+
+// Short of a reboot, a reset frees what a context that never goes holds: say what it ends.
+EvidenceList add_reset_scopes(const Snapshot& snapshot, const drm::KfdProcess& kfd, Finding& f,
+                              std::vector<Remedy>& reset_remedies) {
+  EvidenceList resets;
+  for (const auto& device : snapshot.drm.devices) {
+    if (!drm::kfd_vram_on(snapshot.drm, kfd, device.pci_address).value_or(0)) continue;
+    const AmdResetScope scope = amd_reset_scope(snapshot, device);
+    for (auto& line : scope.details(snapshot, device)) f.details.push_back(std::move(line));
+    resets.push_back(scope.evidence());
+    if (auto remedy = scope.remedy(device)) reset_remedies.push_back(std::move(*remedy));
+  }
+  return resets;
+}
+
+Finding kfd_finding(const Snapshot& snapshot, const drm::KfdProcess& kfd, const ProcessInfo* process,
+                    const KfdLeftBehind& why, std::uint64_t total) {
+  const std::string command = process != nullptr ? process->command() : std::string("not visible here");
+  const std::vector<pid_t> holders = snapshot.kfd_context_holders(kfd.pid);
+  Finding f;
+  f.id = FindingId::KfdProcessLeftBehind;
+  f.severity = holders.empty() ? why.severity : Severity::Warning;
+  f.summary = fmt::format("KFD process {} ({}) {}: {} of AMD GPU VRAM is still allocated to it", kfd.pid, command,
+                          why.words, format_bytes(total));
+  if (!holders.empty()) f.summary += kept_alive_text(snapshot, holders);
+  const EvidenceList vram = add_vram_lines(snapshot.drm, kfd, f);
+  f.details.push_back("The kernel keeps /sys/class/kfd/kfd/proc/" + std::to_string(kfd.pid) +
+                      " until the context's last reference goes: the process's address space, and every "
+                      "/dev/kfd descriptor of it.");
+  std::vector<Remedy> reset_remedies;
+  const EvidenceList resets = add_reset_scopes(snapshot, kfd, f, reset_remedies);
+  f.evidence["pid"] = kfd.pid;
+  f.evidence["command"] = process != nullptr ? EvidenceValue(command) : EvidenceValue(nullptr);
+  f.evidence["state"] = process != nullptr ? EvidenceValue(std::string(1, process->state)) : EvidenceValue(nullptr);
+  f.evidence["reason"] = why.reason;
+  f.evidence["leader_pid"] = EvidenceValue(why.leader);
+  f.evidence["pasid"] = EvidenceValue(kfd.pasid);
+  f.evidence["vram_bytes"] = total;
+  f.evidence["vram"] = vram;
+  f.evidence["in_child_pid_namespace"] = snapshot.in_child_pid_namespace;
+  f.evidence["resets"] = resets;
+  f.evidence["held_by"] = holders;
+  add_kfd_remedies(why, kfd.pid, process, holders, std::move(reset_remedies), f);
+  return f;
+}
+
+}  // namespace
+
+void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagnosis& diagnosis) {
+  const auto& reading = snapshot.drm;
+  const std::string& proc_root = snapshot.table.options().proc_root;
+  const BlockedSamples blocked = first_blocked_samples(snapshot, settle_seconds);
   for (const auto& kfd : reading.kfd_processes) {
     std::uint64_t total = 0;
     for (const auto& memory : kfd.vram) total += memory.vram_bytes;
@@ -136,69 +229,10 @@ void check_kfd_processes(const Snapshot& snapshot, double settle_seconds, Diagno
     // A scan of GPU holders only (export's, watch's) leaves out a process that no longer holds
     // /dev/kfd: absent from the table is no proof it is gone, /proc is.
     if (process == nullptr && process_exists(kfd.pid, proc_root)) continue;
-    bool stayed = false;
-    for (const auto& [pid, first] : blocked) {
-      if (pid != kfd.pid || !first) continue;
-      const auto second = sample_blocked(proc_root, pid);
-      stayed = second && stayed_blocked(*first, *second);
-    }
+    const bool stayed = stayed_blocked_since(blocked, kfd.pid, proc_root);
     const auto why = kfd_left_behind(snapshot, process, stayed);
     if (!why) continue;
-    const std::string command = process != nullptr ? process->command() : std::string("not visible here");
-    const std::vector<pid_t> holders = snapshot.kfd_context_holders(kfd.pid);
-    Finding f;
-    f.id = FindingId::KfdProcessLeftBehind;
-    f.severity = holders.empty() ? why->severity : Severity::Warning;
-    f.summary = fmt::format("KFD process {} ({}) {}: {} of AMD GPU VRAM is still allocated to it", kfd.pid, command,
-                            why->words, format_bytes(total));
-    if (!holders.empty()) {
-      std::string kept;
-      for (const pid_t holder : holders) {
-        const ProcessInfo* h = snapshot.table.find(holder);
-        kept += fmt::format("{}{} ({})", kept.empty() ? "" : ", ", holder, h != nullptr ? h->command() : std::string("?"));
-      }
-      f.summary += fmt::format("; kept alive by {}, which hold{} its /dev/kfd and render client", kept,
-                               holders.size() == 1 ? "s" : "");
-    }
-    EvidenceList vram;
-    std::string vram_pci;  // the last entry's GPU: the finding's when it is the only one
-    for (const auto& memory : kfd.vram) {
-      if (memory.vram_bytes == 0) continue;
-      const std::string pci = drm::kfd_gpu_pci_address(reading, memory.gpu_id);
-      vram_pci = pci;
-      vram.push_back(Evidence{{"gpu_id", memory.gpu_id},
-                      {"pci_bus_id", pci.empty() ? EvidenceValue(nullptr) : EvidenceValue(pci)},
-                      {"vram_bytes", memory.vram_bytes}});
-      f.details.push_back(fmt::format("{} on GPU {} (KFD gpu_id {})", format_bytes(memory.vram_bytes),
-                                      pci.empty() ? std::string("?") : pci, memory.gpu_id));
-    }
-    if (vram.size() == 1 && !vram_pci.empty()) f.gpu_pci = vram_pci;
-    f.details.push_back("The kernel keeps /sys/class/kfd/kfd/proc/" + std::to_string(kfd.pid) +
-                        " until the context's last reference goes: the process's address space, and every "
-                        "/dev/kfd descriptor of it.");
-    // Short of a reboot, a reset frees what a context that never goes holds: say what it ends.
-    EvidenceList resets;
-    std::vector<Remedy> reset_remedies;
-    for (const auto& device : reading.devices) {
-      if (!drm::kfd_vram_on(reading, kfd, device.pci_address).value_or(0)) continue;
-      const AmdResetScope scope = amd_reset_scope(snapshot, device);
-      for (auto& line : scope.details(snapshot, device)) f.details.push_back(std::move(line));
-      resets.push_back(scope.evidence());
-      if (auto remedy = scope.remedy(device)) reset_remedies.push_back(std::move(*remedy));
-    }
-    f.evidence["pid"] = kfd.pid;
-    f.evidence["command"] = process != nullptr ? EvidenceValue(command) : EvidenceValue(nullptr);
-    f.evidence["state"] = process != nullptr ? EvidenceValue(std::string(1, process->state)) : EvidenceValue(nullptr);
-    f.evidence["reason"] = why->reason;
-    f.evidence["leader_pid"] = EvidenceValue(why->leader);
-    f.evidence["pasid"] = EvidenceValue(kfd.pasid);
-    f.evidence["vram_bytes"] = total;
-    f.evidence["vram"] = vram;
-    f.evidence["in_child_pid_namespace"] = snapshot.in_child_pid_namespace;
-    f.evidence["resets"] = resets;
-    f.evidence["held_by"] = holders;
-    add_kfd_remedies(*why, kfd.pid, process, holders, std::move(reset_remedies), f);
-    diagnosis.findings.push_back(std::move(f));
+    diagnosis.findings.push_back(kfd_finding(snapshot, kfd, process, *why, total));
   }
   if (snapshot.in_child_pid_namespace && !reading.kfd_processes.empty()) {
     diagnosis.notes.push_back(

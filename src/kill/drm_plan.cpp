@@ -33,24 +33,9 @@ void add_target_pid(PlannedDrmGpu& gpu, pid_t pid) {
   if (!plan_has(gpu.target_pids, pid)) gpu.target_pids.push_back(pid);
 }
 
-}  // namespace
-
-void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
-  const drm::DrmReading& reading = snapshot.drm;
-  if (reading.devices.empty()) return;
-  std::vector<pid_t> signalled;
-  for (const auto& t : plan.targets) {
-    if (t.actionable()) signalled.push_back(t.pid);
-  }
-
-  // Each target's memory, for the plan's table: every client it holds (each once), and KFD
-  // allocations it made outside a client of that GPU.
-  for (auto& target : plan.targets) {
-    for (const auto& [pci, bytes] : snapshot.drm_memory_of(target.pid)) target.drm_memory[pci] += bytes;
-  }
-  if (signalled.empty()) return;
-
-  std::map<std::string, PlannedDrmGpu> gpus;
+// Each client a target holds: ending when only targets hold it, kept when someone else does.
+void plan_clients(std::map<std::string, PlannedDrmGpu>& gpus, const drm::DrmReading& reading,
+                  const std::vector<pid_t>& signalled) {
   for (const auto& client : reading.clients.clients()) {
     const drm::DrmDevice* device = reading.device_at(client.pdev);
     if (device == nullptr) continue;
@@ -81,6 +66,12 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       gpu.kept.push_back(std::move(planned));
     }
   }
+}
+
+// Each KFD context whose every keeper is signalled, on each GPU it has memory on.
+void plan_kfd_contexts(std::map<std::string, PlannedDrmGpu>& gpus, const Snapshot& snapshot,
+                       const std::vector<pid_t>& signalled) {
+  const drm::DrmReading& reading = snapshot.drm;
   for (const auto& process : reading.kfd_processes) {
     // Who keeps the context: its own process, or (its process gone) the holders of its /dev/kfd
     // and render client. It goes only when every one of them has ended.
@@ -109,24 +100,52 @@ void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
       if (!through_client) gpu.expected_free_bytes += *bytes;
     }
   }
+}
+
+// The figures the release is judged against: shared memory of the ending clients, the
+// driver's allowance, what was unexplained before, and what the other clients hold.
+void set_drm_baseline(PlannedDrmGpu& gpu, const std::string& pci, const drm::DrmReading& reading) {
+  std::set<std::uint64_t> ending_ids;
+  for (const auto& c : gpu.ending) {
+    ending_ids.insert(c.identity);
+    gpu.shared_ending += c.shared_bytes;
+  }
+  const drm::DrmDevice* device = reading.device_at(pci);
+  gpu.driver_allowance = drm::driver_vram_allowance(device != nullptr ? device->vram_total : std::nullopt);
+  if (gpu.baseline_used) {
+    const std::uint64_t explained = drm::explained_vram(reading, pci).total();
+    gpu.unexplained_base = *gpu.baseline_used > explained ? *gpu.baseline_used - explained : 0;
+  }
+  for (const drm::DrmClient* client : reading.clients.clients_of(pci)) {
+    const auto identity = drm::client_identity(client->stats);
+    if (identity && ending_ids.count(*identity) != 0) continue;
+    gpu.others_bytes += drm::device_memory_bytes(client->stats).value_or(0);
+  }
+  std::sort(gpu.target_pids.begin(), gpu.target_pids.end());
+}
+
+}  // namespace
+
+void plan_drm_gpus(KillPlan& plan, const Snapshot& snapshot) {
+  const drm::DrmReading& reading = snapshot.drm;
+  if (reading.devices.empty()) return;
+  std::vector<pid_t> signalled;
+  for (const auto& t : plan.targets) {
+    if (t.actionable()) signalled.push_back(t.pid);
+  }
+
+  // Each target's memory, for the plan's table: every client it holds (each once), and KFD
+  // allocations it made outside a client of that GPU.
+  for (auto& target : plan.targets) {
+    for (const auto& [pci, bytes] : snapshot.drm_memory_of(target.pid)) target.drm_memory[pci] += bytes;
+  }
+  if (signalled.empty()) return;
+
+  std::map<std::string, PlannedDrmGpu> gpus;
+  plan_clients(gpus, reading, signalled);
+  plan_kfd_contexts(gpus, snapshot, signalled);
   for (auto& [pci, gpu] : gpus) {
-    std::set<std::uint64_t> ending_ids;
-    for (const auto& c : gpu.ending) {
-      ending_ids.insert(c.identity);
-      gpu.shared_ending += c.shared_bytes;
-    }
-    const drm::DrmDevice* device = reading.device_at(pci);
-    gpu.driver_allowance = drm::driver_vram_allowance(device != nullptr ? device->vram_total : std::nullopt);
-    if (gpu.baseline_used) {
-      const std::uint64_t explained = drm::explained_vram(reading, pci).total();
-      gpu.unexplained_base = *gpu.baseline_used > explained ? *gpu.baseline_used - explained : 0;
-    }
-    for (const drm::DrmClient* client : reading.clients.clients_of(pci)) {
-      const auto identity = drm::client_identity(client->stats);
-      if (identity && ending_ids.count(*identity) != 0) continue;
-      gpu.others_bytes += drm::device_memory_bytes(client->stats).value_or(0);
-    }
-    std::sort(gpu.target_pids.begin(), gpu.target_pids.end());
+    set_drm_baseline(gpu, pci, reading);
     plan.drm_gpus.push_back(std::move(gpu));
   }
 }

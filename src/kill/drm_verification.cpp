@@ -108,6 +108,121 @@ DrmReleaseState drm_release_state(const PlannedDrmGpu& planned, const drm::DrmRe
   return state;
 }
 
+namespace {
+
+// The last reading of the wait, each GPU's state in it, and how the wait ended.
+struct DrmReleaseWait {
+  std::optional<drm::DrmReading> last;
+  std::vector<DrmReleaseState> states;
+  int interrupted_by = 0;
+};
+
+// Reads the DRM devices until every GPU is settled (released, or nothing more to wait for),
+// the deadline passes, they cannot be read, or a signal interrupts the pause between readings.
+DrmReleaseWait wait_for_drm_release(const KillPlan& plan, const DrmPoll& poll_drm, const VerifyOptions& options,
+                                    std::vector<DrmGpuVerification>& results) {
+  const auto start = Clock::now();
+  const auto deadline = start + options.timeout;
+  DrmReleaseWait wait;
+  wait.states.resize(results.size());
+  std::vector<bool> settled(results.size(), false);
+  std::size_t pending = results.size();
+  while (true) {
+    wait.last = poll_drm();
+    if (!wait.last) break;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (settled[i]) continue;
+      wait.states[i] = drm_release_state(plan.drm_gpus[i], *wait.last);
+      // Without a figure, once the clients are gone there is nothing left to wait for.
+      if (wait.states[i].no_figure) {
+        settled[i] = true;
+        --pending;
+        continue;
+      }
+      if (!wait.states[i].released) continue;
+      settled[i] = true;
+      results[i].verified = true;
+      results[i].freed_bytes = wait.states[i].freed_bytes;
+      results[i].verify_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      --pending;
+    }
+    if (pending == 0 || Clock::now() >= deadline) break;
+    if ((wait.interrupted_by = pause_between_readings(options)) != 0) break;
+  }
+  return wait;
+}
+
+// Why a GPU whose device was read is not released: held clients, a KFD context, no figure,
+// memory that cannot be told from the targets', or memory still in use unexplained.
+std::string unreleased_text(const DrmGpuVerification& v, const PlannedDrmGpu& planned, const DrmReleaseState& state,
+                            const std::string& name, double waited) {
+  const std::string bytes = v.held_bytes ? format_bytes(*v.held_bytes) : std::string("memory");
+  if (!v.still_held_by.empty()) {
+    return fmt::format(
+        "{}: {} not freed after {:.1f} s: its clients are still held by PID {} (a descriptor inherited or "
+        "passed to them; if they are the job's, `gpureap kill {}` ends {})",
+        name, bytes, waited, pid_list(v.still_held_by, ", "), pid_list(v.still_held_by, " "),
+        v.still_held_by.size() == 1 ? "it" : "them");
+  }
+  if (!v.kfd_left.empty()) {
+    return fmt::format(
+        "{}: {} not freed after {:.1f} s: the KFD context of PID {} is still listed (the kernel keeps it while "
+        "any descriptor of its /dev/kfd open file is left, e.g. in a worker it forked, and while the process "
+        "exits): `gpureap ps` shows who holds /dev/kfd",
+        name, bytes, waited, pid_list(v.kfd_left, ", "));
+  }
+  if (state.no_figure) {
+    return fmt::format(
+        "{}: its clients are gone from every process's descriptors, but {} reports no VRAM figure: the release "
+        "itself cannot be verified (a descriptor in flight in a socket, or a mapping, keeps a client open unseen)",
+        name, v.driver.empty() ? std::string("the driver") : v.driver);
+  }
+  if (state.unattributable) {
+    return fmt::format(
+        "{}: its clients are gone, but before the kill {} of its VRAM was in use that no client explained "
+        "(frees in flight, or a leak), and {} still is after {:.1f} s: a drop cannot be told from the targets' "
+        "until the figure is back to what the clients explain; run `gpureap doctor`",
+        name, format_bytes(planned.unexplained_base), format_bytes(state.unexplained_now), waited);
+  }
+  return fmt::format(
+      "{}: its clients are gone, but the driver still reports {} more in use than its clients explain after "
+      "{:.1f} s (freed later, or leaked): run `gpureap doctor`",
+      name, format_bytes(state.unexplained_now > planned.unexplained_base ? state.unexplained_now - planned.unexplained_base
+                                                                           : 0),
+      waited);
+}
+
+// A GPU not verified: interrupted, unreadable, gone from sysfs, or what its last state shows.
+void explain_drm_unreleased(DrmGpuVerification& v, const PlannedDrmGpu& planned, const DrmReleaseWait& wait,
+                            const DrmReleaseState& state, double waited) {
+  const std::string name = fmt::format("{} GPU {}", v.vendor, v.pci_address);
+  if (wait.interrupted_by != 0) {
+    v.message = interrupted_verification_text(name, wait.interrupted_by);
+    return;
+  }
+  if (!wait.last) {
+    v.message = name + ": the DRM devices could not be read: the release cannot be verified";
+    return;
+  }
+  if (state.device_missing) {
+    v.message = name + ": no longer in sysfs (unbound, or lost): the release cannot be verified";
+    return;
+  }
+  v.still_held_by = state.still_held_by;
+  v.kfd_left = state.kfd_left;
+  const drm::DrmDevice* device = wait.last->device_at(planned.pci_address);
+  if (planned.baseline_used && device != nullptr && device->vram_used) {
+    const auto baseline = *planned.baseline_used;
+    const auto used = *device->vram_used;
+    v.freed_bytes = baseline > used ? baseline - used : 0;
+    v.held_bytes = planned.expected_free_bytes > *v.freed_bytes ? planned.expected_free_bytes - *v.freed_bytes : 0;
+  }
+  v.unverifiable = v.still_held_by.empty() && v.kfd_left.empty() && state.no_figure;
+  v.message = unreleased_text(v, planned, state, name, waited);
+}
+
+}  // namespace
+
 std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const DrmPoll& poll_drm,
                                                    const VerifyOptions& options) {
   std::vector<DrmGpuVerification> results;
@@ -120,97 +235,10 @@ std::vector<DrmGpuVerification> verify_drm_release(const KillPlan& plan, const D
     results.push_back(std::move(v));
   }
   if (results.empty()) return results;
-  const auto start = Clock::now();
-  const auto deadline = start + options.timeout;
-  std::optional<drm::DrmReading> last;
-  std::vector<DrmReleaseState> states(results.size());
-  std::vector<bool> settled(results.size(), false);  // released, or nothing more to wait for
-  std::size_t pending = results.size();
-  int interrupted_by = 0;
-  while (true) {
-    last = poll_drm();
-    if (!last) break;
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      if (settled[i]) continue;
-      states[i] = drm_release_state(plan.drm_gpus[i], *last);
-      // Without a figure, once the clients are gone there is nothing left to wait for.
-      if (states[i].no_figure) {
-        settled[i] = true;
-        --pending;
-        continue;
-      }
-      if (!states[i].released) continue;
-      settled[i] = true;
-      results[i].verified = true;
-      results[i].freed_bytes = states[i].freed_bytes;
-      results[i].verify_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      --pending;
-    }
-    if (pending == 0 || Clock::now() >= deadline) break;
-    if ((interrupted_by = pause_between_readings(options)) != 0) break;
-  }
+  const DrmReleaseWait wait = wait_for_drm_release(plan, poll_drm, options, results);
   const double waited = std::chrono::duration<double>(options.timeout).count();
   for (std::size_t i = 0; i < results.size(); ++i) {
-    auto& v = results[i];
-    if (v.verified) continue;
-    const PlannedDrmGpu& planned = plan.drm_gpus[i];
-    const std::string name = fmt::format("{} GPU {}", v.vendor, v.pci_address);
-    if (interrupted_by != 0) {
-      v.message = interrupted_verification_text(name, interrupted_by);
-      continue;
-    }
-    if (!last) {
-      v.message = name + ": the DRM devices could not be read: the release cannot be verified";
-      continue;
-    }
-    const DrmReleaseState& state = states[i];
-    if (state.device_missing) {
-      v.message = name + ": no longer in sysfs (unbound, or lost): the release cannot be verified";
-      continue;
-    }
-    v.still_held_by = state.still_held_by;
-    v.kfd_left = state.kfd_left;
-    const drm::DrmDevice* device = last->device_at(planned.pci_address);
-    if (planned.baseline_used && device != nullptr && device->vram_used) {
-      const auto baseline = *planned.baseline_used;
-      const auto used = *device->vram_used;
-      v.freed_bytes = baseline > used ? baseline - used : 0;
-      v.held_bytes = planned.expected_free_bytes > *v.freed_bytes ? planned.expected_free_bytes - *v.freed_bytes : 0;
-    }
-    const std::string bytes = v.held_bytes ? format_bytes(*v.held_bytes) : std::string("memory");
-    if (!v.still_held_by.empty()) {
-      v.message = fmt::format(
-          "{}: {} not freed after {:.1f} s: its clients are still held by PID {} (a descriptor inherited or "
-          "passed to them; if they are the job's, `gpureap kill {}` ends {})",
-          name, bytes, waited, pid_list(v.still_held_by, ", "), pid_list(v.still_held_by, " "),
-          v.still_held_by.size() == 1 ? "it" : "them");
-    } else if (!v.kfd_left.empty()) {
-      v.message = fmt::format(
-          "{}: {} not freed after {:.1f} s: the KFD context of PID {} is still listed (the kernel keeps it while "
-          "any descriptor of its /dev/kfd open file is left, e.g. in a worker it forked, and while the process "
-          "exits): `gpureap ps` shows who holds /dev/kfd",
-          name, bytes, waited, pid_list(v.kfd_left, ", "));
-    } else if (state.no_figure) {
-      v.unverifiable = true;
-      v.message = fmt::format(
-          "{}: its clients are gone from every process's descriptors, but {} reports no VRAM figure: the release "
-          "itself cannot be verified (a descriptor in flight in a socket, or a mapping, keeps a client open unseen)",
-          name, v.driver.empty() ? std::string("the driver") : v.driver);
-    } else if (state.unattributable) {
-      v.message = fmt::format(
-          "{}: its clients are gone, but before the kill {} of its VRAM was in use that no client explained "
-          "(frees in flight, or a leak), and {} still is after {:.1f} s: a drop cannot be told from the targets' "
-          "until the figure is back to what the clients explain; run `gpureap doctor`",
-          name, format_bytes(planned.unexplained_base), format_bytes(state.unexplained_now), waited);
-    } else {
-      v.message = fmt::format(
-          "{}: its clients are gone, but the driver still reports {} more in use than its clients explain after "
-          "{:.1f} s (freed later, or leaked): run `gpureap doctor`",
-          name, format_bytes(state.unexplained_now > planned.unexplained_base
-                                 ? state.unexplained_now - planned.unexplained_base
-                                 : 0),
-          waited);
-    }
+    if (!results[i].verified) explain_drm_unreleased(results[i], plan.drm_gpus[i], wait, wait.states[i], waited);
   }
   return results;
 }

@@ -204,6 +204,143 @@ void drop_expansions_of_refused(KillPlan& plan, const Snapshot& snapshot) {
   plan.targets = std::move(kept);
 }
 
+// What the snapshot says of a selected process: its identity, owner, family and GPU files.
+void copy_process_facts(PlannedTarget& target, const ProcessInfo& process, const Snapshot& snapshot) {
+  target.start_time_ticks = process.start_time_ticks;
+  if (process.details_loaded) {
+    target.uid = process.uid;
+    target.user = process.user;
+  }
+  target.state = process.state;
+  target.wchan = process.wchan;
+  target.ppid = process.ppid;
+  target.pgid = process.pgid;
+  target.command = process.command();
+  target.container = process.container ? container_words(*process.container) : std::string();
+  if (process.container) target.container_id = process.container->id;
+  std::set<unsigned> holds;
+  for (const auto& f : process.device_files) {
+    if (f.kind != DeviceFileKind::Gpu || f.minor < 0) continue;
+    if (const GpuView* gpu = snapshot.gpu_by_minor(static_cast<unsigned>(f.minor))) holds.insert(gpu->reading.index);
+  }
+  target.holds_gpus.assign(holds.begin(), holds.end());
+}
+
+// The driver's memory per GPU for the target; a listing without a figure marks it unknown.
+void copy_driver_memory(PlannedTarget& target, const Snapshot& snapshot) {
+  for (const auto& view : snapshot.processes) {
+    if (static_cast<pid_t>(view.driver.pid) != target.pid) continue;
+    if (view.driver.used_memory) {
+      target.gpu_memory[view.gpu_index] += *view.driver.used_memory;
+    } else {
+      target.gpu_memory[view.gpu_index] += 0;
+      target.gpu_memory_unknown = true;
+    }
+  }
+}
+
+// One selected process with its facts, then the policy's verdict and, if allowed, the permission check.
+PlannedTarget planned_target(const SelectedProcess& selected, const Snapshot& snapshot, const PlanPolicy& policy) {
+  PlannedTarget target;
+  target.pid = selected.pid;
+  target.present = selected.present;
+  target.reason = selected.reason;
+  target.via = selected.via;
+  target.by_group = selected.by_group;
+  const ProcessInfo* process = snapshot.table.find(selected.pid);
+  if (process != nullptr) copy_process_facts(target, *process, snapshot);
+  copy_driver_memory(target, snapshot);
+  apply_policy(target, process, snapshot, policy);
+  if (target.refusal == Refusal::None) check_permission(target, process, policy);
+  return target;
+}
+
+bool actionable_target(const KillPlan& plan, pid_t pid) {
+  return std::any_of(plan.targets.begin(), plan.targets.end(),
+                     [&](const PlannedTarget& t) { return t.pid == pid && t.actionable(); });
+}
+
+// Per GPU: what the targets that will be signalled hold and should free.
+std::map<unsigned, PlannedGpu> gpus_of_actionable_targets(const KillPlan& plan) {
+  std::map<unsigned, PlannedGpu> gpus;
+  for (const auto& target : plan.targets) {
+    if (!target.actionable()) continue;
+    for (const auto& [index, bytes] : target.gpu_memory) {
+      auto& gpu = gpus[index];
+      gpu.index = index;
+      gpu.expected_free_bytes += bytes;
+      gpu.target_pids.push_back(target.pid);
+    }
+    for (unsigned index : target.holds_gpus) {
+      auto& gpu = gpus[index];
+      gpu.index = index;
+      if (std::find(gpu.target_pids.begin(), gpu.target_pids.end(), target.pid) == gpu.target_pids.end()) {
+        gpu.target_pids.push_back(target.pid);
+      }
+    }
+  }
+  return gpus;
+}
+
+// Memory no listed process explains, held by orphaned holders (a killed job's workers):
+// when every such holder will be signalled, it should come back too.
+void expect_unattributed_freed(PlannedGpu& gpu, const GpuView* view, const KillPlan& plan, const Snapshot& snapshot) {
+  bool orphans = false, all_orphans_targeted = true;
+  for (const auto& h : snapshot.holders) {
+    if (h.role != HolderRole::Orphan && h.role != HolderRole::Unlisted) continue;
+    if (!h.holds_gpu(gpu.index)) continue;
+    orphans = true;
+    if (!actionable_target(plan, h.pid)) all_orphans_targeted = false;
+  }
+  if (orphans && all_orphans_targeted && view != nullptr && view->memory.unattributed) {
+    gpu.orphaned_bytes = *view->memory.unattributed;
+    gpu.expected_free_bytes += gpu.orphaned_bytes;
+  }
+}
+
+// A listed PID that has exited, its context kept alive by holders: freed once all of them end.
+// Returns those PIDs.
+std::vector<pid_t> expect_exited_freed(PlannedGpu& gpu, const KillPlan& plan, const Snapshot& snapshot) {
+  std::vector<pid_t> exited_freed;
+  for (const auto& p : snapshot.processes) {
+    if (p.gpu_index != gpu.index || p.held_by.empty() || !p.driver.used_memory) continue;
+    const bool all_targeted = std::all_of(p.held_by.begin(), p.held_by.end(),
+                                          [&](pid_t holder) { return actionable_target(plan, holder); });
+    if (!all_targeted) continue;
+    gpu.orphaned_bytes += *p.driver.used_memory;
+    gpu.expected_free_bytes += *p.driver.used_memory;
+    exited_freed.push_back(static_cast<pid_t>(p.driver.pid));
+  }
+  return exited_freed;
+}
+
+// What the other listed processes hold: it stays in use after the kill.
+void count_others_listed(PlannedGpu& gpu, const std::vector<pid_t>& exited_freed, const Snapshot& snapshot) {
+  for (const auto& p : snapshot.processes) {
+    if (p.gpu_index != gpu.index || !p.driver.used_memory) continue;
+    if (std::find(exited_freed.begin(), exited_freed.end(), static_cast<pid_t>(p.driver.pid)) != exited_freed.end()) {
+      continue;
+    }
+    if (std::find(gpu.target_pids.begin(), gpu.target_pids.end(), static_cast<pid_t>(p.driver.pid)) !=
+        gpu.target_pids.end()) {
+      continue;
+    }
+    gpu.others_listed_bytes += *p.driver.used_memory;
+  }
+}
+
+// Per GPU: what the targets that will be signalled should free, against the baseline.
+void plan_gpus(KillPlan& plan, const Snapshot& snapshot) {
+  for (auto& [index, gpu] : gpus_of_actionable_targets(plan)) {
+    const GpuView* view = snapshot.gpu_by_index(index);
+    if (view != nullptr) gpu.baseline_used = view->memory.used;
+    expect_unattributed_freed(gpu, view, plan, snapshot);
+    const std::vector<pid_t> exited_freed = expect_exited_freed(gpu, plan, snapshot);
+    count_others_listed(gpu, exited_freed, snapshot);
+    plan.gpus.push_back(gpu);
+  }
+}
+
 }  // namespace
 
 std::string refusal_name(Refusal refusal) {
@@ -247,112 +384,10 @@ PlanPolicy PlanPolicy::for_current_process(const Snapshot& snapshot) {
 KillPlan build_plan(const Snapshot& snapshot, const Selection& selection, const PlanPolicy& policy) {
   KillPlan plan;
   plan.missing = selection.missing;
-  for (const auto& selected : selection.processes) {
-    PlannedTarget target;
-    target.pid = selected.pid;
-    target.present = selected.present;
-    target.reason = selected.reason;
-    target.via = selected.via;
-    target.by_group = selected.by_group;
-    const ProcessInfo* process = snapshot.table.find(selected.pid);
-    if (process != nullptr) {
-      target.start_time_ticks = process->start_time_ticks;
-      if (process->details_loaded) {
-        target.uid = process->uid;
-        target.user = process->user;
-      }
-      target.state = process->state;
-      target.wchan = process->wchan;
-      target.ppid = process->ppid;
-      target.pgid = process->pgid;
-      target.command = process->command();
-      target.container = process->container ? container_words(*process->container) : std::string();
-      if (process->container) target.container_id = process->container->id;
-      std::set<unsigned> holds;
-      for (const auto& f : process->device_files) {
-        if (f.kind != DeviceFileKind::Gpu || f.minor < 0) continue;
-        if (const GpuView* gpu = snapshot.gpu_by_minor(static_cast<unsigned>(f.minor))) holds.insert(gpu->reading.index);
-      }
-      target.holds_gpus.assign(holds.begin(), holds.end());
-    }
-    for (const auto& view : snapshot.processes) {
-      if (static_cast<pid_t>(view.driver.pid) != target.pid) continue;
-      if (view.driver.used_memory) {
-        target.gpu_memory[view.gpu_index] += *view.driver.used_memory;
-      } else {
-        target.gpu_memory[view.gpu_index] += 0;
-        target.gpu_memory_unknown = true;
-      }
-    }
-    apply_policy(target, process, snapshot, policy);
-    if (target.refusal == Refusal::None) check_permission(target, process, policy);
-    plan.targets.push_back(std::move(target));
-  }
+  for (const auto& selected : selection.processes) plan.targets.push_back(planned_target(selected, snapshot, policy));
   apply_mps(plan, snapshot);
   drop_expansions_of_refused(plan, snapshot);
-
-  // Per GPU: what the targets that will be signalled should free, against the baseline.
-  std::map<unsigned, PlannedGpu> gpus;
-  for (const auto& target : plan.targets) {
-    if (!target.actionable()) continue;
-    for (const auto& [index, bytes] : target.gpu_memory) {
-      auto& gpu = gpus[index];
-      gpu.index = index;
-      gpu.expected_free_bytes += bytes;
-      gpu.target_pids.push_back(target.pid);
-    }
-    for (unsigned index : target.holds_gpus) {
-      auto& gpu = gpus[index];
-      gpu.index = index;
-      if (std::find(gpu.target_pids.begin(), gpu.target_pids.end(), target.pid) == gpu.target_pids.end()) {
-        gpu.target_pids.push_back(target.pid);
-      }
-    }
-  }
-  for (auto& [index, gpu] : gpus) {
-    const GpuView* view = snapshot.gpu_by_index(index);
-    if (view != nullptr) gpu.baseline_used = view->memory.used;
-    // Memory no listed process explains, held by orphaned holders (a killed job's workers):
-    // when every such holder will be signalled, it should come back too.
-    bool orphans = false, all_orphans_targeted = true;
-    for (const auto& h : snapshot.holders) {
-      if (h.role != HolderRole::Orphan && h.role != HolderRole::Unlisted) continue;
-      if (!h.holds_gpu(index)) continue;
-      orphans = true;
-      const bool targeted = std::any_of(plan.targets.begin(), plan.targets.end(),
-                                        [&](const PlannedTarget& t) { return t.pid == h.pid && t.actionable(); });
-      if (!targeted) all_orphans_targeted = false;
-    }
-    if (orphans && all_orphans_targeted && view != nullptr && view->memory.unattributed) {
-      gpu.orphaned_bytes = *view->memory.unattributed;
-      gpu.expected_free_bytes += gpu.orphaned_bytes;
-    }
-    // A listed PID that has exited, its context kept alive by holders: freed once all of them end.
-    std::vector<pid_t> exited_freed;
-    for (const auto& p : snapshot.processes) {
-      if (p.gpu_index != index || p.held_by.empty() || !p.driver.used_memory) continue;
-      const bool all_targeted = std::all_of(p.held_by.begin(), p.held_by.end(), [&](pid_t holder) {
-        return std::any_of(plan.targets.begin(), plan.targets.end(),
-                           [&](const PlannedTarget& t) { return t.pid == holder && t.actionable(); });
-      });
-      if (!all_targeted) continue;
-      gpu.orphaned_bytes += *p.driver.used_memory;
-      gpu.expected_free_bytes += *p.driver.used_memory;
-      exited_freed.push_back(static_cast<pid_t>(p.driver.pid));
-    }
-    for (const auto& p : snapshot.processes) {
-      if (p.gpu_index != index || !p.driver.used_memory) continue;
-      if (std::find(exited_freed.begin(), exited_freed.end(), static_cast<pid_t>(p.driver.pid)) != exited_freed.end()) {
-        continue;
-      }
-      if (std::find(gpu.target_pids.begin(), gpu.target_pids.end(), static_cast<pid_t>(p.driver.pid)) !=
-          gpu.target_pids.end()) {
-        continue;
-      }
-      gpu.others_listed_bytes += *p.driver.used_memory;
-    }
-    plan.gpus.push_back(gpu);
-  }
+  plan_gpus(plan, snapshot);
   plan_drm_gpus(plan, snapshot);
   return plan;
 }

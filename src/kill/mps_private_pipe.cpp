@@ -32,26 +32,16 @@ std::string random_name() {
   return name;
 }
 
-}  // namespace
-
-std::optional<PrivatePipeDirectory> PrivatePipeDirectory::make(const std::string& root_here, const std::string& bound_dir,
-                                                               const std::set<std::uint64_t>& daemon_sockets,
-                                                               const procfs::UnixSocketTable& table, std::string& why) {
-  const auto slash = bound_dir.rfind('/');
-  if (bound_dir.empty() || bound_dir.front() != '/' || slash == std::string::npos || slash + 1 >= bound_dir.size()) {
-    why = fmt::format("the MPS pipe directory {} is not an absolute path below /", bound_dir);
-    return std::nullopt;
-  }
-  const std::string parent_path = bound_dir.substr(0, slash);
-  const std::string pipe_name = bound_dir.substr(slash + 1);
-  // Down from the root, each directory opened without following a link and checked.
+// Down from the root, each directory opened without following a link and checked: the
+// parent, opened only when nobody but root can change any directory on the way.
+procfs::unique_fd open_root_owned(const std::string& root_here, const std::string& parent_path, std::string& why) {
   procfs::unique_fd at(::open(root_here.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   std::string walked = "/";
   std::size_t start = 1;
   while (at) {
     if (!only_root_changes(at.get())) {
       why = fmt::format("{} can be changed by users other than root: the MPS front end is not pointed below it", walked);
-      return std::nullopt;
+      return {};
     }
     if (start > parent_path.size()) break;
     std::size_t end = parent_path.find('/', start);
@@ -64,52 +54,88 @@ std::optional<PrivatePipeDirectory> PrivatePipeDirectory::make(const std::string
   }
   if (!at) {
     why = fmt::format("{} cannot be opened as a directory (without following a link): {}", walked, std::strerror(errno));
+  }
+  return at;
+}
+
+// A new directory of a random name under `parent`, mode 0700, opened without following a
+// link; `name` is set to each name tried.
+procfs::unique_fd make_private_dir(int parent, const std::string& parent_path, std::string& name, std::string& why) {
+  procfs::unique_fd dir;
+  for (int attempt = 0; attempt < 8 && !dir; ++attempt) {
+    name = random_name();
+    if (name.empty() || ::mkdirat(parent, name.c_str(), 0700) != 0) {
+      if (errno == EEXIST) continue;
+      why = fmt::format("cannot make a directory in {}: {}", parent_path, std::strerror(errno));
+      return {};
+    }
+    dir = procfs::unique_fd(::openat(parent, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  }
+  if (!dir) why = fmt::format("cannot make a directory in {}", parent_path);
+  return dir;
+}
+
+// The daemon's socket listening at `path`, if it has one.
+const procfs::UnixSocket* daemon_listening_at(const std::set<std::uint64_t>& daemon_sockets,
+                                              const procfs::UnixSocketTable& table, const std::string& path) {
+  const procfs::UnixSocket* listening = nullptr;
+  for (const std::uint64_t ino : daemon_sockets) {
+    const auto it = table.find(ino);
+    if (it != table.end() && it->second.listening && it->second.bound_path == path) listening = &it->second;
+  }
+  return listening;
+}
+
+// Links each of the daemon's listening sockets into `dir` (each link noted in `links` as made,
+// for removal), and checks that what was linked is that socket.
+bool link_daemon_sockets(int pipe, int dir, const std::string& bound_dir, const std::set<std::uint64_t>& daemon_sockets,
+                         const procfs::UnixSocketTable& table, std::set<std::string>& links, std::string& why) {
+  for (const char* name : kSocketNames) {
+    const procfs::UnixSocket* listening = daemon_listening_at(daemon_sockets, table, bound_dir + "/" + name);
+    if (listening == nullptr) continue;
+    if (::linkat(pipe, name, dir, name, 0) != 0) {
+      why = fmt::format("cannot link {}/{}: {}", bound_dir, name, std::strerror(errno));
+      return false;
+    }
+    links.insert(name);
+    // What was linked may have been swapped in meanwhile: it must be the daemon's own socket.
+    struct stat linked {};
+    if (::fstatat(dir, name, &linked, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(linked.st_mode) ||
+        linked.st_dev != listening->file_dev || linked.st_ino != listening->file_ino) {
+      why = fmt::format("{}/{} is no longer the control daemon's socket", bound_dir, name);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<PrivatePipeDirectory> PrivatePipeDirectory::make(const std::string& root_here, const std::string& bound_dir,
+                                                               const std::set<std::uint64_t>& daemon_sockets,
+                                                               const procfs::UnixSocketTable& table, std::string& why) {
+  const auto slash = bound_dir.rfind('/');
+  if (bound_dir.empty() || bound_dir.front() != '/' || slash == std::string::npos || slash + 1 >= bound_dir.size()) {
+    why = fmt::format("the MPS pipe directory {} is not an absolute path below /", bound_dir);
     return std::nullopt;
   }
+  const std::string parent_path = bound_dir.substr(0, slash);
+  const std::string pipe_name = bound_dir.substr(slash + 1);
+  procfs::unique_fd at = open_root_owned(root_here, parent_path, why);
+  if (!at) return std::nullopt;
   const procfs::unique_fd pipe(::openat(at.get(), pipe_name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!pipe) {
     why = fmt::format("the MPS pipe directory {} cannot be opened: {}", bound_dir, std::strerror(errno));
     return std::nullopt;
   }
   PrivatePipeDirectory made;
-  for (int attempt = 0; attempt < 8 && !made.dir_; ++attempt) {
-    made.name_ = random_name();
-    if (made.name_.empty() || ::mkdirat(at.get(), made.name_.c_str(), 0700) != 0) {
-      if (errno == EEXIST) continue;
-      why = fmt::format("cannot make a directory in {}: {}", parent_path, std::strerror(errno));
-      return std::nullopt;
-    }
-    made.dir_ = procfs::unique_fd(::openat(at.get(), made.name_.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  }
-  if (!made.dir_) {
-    why = fmt::format("cannot make a directory in {}", parent_path);
-    return std::nullopt;
-  }
+  made.dir_ = make_private_dir(at.get(), parent_path, made.name_, why);
+  if (!made.dir_) return std::nullopt;
   made.parent_ = std::move(at);
   const std::string here_parent = root_here == "/" ? parent_path : root_here + parent_path;
   made.path_ = (here_parent.empty() ? std::string() : here_parent) + "/" + made.name_;
-  for (const char* name : kSocketNames) {
-    // The daemon's socket listening at this name, if it has one.
-    const procfs::UnixSocket* listening = nullptr;
-    for (const std::uint64_t ino : daemon_sockets) {
-      const auto it = table.find(ino);
-      if (it != table.end() && it->second.listening && it->second.bound_path == bound_dir + "/" + name) {
-        listening = &it->second;
-      }
-    }
-    if (listening == nullptr) continue;
-    if (::linkat(pipe.get(), name, made.dir_.get(), name, 0) != 0) {
-      why = fmt::format("cannot link {}/{}: {}", bound_dir, name, std::strerror(errno));
-      return std::nullopt;
-    }
-    made.links_.insert(name);
-    // What was linked may have been swapped in meanwhile: it must be the daemon's own socket.
-    struct stat linked {};
-    if (::fstatat(made.dir_.get(), name, &linked, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(linked.st_mode) ||
-        linked.st_dev != listening->file_dev || linked.st_ino != listening->file_ino) {
-      why = fmt::format("{}/{} is no longer the control daemon's socket", bound_dir, name);
-      return std::nullopt;
-    }
+  if (!link_daemon_sockets(pipe.get(), made.dir_.get(), bound_dir, daemon_sockets, table, made.links_, why)) {
+    return std::nullopt;
   }
   if (made.links_.count("control") == 0) {
     why = fmt::format("the control daemon listens at no {}/control", bound_dir);

@@ -73,96 +73,132 @@ const PidRef* group_anchor(const std::string& proc_root, const std::vector<const
   return nullptr;
 }
 
+// What every lead of one sweep is checked against, and where its pin counts.
+struct SweepContext {
+  const std::string& proc_root;
+  std::unordered_set<pid_t>& known;
+  const std::unordered_set<pid_t>& excluded;
+  const Callbacks& call;
+
+  bool consider(pid_t pid, const StillBelongsFn& still_belongs, std::deque<Found>& out) const {
+    return sweep::consider(proc_root, pid, known, excluded, call, still_belongs, out);
+  }
+};
+
+// Every process in `group`, kept while a living member still anchors the group's ID.
+void join_group(const SweepContext& sweep, pid_t group, const std::vector<const PidRef*>& living,
+                std::deque<Found>& joined) {
+  const PidRef* anchor = group_anchor(sweep.proc_root, living, group);
+  if (anchor == nullptr) return;
+  const StillBelongsFn in_group = [&](const PidRef&, const StatFields& pinned) {
+    if (pinned.pgid != group || !lives(anchor)) return false;
+    const auto anchor_stat = anchor->read_stat(sweep.proc_root);
+    return anchor_stat && anchor_stat->pgid == group;
+  };
+  for (const auto& stat : procfs::scan_stats(sweep.proc_root)) {
+    if (stat.pgid == group) sweep.consider(stat.pid, in_group, joined);
+  }
+}
+
+// A process's children as its children file lists them; where that cannot be read, from one
+// scan of every process's parent, made on the first such failure. Each list goes to the
+// scope's after_read before any of it is pinned.
+class ChildLister {
+ public:
+  ChildLister(const std::string& proc_root, const SweepScope& scope) : proc_root_(proc_root), scope_(scope) {}
+
+  std::vector<pid_t> operator()(const PidRef& parent) {
+    auto children = read(parent);
+    if (scope_.after_read) scope_.after_read(children);
+    return children;
+  }
+
+ private:
+  std::vector<pid_t> read(const PidRef& parent) {
+    auto children = procfs::read_children(proc_root_, parent.pid());
+    if (children) return std::move(*children);
+    if (!scanned_) {
+      for (const auto& stat : procfs::scan_stats(proc_root_)) by_parent_[stat.ppid].push_back(stat.pid);
+      scanned_ = true;
+    }
+    const auto it = by_parent_.find(parent.pid());
+    return it == by_parent_.end() ? std::vector<pid_t>{} : it->second;
+  }
+
+  const std::string& proc_root_;
+  const SweepScope& scope_;
+  std::unordered_map<pid_t, std::vector<pid_t>> by_parent_;
+  bool scanned_ = false;
+};
+
+// One step of the depth-first walk: a process, its children as read, and the next to look at.
+struct Frame {
+  const PidRef* root = nullptr;
+  Found owned;
+  std::vector<pid_t> children;
+  std::size_t next = 0;
+  const PidRef& ref() const { return root != nullptr ? *root : owned.ref; }
+};
+
+// Depth-first from a living member: a found process's children are looked at before its next
+// sibling is pinned, and it is handed over once they have been, so that only the path being
+// walked holds descriptors (a caller that drops what it is handed walks any width of tree
+// under a low open-file limit). Returns how many were handed over.
+std::size_t walk_descendants(const SweepContext& sweep, const PidRef* root, ChildLister& children_of,
+                             const FoundFn& found) {
+  std::size_t count = 0;
+  std::vector<Frame> stack;
+  stack.push_back(Frame{root, {}, children_of(*root), 0});
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    const PidRef& parent = top.ref();
+    // A parent that exited hands its children to its reaper: they are no longer the plan's.
+    if (top.next < top.children.size() && lives(&parent)) {
+      const pid_t child = top.children[top.next++];
+      // Still the child of this parent, read through the child's pin, while the parent
+      // lives (a living parent's PID names no one else).
+      const StillBelongsFn under_parent = [&](const PidRef&, const StatFields& pinned) {
+        return pinned.ppid == parent.pid() && lives(&parent);
+      };
+      std::deque<Found> one;
+      if (sweep.consider(child, under_parent, one)) {
+        Frame frame{nullptr, std::move(one.front()), {}, 0};
+        frame.children = children_of(frame.owned.ref);
+        stack.push_back(std::move(frame));  // `top` and `parent` are not used past here
+      }
+      continue;
+    }
+    Frame done = std::move(stack.back());
+    stack.pop_back();
+    if (done.root == nullptr) {
+      ++count;
+      found(std::move(done.owned.ref), done.owned.state);
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 std::size_t sweep_once(const std::string& proc_root, const SweepScope& scope,
                        std::unordered_set<pid_t>& known, const std::unordered_set<pid_t>& excluded,
                        std::size_t& pin_budget, const FoundFn& found, const PinFailedFn& failed) {
   const Callbacks call{pin_budget, failed};
+  const SweepContext sweep{proc_root, known, excluded, call};
   std::vector<const PidRef*> living;
   for (const PidRef* ref : scope.members) {
     if (lives(ref)) living.push_back(ref);
   }
   if (living.empty()) return 0;  // nothing of the target lives: every PID read now is a stranger's
   std::deque<Found> joined;       // the group's finds
-
-  if (scope.process_group && *scope.process_group > 1) {
-    const pid_t group = *scope.process_group;
-    if (const PidRef* anchor = group_anchor(proc_root, living, group)) {
-      const StillBelongsFn in_group = [&](const PidRef&, const StatFields& pinned) {
-        if (pinned.pgid != group || !lives(anchor)) return false;
-        const auto anchor_stat = anchor->read_stat(proc_root);
-        return anchor_stat && anchor_stat->pgid == group;
-      };
-      for (const auto& stat : procfs::scan_stats(proc_root)) {
-        if (stat.pgid == group) consider(proc_root, stat.pid, known, excluded, call, in_group, joined);
-      }
-    }
-  }
+  if (scope.process_group && *scope.process_group > 1) join_group(sweep, *scope.process_group, living, joined);
 
   // A group's finds are walked from on the next sweep, as members.
   std::size_t count = joined.size();
   for (Found& f : joined) found(std::move(f.ref), f.state);
   if (!scope.descendants) return count;
-
-  // Depth-first from every living member: a found process's children are looked at before
-  // its next sibling is pinned, and it is handed over once they have been, so that only the
-  // path being walked holds descriptors (a caller that drops what it is handed walks any
-  // width of tree under a low open-file limit).
-  struct Frame {
-    const PidRef* root = nullptr;
-    Found owned;
-    std::vector<pid_t> children;
-    std::size_t next = 0;
-    const PidRef& ref() const { return root != nullptr ? *root : owned.ref; }
-  };
-  std::unordered_map<pid_t, std::vector<pid_t>> by_parent;  // filled on first fallback
-  bool scanned = false;
-  const auto read_children_of = [&](const PidRef& parent) {
-    auto children = procfs::read_children(proc_root, parent.pid());
-    if (children) return std::move(*children);
-    if (!scanned) {
-      for (const auto& stat : procfs::scan_stats(proc_root)) by_parent[stat.ppid].push_back(stat.pid);
-      scanned = true;
-    }
-    const auto it = by_parent.find(parent.pid());
-    return it == by_parent.end() ? std::vector<pid_t>{} : it->second;
-  };
-  const auto children_of = [&](const PidRef& parent) {
-    auto children = read_children_of(parent);
-    if (scope.after_read) scope.after_read(children);
-    return children;
-  };
-  for (const PidRef* root : living) {
-    std::vector<Frame> stack;
-    stack.push_back(Frame{root, {}, children_of(*root), 0});
-    while (!stack.empty()) {
-      Frame& top = stack.back();
-      const PidRef& parent = top.ref();
-      // A parent that exited hands its children to its reaper: they are no longer the plan's.
-      if (top.next < top.children.size() && lives(&parent)) {
-        const pid_t child = top.children[top.next++];
-        // Still the child of this parent, read through the child's pin, while the parent
-        // lives (a living parent's PID names no one else).
-        const StillBelongsFn under_parent = [&](const PidRef&, const StatFields& pinned) {
-          return pinned.ppid == parent.pid() && lives(&parent);
-        };
-        std::deque<Found> one;
-        if (consider(proc_root, child, known, excluded, call, under_parent, one)) {
-          Frame frame{nullptr, std::move(one.front()), {}, 0};
-          frame.children = children_of(frame.owned.ref);
-          stack.push_back(std::move(frame));  // `top` and `parent` are not used past here
-        }
-        continue;
-      }
-      Frame done = std::move(stack.back());
-      stack.pop_back();
-      if (done.root == nullptr) {
-        ++count;
-        found(std::move(done.owned.ref), done.owned.state);
-      }
-    }
-  }
+  ChildLister children_of(proc_root, scope);
+  for (const PidRef* root : living) count += walk_descendants(sweep, root, children_of, found);
   return count;
 }
 

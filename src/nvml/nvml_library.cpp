@@ -48,52 +48,32 @@ std::string loaded_path(void* handle, const std::string& fallback) {
   return fallback;
 }
 
-}  // namespace
-
-NvmlLoadResult NvmlLibrary::load() {
-  const char* override_path = std::getenv("GPUREAP_NVML_LIBRARY");
-  if (override_path != nullptr && override_path[0] != '\0') return load_from(override_path);
-  return load_from(kSoname);
+// Why dlopen failed, with what to set when it was our default soname.
+std::string not_loaded_message(const std::string& path_or_soname, const char* why) {
+  if (path_or_soname == kSoname) {
+    return fmt::format(
+        "{} not found: no NVIDIA driver on this host, or not in the loader path "
+        "(set LD_LIBRARY_PATH or GPUREAP_NVML_LIBRARY=/path/to/libnvidia-ml.so.1)",
+        kSoname);
+  }
+  return fmt::format("cannot load NVML library '{}' (from GPUREAP_NVML_LIBRARY): {}", path_or_soname,
+                     why != nullptr ? why : "unknown error");
 }
 
-NvmlLoadResult NvmlLibrary::load_from(const std::string& path_or_soname) {
-  NvmlLoadResult result;
-  result.requested = path_or_soname;
-  void* handle = dlopen(path_or_soname.c_str(), RTLD_LAZY | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    result.failure = LoadFailure::LibraryNotFound;
-    if (path_or_soname == kSoname) {
-      result.message = fmt::format(
-          "{} not found: no NVIDIA driver on this host, or not in the loader path "
-          "(set LD_LIBRARY_PATH or GPUREAP_NVML_LIBRARY=/path/to/libnvidia-ml.so.1)",
-          kSoname);
-    } else {
-      result.message = fmt::format("cannot load NVML library '{}' (from GPUREAP_NVML_LIBRARY): {}",
-                                   path_or_soname, why != nullptr ? why : "unknown error");
-    }
-    return result;
-  }
-
-  std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
-  lib->handle_ = handle;
-  lib->path_ = loaded_path(handle, path_or_soname);
-  NvmlSymbols& s = lib->symbols_;
+// The symbols without which the library is of no use. True when all are there.
+bool resolve_required(void* handle, NvmlSymbols& s) {
   using namespace nvml_abi;
   s.init = resolve_first<InitFn>(handle, {"nvmlInit_v2", "nvmlInit"});
   s.shutdown = resolve<ShutdownFn>(handle, "nvmlShutdown");
   s.device_get_count = resolve_first<DeviceGetCountFn>(handle, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
   s.device_get_handle_by_index = resolve_first<DeviceGetHandleByIndexFn>(
       handle, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
-  if (!s.init || !s.shutdown || !s.device_get_count || !s.device_get_handle_by_index) {
-    result.failure = LoadFailure::MissingSymbols;
-    result.message = fmt::format(
-        "{} lacks nvmlInit/nvmlShutdown/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex: "
-        "not a usable NVML library",
-        lib->path_);
-    return result;  // lib's destructor dlcloses; initialized_ is false so no shutdown
-  }
+  return s.init && s.shutdown && s.device_get_count && s.device_get_handle_by_index;
+}
 
+// The symbols an older driver may lack: each is checked where it is used.
+void resolve_optional(void* handle, NvmlSymbols& s) {
+  using namespace nvml_abi;
   s.error_string = resolve<ErrorStringFn>(handle, "nvmlErrorString");
   s.system_get_driver_version = resolve<SystemGetStringFn>(handle, "nvmlSystemGetDriverVersion");
   s.system_get_nvml_version = resolve<SystemGetStringFn>(handle, "nvmlSystemGetNVMLVersion");
@@ -123,7 +103,55 @@ NvmlLoadResult NvmlLibrary::load_from(const std::string& path_or_soname) {
   s.device_get_compute_instance_id = resolve<DeviceGetUintFn>(handle, "nvmlDeviceGetComputeInstanceId");
   s.has_conf_compute_mem_size_info = dlsym(handle, "nvmlDeviceGetConfComputeMemSizeInfo") != nullptr;
   s.has_running_process_detail_list = dlsym(handle, "nvmlDeviceGetRunningProcessDetailList") != nullptr;
+}
 
+// What to check when nvmlInit fails with `rc`.
+std::string init_failure_advice(int rc) {
+  switch (rc) {
+    case nvml_abi::kErrorDriverNotLoaded:
+      return "the NVIDIA kernel module is not loaded (check `lsmod | grep nvidia`, dmesg)";
+    case nvml_abi::kErrorLibRmVersionMismatch:
+      return "the driver library and kernel module versions differ: usually a driver upgrade "
+             "without a module reload or reboot";
+    case nvml_abi::kErrorNoPermission:
+      return "no permission to open the GPU device files (check /dev/nvidia* permissions)";
+    default:
+      return "the driver is not usable right now";
+  }
+}
+
+}  // namespace
+
+NvmlLoadResult NvmlLibrary::load() {
+  const char* override_path = std::getenv("GPUREAP_NVML_LIBRARY");
+  if (override_path != nullptr && override_path[0] != '\0') return load_from(override_path);
+  return load_from(kSoname);
+}
+
+NvmlLoadResult NvmlLibrary::load_from(const std::string& path_or_soname) {
+  NvmlLoadResult result;
+  result.requested = path_or_soname;
+  void* handle = dlopen(path_or_soname.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    result.failure = LoadFailure::LibraryNotFound;
+    result.message = not_loaded_message(path_or_soname, why);
+    return result;
+  }
+
+  std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
+  lib->handle_ = handle;
+  lib->path_ = loaded_path(handle, path_or_soname);
+  NvmlSymbols& s = lib->symbols_;
+  if (!resolve_required(handle, s)) {
+    result.failure = LoadFailure::MissingSymbols;
+    result.message = fmt::format(
+        "{} lacks nvmlInit/nvmlShutdown/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex: "
+        "not a usable NVML library",
+        lib->path_);
+    return result;  // lib's destructor dlcloses; initialized_ is false so no shutdown
+  }
+  resolve_optional(handle, s);
   lib->compute_ = resolve_process_list(handle, "nvmlDeviceGetComputeRunningProcesses");
   lib->graphics_ = resolve_process_list(handle, "nvmlDeviceGetGraphicsRunningProcesses");
   lib->mps_ = resolve_process_list(handle, "nvmlDeviceGetMPSComputeRunningProcesses");
@@ -132,23 +160,8 @@ NvmlLoadResult NvmlLibrary::load_from(const std::string& path_or_soname) {
   if (rc != nvml_abi::kSuccess) {
     result.failure = LoadFailure::InitFailed;
     result.nvml_code = rc;
-    std::string advice;
-    switch (rc) {
-      case nvml_abi::kErrorDriverNotLoaded:
-        advice = "the NVIDIA kernel module is not loaded (check `lsmod | grep nvidia`, dmesg)";
-        break;
-      case nvml_abi::kErrorLibRmVersionMismatch:
-        advice = "the driver library and kernel module versions differ: usually a driver upgrade "
-                 "without a module reload or reboot";
-        break;
-      case nvml_abi::kErrorNoPermission:
-        advice = "no permission to open the GPU device files (check /dev/nvidia* permissions)";
-        break;
-      default:
-        advice = "the driver is not usable right now";
-    }
-    result.message = fmt::format("NVML initialisation failed with {} ({}) from {}: {}",
-                                 nvml_error_name(rc), lib->error_string(rc), lib->path_, advice);
+    result.message = fmt::format("NVML initialisation failed with {} ({}) from {}: {}", nvml_error_name(rc),
+                                 lib->error_string(rc), lib->path_, init_failure_advice(rc));
     return result;
   }
   lib->initialized_ = true;

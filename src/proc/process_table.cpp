@@ -76,6 +76,11 @@ class ProcessTableBuilder {
   void read_clock(int root_fd);
   std::vector<pid_t> list_pids(int root_fd);
   void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only);
+  using QuietSeen = std::vector<std::pair<pid_t, FdLookMemory::Quiet>>;
+  using DetailsSeen = std::vector<std::pair<pid_t, FdLookMemory::Details>>;
+  struct ParallelRead;
+  void read_share(int root_fd, ParallelRead& read, unsigned slot);
+  void keep_read(ParallelRead& read);
   void complete_holders(int root_fd);
   bool read_one(int root_fd, pid_t pid);
   static bool still_quiet(const FdLookMemory& memory, pid_t pid,
@@ -177,84 +182,111 @@ std::vector<pid_t> ProcessTableBuilder::list_pids(int root_fd) {
   return pids;
 }
 
+// One parallel read: the PIDs, what each thread read and saw, and the next PID to take.
+struct ProcessTableBuilder::ParallelRead {
+  ParallelRead(const std::vector<pid_t>& pids_to_read, bool holders, FdLookMemory* look_memory, unsigned thread_count)
+      : pids(pids_to_read),
+        holders_only(holders),
+        memory(look_memory),
+        threads(thread_count),
+        results(thread_count),
+        errors(thread_count),
+        quiet(thread_count),
+        details(thread_count) {}
+
+  const std::vector<pid_t>& pids;
+  const bool holders_only;
+  // The memory is read by every thread and rewritten once they are done (what each saw quiet).
+  FdLookMemory* const memory;
+  const unsigned threads;
+  std::vector<std::vector<ProcessInfo>> results;
+  std::vector<std::exception_ptr> errors;
+  std::vector<QuietSeen> quiet;
+  std::vector<DetailsSeen> details;
+  std::atomic<std::size_t> next{0};
+};
+
 void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only) {
   const auto threads = static_cast<unsigned>(std::min<std::size_t>(
       {usable_cpus(), kMaxThreads, 1 + pids.size() / kPidsPerExtraThread}));
-
-  std::vector<std::vector<ProcessInfo>> results(threads);
-  std::vector<std::exception_ptr> errors(threads);
-  // The memory is read by every thread and rewritten once they are done (what each saw quiet).
-  FdLookMemory* memory = holders_only ? table_.options_.memory.get() : nullptr;
-  std::vector<std::vector<std::pair<pid_t, FdLookMemory::Quiet>>> quiet(threads);
-  std::vector<std::vector<std::pair<pid_t, FdLookMemory::Details>>> details(threads);
-  std::atomic<std::size_t> next{0};
-  const auto work = [&](unsigned slot) {
-    try {
-      procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
-      if (memory != nullptr) reader.remember_details(memory, &details[slot]);
-      std::optional<procfs::DeviceFdProbe> probe;
-      if (holders_only) probe.emplace(table_.options_.dev_dir, is_procfs_);
-      std::vector<DeviceFileHandle> held;
-      std::vector<ProcessInfo>& out = results[slot];
-      out.reserve(pids.size() / threads + kChunk);
-      for (;;) {
-        const std::size_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
-        if (begin >= pids.size()) break;
-        const std::size_t end = std::min(pids.size(), begin + kChunk);
-        for (std::size_t i = begin; i < end; ++i) {
-          std::optional<ProcessInfo> info;
-          if (probe) {
-            if (memory != nullptr && still_quiet(*memory, pids[i], quiet[slot])) continue;
-            const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
-            if (seen == procfs::FdProbe::OtherFiles && memory != nullptr) {
-              // Seen for the first time: its next look is staggered by PID, so that each round
-              // looks at an even share of the processes; afterwards every full_look_every rounds.
-              const unsigned every = memory->full_look_every_;
-              const bool known = memory->quiet_.count(pids[i]) > 0;
-              const unsigned wait = known ? every : 1 + static_cast<unsigned>(pids[i]) % every;
-              quiet[slot].emplace_back(pids[i], FdLookMemory::Quiet{wait + memory->round_});
-            }
-            if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
-            info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
-                                                    : reader.read(root_fd, pids[i], &held);
-          } else {
-            info = reader.read(root_fd, pids[i]);
-          }
-          if (info) {
-            out.push_back(std::move(*info));
-          }
-        }
-      }
-    } catch (...) {
-      errors[slot] = std::current_exception();
-    }
-  };
+  ParallelRead read(pids, holders_only, holders_only ? table_.options_.memory.get() : nullptr, threads);
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);
   for (unsigned slot = 1; slot < threads; ++slot) {
     try {
-      helpers.emplace_back(work, slot);
+      helpers.emplace_back([this, root_fd, &read, slot] { read_share(root_fd, read, slot); });
     } catch (const std::system_error&) {
       break;  // no thread to be had (RLIMIT_NPROC): the others take its share
     }
   }
-  work(0);
+  read_share(root_fd, read, 0);
   for (std::thread& helper : helpers) helper.join();
-  for (const std::exception_ptr& error : errors) {
+  for (const std::exception_ptr& error : read.errors) {
     if (error) std::rethrow_exception(error);
   }
+  keep_read(read);
+}
 
+// One thread's share: PIDs taken a chunk at a time; in the Holders scope each gets a look at
+// its fd/ first, and a full read only when it holds a GPU device file.
+void ProcessTableBuilder::read_share(int root_fd, ParallelRead& read, unsigned slot) {
+  const std::vector<pid_t>& pids = read.pids;
+  FdLookMemory* memory = read.memory;
+  try {
+    procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
+    if (memory != nullptr) reader.remember_details(memory, &read.details[slot]);
+    std::optional<procfs::DeviceFdProbe> probe;
+    if (read.holders_only) probe.emplace(table_.options_.dev_dir, is_procfs_);
+    std::vector<DeviceFileHandle> held;
+    std::vector<ProcessInfo>& out = read.results[slot];
+    out.reserve(pids.size() / read.threads + kChunk);
+    for (;;) {
+      const std::size_t begin = read.next.fetch_add(kChunk, std::memory_order_relaxed);
+      if (begin >= pids.size()) break;
+      const std::size_t end = std::min(pids.size(), begin + kChunk);
+      for (std::size_t i = begin; i < end; ++i) {
+        std::optional<ProcessInfo> info;
+        if (probe) {
+          if (memory != nullptr && still_quiet(*memory, pids[i], read.quiet[slot])) continue;
+          const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
+          if (seen == procfs::FdProbe::OtherFiles && memory != nullptr) {
+            // Seen for the first time: its next look is staggered by PID, so that each round
+            // looks at an even share of the processes; afterwards every full_look_every rounds.
+            const unsigned every = memory->full_look_every_;
+            const bool known = memory->quiet_.count(pids[i]) > 0;
+            const unsigned wait = known ? every : 1 + static_cast<unsigned>(pids[i]) % every;
+            read.quiet[slot].emplace_back(pids[i], FdLookMemory::Quiet{wait + memory->round_});
+          }
+          if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
+          info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
+                                                  : reader.read(root_fd, pids[i], &held);
+        } else {
+          info = reader.read(root_fd, pids[i]);
+        }
+        if (info) {
+          out.push_back(std::move(*info));
+        }
+      }
+    }
+  } catch (...) {
+    read.errors[slot] = std::current_exception();
+  }
+}
+
+// Every thread's processes into the table, and what they saw into the memory.
+void ProcessTableBuilder::keep_read(ParallelRead& read) {
   auto& processes = table_.processes_;
-  processes.reserve(pids.size());
-  for (std::vector<ProcessInfo>& part : results) {
+  processes.reserve(read.pids.size());
+  for (std::vector<ProcessInfo>& part : read.results) {
     for (ProcessInfo& info : part) add(std::move(info));
   }
+  FdLookMemory* memory = read.memory;
   if (memory != nullptr) {
     // What was not seen quiet this round (gone, or now a holder) is forgotten.
     memory->quiet_.clear();
-    for (const auto& part : quiet) memory->quiet_.insert(part.begin(), part.end());
+    for (const auto& part : read.quiet) memory->quiet_.insert(part.begin(), part.end());
     memory->details_.clear();
-    for (auto& part : details) {
+    for (auto& part : read.details) {
       for (auto& [pid, d] : part) memory->details_.insert_or_assign(pid, std::move(d));
     }
     ++memory->round_;

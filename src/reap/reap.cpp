@@ -110,8 +110,11 @@ std::string resolve_cgroup_dir(const std::string& path, const std::string& proc_
   return dir;
 }
 
-ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, const PlanPolicy& policy) {
-  // Candidates: the cgroup's members, or every driver-listed PID and device-file holder.
+namespace {
+
+// Candidates: the cgroup's members, or every driver-listed PID and device-file holder; sorted,
+// each once, with their details loaded.
+std::vector<pid_t> reap_candidates(Snapshot& snapshot, const ReapCriteria& criteria) {
   std::vector<pid_t> candidates;
   if (criteria.cgroup_dir) {
     candidates = criteria.cgroup_pids;
@@ -126,9 +129,54 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   snapshot.table.load_details(candidates);
+  return candidates;
+}
 
+// With --gpu: whether the process uses one of the chosen NVIDIA or DRM GPUs.
+bool on_chosen_gpu(const Snapshot& snapshot, const ReapCriteria& criteria, pid_t pid, const std::set<unsigned>& used) {
+  if (!criteria.gpus) return true;
+  bool on_selected = std::any_of(used.begin(), used.end(), [&](unsigned g) { return criteria.gpus->count(g) > 0; });
+  if (!on_selected && criteria.drm_gpus && !criteria.drm_gpus->empty()) {
+    const auto drm_used = snapshot.drm_memory_of(pid);
+    on_selected = std::any_of(drm_used.begin(), drm_used.end(), [&](const auto& entry) {
+      return criteria.drm_gpus->count(entry.first) > 0;
+    });
+  }
+  return on_selected;
+}
+
+// Why a candidate is spared: named by --except, or an ancestor of gpureap; "" when it is not.
+std::string spared_reason(const ReapCriteria& criteria, const PlanPolicy& policy, pid_t pid, const ProcessInfo& p) {
+  const std::string exe_name = executable_basename(p.exe);  // a replaced binary stays itself
+  std::string spared_why;
+  // By the executable's name, never by comm: a process names itself, so a comm that equals
+  // an --except name would let any job escape its cleanup.
+  for (const auto& name : criteria.except) {
+    if (!exe_name.empty() && name == exe_name) spared_why = "--except " + name;
+  }
+  if (std::find(policy.self_ancestry.begin(), policy.self_ancestry.end(), pid) != policy.self_ancestry.end()) {
+    spared_why = "an ancestor of gpureap (the shell or job running it)";
+  }
+  return spared_why;
+}
+
+// An exited listed PID whose context only selected processes keep alive is the job's memory.
+void list_exited_contexts(const Snapshot& snapshot, ReapSelection& out) {
+  for (const auto& v : snapshot.processes) {
+    if (v.held_by.empty()) continue;
+    const bool ours = std::all_of(v.held_by.begin(), v.held_by.end(), [&](pid_t holder) {
+      return std::any_of(out.selection.processes.begin(), out.selection.processes.end(),
+                         [&](const SelectedProcess& s) { return s.pid == holder; });
+    });
+    if (ours) out.listed_pids.insert(static_cast<pid_t>(v.driver.pid));
+  }
+}
+
+}  // namespace
+
+ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, const PlanPolicy& policy) {
   ReapSelection out;
-  for (pid_t pid : candidates) {
+  for (pid_t pid : reap_candidates(snapshot, criteria)) {
     const ProcessInfo* p = snapshot.table.find(pid);
     // Gone since the cgroup was read; a kernel thread; gpureap itself (its own NVML descriptors).
     if (p == nullptr || p->kernel_thread || pid == policy.self) continue;
@@ -149,27 +197,8 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
       if (why.empty()) continue;
       why = fmt::format("GPU process of uid {}: {}", p->real_uid, why);
     }
-    if (criteria.gpus) {
-      bool on_selected = std::any_of(used.begin(), used.end(), [&](unsigned g) { return criteria.gpus->count(g) > 0; });
-      if (!on_selected && criteria.drm_gpus && !criteria.drm_gpus->empty()) {
-        const auto drm_used = snapshot.drm_memory_of(pid);
-        on_selected = std::any_of(drm_used.begin(), drm_used.end(), [&](const auto& entry) {
-          return criteria.drm_gpus->count(entry.first) > 0;
-        });
-      }
-      if (!on_selected) continue;
-    }
-    const std::string exe_name = executable_basename(p->exe);  // a replaced binary stays itself
-    std::string spared_why;
-    // By the executable's name, never by comm: a process names itself, so a comm that equals
-    // an --except name would let any job escape its cleanup.
-    for (const auto& name : criteria.except) {
-      if (!exe_name.empty() && name == exe_name) spared_why = "--except " + name;
-    }
-    if (std::find(policy.self_ancestry.begin(), policy.self_ancestry.end(), pid) != policy.self_ancestry.end()) {
-      spared_why = "an ancestor of gpureap (the shell or job running it)";
-    }
-    if (!spared_why.empty()) {
+    if (!on_chosen_gpu(snapshot, criteria, pid, used)) continue;
+    if (const std::string spared_why = spared_reason(criteria, policy, pid, *p); !spared_why.empty()) {
       out.spared.push_back({pid, p->command(), spared_why});
       // Spared, but its GPU memory is still the job's: the GPU is not called empty while it
       // holds some (the report names it).
@@ -183,15 +212,7 @@ ReapSelection select_reap(Snapshot& snapshot, const ReapCriteria& criteria, cons
     out.gpus_used.insert(used.begin(), used.end());
     if (listed_by_driver(snapshot, pid)) out.listed_pids.insert(pid);
   }
-  // An exited listed PID whose context only selected processes keep alive is the job's memory.
-  for (const auto& v : snapshot.processes) {
-    if (v.held_by.empty()) continue;
-    const bool ours = std::all_of(v.held_by.begin(), v.held_by.end(), [&](pid_t holder) {
-      return std::any_of(out.selection.processes.begin(), out.selection.processes.end(),
-                         [&](const SelectedProcess& s) { return s.pid == holder; });
-    });
-    if (ours) out.listed_pids.insert(static_cast<pid_t>(v.driver.pid));
-  }
+  list_exited_contexts(snapshot, out);
   return out;
 }
 

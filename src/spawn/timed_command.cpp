@@ -67,29 +67,88 @@ std::string name_of(int fd, const std::string& fallback) {
   return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : fallback;
 }
 
+// The program to run, as an open file: the caller's, checked, or found on PATH and opened.
+struct ProgramToRun {
+  unique_fd opened;  // held while the program runs, when we opened it
+  int fd = -1;
+  std::string name;
+  std::string problem;  // why it cannot run; empty when it can
+};
+
+ProgramToRun program_to_run(const TimedCommand& command) {
+  ProgramToRun program;
+  if (command.program_fd >= 0) {
+    program.fd = command.program_fd;
+    program.name = name_of(program.fd, command.argv.front());
+    program.problem = program_file_problem(program.fd, program.name);
+    return program;
+  }
+  program.name = find_executable(command.argv.front());
+  if (program.name.empty()) {
+    program.problem = command.argv.front().find('/') == std::string::npos
+                          ? fmt::format("{} is not installed (no absolute PATH entry holds it)", command.argv.front())
+                          : fmt::format("{} is not an executable file given by its absolute path", command.argv.front());
+    return program;
+  }
+  program.opened = open_program(program.name, program.problem);
+  program.fd = program.opened.get();
+  return program;
+}
+
+// Waits for the keeper, draining the output as it comes; past the backstop the keeper is
+// killed and reaped. True when it had to be (the run is lost).
+bool wait_for_keeper(const KeptProgram& kept, std::chrono::steady_clock::time_point backstop, unique_fd& out_read,
+                     const TimedCommand& command, std::string& output) {
+  for (;;) {
+    if (::waitpid(kept.keeper, nullptr, WNOHANG) == kept.keeper) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(backstop - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(kept.keeper, SIGKILL);  // not reaped yet: the PID is still the keeper's
+      while (::waitpid(kept.keeper, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return true;
+    }
+    const int pidfd = kept.keeper_pidfd.get();
+    pollfd fds[2] = {{pidfd, POLLIN, 0}, {out_read.get(), POLLIN, 0}};
+    // Without a pidfd (a kernel before 5.3) the wait polls every 10 ms.
+    const int wait_ms = pidfd >= 0 ? static_cast<int>(std::min<long long>(left.count(), 1000)) : 10;
+    const int ready = ::poll(pidfd >= 0 ? fds : fds + 1, (pidfd >= 0 ? 1 : 0) + (out_read ? 1 : 0), wait_ms);
+    if (ready < 0 && errno != EINTR) ::usleep(10000);
+    if (out_read && !drain(out_read.get(), output, command.max_output_bytes)) out_read = unique_fd();
+  }
+}
+
+// The keeper's report as the run's outcome; a lost keeper counts as timed out.
+TimedRun finished_run(TimedRun run, const KeptEnd& end, bool lost, const std::string& program) {
+  run.descendants_may_remain = lost || !end.descendants_ended;
+  switch (lost ? KeptOutcome::Lost : end.outcome) {
+    case KeptOutcome::NotStarted: {
+      TimedRun failed = not_started(fmt::format("cannot run {}: {}: {}", program, start_stage_words(end.failed_at),
+                                                std::strerror(end.error)));
+      failed.program = program;
+      return failed;
+    }
+    case KeptOutcome::Exited:
+      run.outcome = TimedOutcome::Exited;
+      run.exit_status = end.exit_status;
+      break;
+    case KeptOutcome::Signalled:
+      run.outcome = TimedOutcome::Signalled;
+      run.signal = end.signal;
+      break;
+    case KeptOutcome::TimedOut:
+    case KeptOutcome::Lost: run.outcome = TimedOutcome::TimedOut; break;
+  }
+  return run;
+}
+
 }  // namespace
 
 TimedRun run_timed_command(const TimedCommand& command) {
   if (command.argv.empty()) return not_started("no command");
-  unique_fd opened;
-  int program_fd = command.program_fd;
-  std::string program;
-  if (program_fd >= 0) {
-    program = name_of(program_fd, command.argv.front());
-    if (auto problem = program_file_problem(program_fd, program); !problem.empty()) return not_started(problem);
-  } else {
-    program = find_executable(command.argv.front());
-    if (program.empty()) {
-      return not_started(command.argv.front().find('/') == std::string::npos
-                             ? fmt::format("{} is not installed (no absolute PATH entry holds it)", command.argv.front())
-                             : fmt::format("{} is not an executable file given by its absolute path",
-                                           command.argv.front()));
-    }
-    std::string why;
-    opened = open_program(program, why);
-    if (!opened) return not_started(why);
-    program_fd = opened.get();
-  }
+  const ProgramToRun resolved = program_to_run(command);
+  if (!resolved.problem.empty()) return not_started(resolved.problem);
+  const std::string& program = resolved.name;
   if (command.run_as && command.run_as->groups.size() > static_cast<std::size_t>(spawn_child::kMaxGroups)) {
     return not_started(fmt::format("cannot run {}: more than {} supplementary groups", program, spawn_child::kMaxGroups));
   }
@@ -107,7 +166,7 @@ TimedRun run_timed_command(const TimedCommand& command) {
 
   StartRequest request;
   request.argv = command.argv;
-  request.program_fd = program_fd;
+  request.program_fd = resolved.fd;
   request.environment = helper_environment(command.extra_env);
   request.stdin_fd = command.give_input ? in_read.get() : null_in.get();
   request.stdout_fd = null_out ? null_out.get() : sink;
@@ -130,48 +189,10 @@ TimedRun run_timed_command(const TimedCommand& command) {
   }
   if (out_read) ::fcntl(out_read.get(), F_SETFL, O_NONBLOCK);
   // The keeper keeps the deadline; this one only bounds the keeper.
-  const auto backstop = deadline + kKeeperGrace;
-  bool lost = false;
-  for (;;) {
-    if (::waitpid(kept.keeper, nullptr, WNOHANG) == kept.keeper) break;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(backstop - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      ::kill(kept.keeper, SIGKILL);  // not reaped yet: the PID is still the keeper's
-      while (::waitpid(kept.keeper, nullptr, 0) < 0 && errno == EINTR) {
-      }
-      lost = true;
-      break;
-    }
-    const int pidfd = kept.keeper_pidfd.get();
-    pollfd fds[2] = {{pidfd, POLLIN, 0}, {out_read.get(), POLLIN, 0}};
-    // Without a pidfd (a kernel before 5.3) the wait polls every 10 ms.
-    const int wait_ms = pidfd >= 0 ? static_cast<int>(std::min<long long>(left.count(), 1000)) : 10;
-    const int ready = ::poll(pidfd >= 0 ? fds : fds + 1, (pidfd >= 0 ? 1 : 0) + (out_read ? 1 : 0), wait_ms);
-    if (ready < 0 && errno != EINTR) ::usleep(10000);
-    if (out_read && !drain(out_read.get(), run.output, command.max_output_bytes)) out_read = unique_fd();
-  }
+  const bool lost = wait_for_keeper(kept, deadline + kKeeperGrace, out_read, command, run.output);
   if (out_read) (void)drain(out_read.get(), run.output, command.max_output_bytes);  // its last words
   const KeptEnd end = read_keeper_report(kept.report.get());
-  run.descendants_may_remain = lost || !end.descendants_ended;
-  switch (lost ? KeptOutcome::Lost : end.outcome) {
-    case KeptOutcome::NotStarted: {
-      TimedRun failed = not_started(fmt::format("cannot run {}: {}: {}", program, start_stage_words(end.failed_at),
-                                                std::strerror(end.error)));
-      failed.program = program;
-      return failed;
-    }
-    case KeptOutcome::Exited:
-      run.outcome = TimedOutcome::Exited;
-      run.exit_status = end.exit_status;
-      break;
-    case KeptOutcome::Signalled:
-      run.outcome = TimedOutcome::Signalled;
-      run.signal = end.signal;
-      break;
-    case KeptOutcome::TimedOut:
-    case KeptOutcome::Lost: run.outcome = TimedOutcome::TimedOut; break;
-  }
-  return run;
+  return finished_run(std::move(run), end, lost, program);
 }
 
 std::string describe_timed_run(const TimedRun& run, std::chrono::milliseconds timeout) {

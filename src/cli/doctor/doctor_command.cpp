@@ -104,6 +104,94 @@ void reset_leaked(std::unique_ptr<SnapshotSource>& source, const std::vector<con
   source = std::make_unique<SnapshotSource>(default_snapshot_options());
 }
 
+DoctorOptions doctor_options(const DoctorCommandOptions& o) {
+  DoctorOptions options;
+  options.settle_seconds = o.settle_s;
+  if (o.tolerance_mib_value >= 0) {
+    options.tolerance_bytes = static_cast<std::uint64_t>(o.tolerance_mib_value * 1024 * 1024);
+  }
+  options.kernel_log = o.kernel_log;
+  options.no_kernel_log = o.no_kernel_log;
+  if (o.since_s >= 0) options.xid_max_age_seconds = o.since_s;
+  if (o.ipc_min_age_s >= 0) options.ipc_min_age_seconds = o.ipc_min_age_s;
+  return options;
+}
+
+// Asks before the fixes unless --yes; the exit status when they are not to be applied.
+std::optional<int> refused_fixes(const DoctorCommandOptions& o, const std::string& plan) {
+  if (o.yes) {
+    if (!o.json) write_text("\n" + plan);
+    return std::nullopt;
+  }
+  // The same rule as kill: asked on the terminal even when output is piped.
+  const Answer answer = ask_on_terminal(plan, "Apply these fixes?");
+  if (answer == Answer::NoTerminal) {
+    std::cerr << in_charset(plan, terminal_charset()) << "gpureap doctor: there is no terminal to ask for confirmation on, so nothing was "
+                         "changed: add --yes to apply these fixes without asking (exit status 10)\n";
+    return exit_code::kAborted;
+  }
+  if (answer != Answer::Yes) {
+    std::cerr << "gpureap doctor: not confirmed; nothing was changed (exit status 10)\n";
+    return exit_code::kAborted;
+  }
+  return std::nullopt;
+}
+
+// The first look, and after --fix a second one: what the report and exit status describe.
+struct DoctorLooks {
+  std::unique_ptr<SnapshotSource> source;
+  std::unique_ptr<Snapshot> snapshot;
+  Diagnosis diagnosis;
+  std::unique_ptr<Snapshot> final_snapshot;
+  Diagnosis final_diagnosis;
+};
+
+// --fix: the chosen fixes shown beside the diagnosis, confirmed, applied and audited, then a
+// fresh diagnosis of what remains. The exit status when doctor stops before the report.
+std::optional<int> fix_and_look_again(const DoctorCommandOptions& o, const DoctorOptions& options,
+                                      const TerminalStyle& style, const OutputWidth& width, DoctorLooks& looks,
+                                      DoctorReport& report) {
+  std::string config_error;
+  const auto config = load_kill_config(config_error);
+  if (!config) return fail(sanitize_for_terminal(config_error));
+  FixOptions fix;
+  for (const auto& id : o.only) fix.only.push_back(*parse_finding_id(id));  // checked by check_usage
+  fix.allow_reset = o.allow_reset;
+  fix.timeout_s = o.timeout_s;
+  fix.verify_timeout_s = o.verify_timeout_s;
+  fix.protect = config->protect;
+  const auto actions = choose_fixes(looks.diagnosis, fix);
+  if (actions.empty()) {
+    if (!o.json) {
+      report.fixes.push_back({std::nullopt, "nothing to fix", FixOutcome::Skipped,
+                              o.only.empty() ? "no finding has a fix doctor applies without --only"
+                                             : "the chosen findings have nothing to fix"});
+    }
+    return std::nullopt;
+  }
+  // Show the diagnosis first: the fixes only make sense beside it.
+  // No exit status under it: that is known only after the fixes (or 10 when declined).
+  DoctorReport before{looks.snapshot.get(), &looks.diagnosis, &options, false, {}, std::nullopt};
+  if (!o.json) write_text(render_doctor(before, style, width));
+  if (const auto refused = refused_fixes(o, render_fix_plan(actions, style, width))) return refused;
+  const std::string audit_path = audit_log_path(o.audit_log, *config);
+  std::optional<AuditLog> audit;
+  if (!audit_path.empty()) {
+    std::string error;
+    audit = AuditLog::open(audit_path, Requester::current(), error);
+    if (!audit) return fail(sanitize_for_terminal(error) + "; nothing was changed");
+  }
+  fix.audit = audit ? &*audit : nullptr;
+  report.fixes = apply_fixes(*looks.source, *looks.snapshot, looks.diagnosis, actions, fix, options);
+  reset_leaked(looks.source, actions, report.fixes);
+  // What remains: a fresh diagnosis, which is what the exit status reports.
+  looks.final_snapshot = looks.source->take();
+  DoctorOptions again = options;
+  again.settle_seconds = std::min(options.settle_seconds, 1.0);
+  looks.final_diagnosis = diagnose(*looks.source, *looks.final_snapshot, again);
+  return std::nullopt;
+}
+
 }  // namespace
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
@@ -158,89 +246,31 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorCommandOptions& options) {
 int run_doctor(const DoctorCommandOptions& given) {
   DoctorCommandOptions o = given;
   if (const std::string error = check_usage(o); !error.empty()) return fail(error);
-  DoctorOptions options;
-  options.settle_seconds = o.settle_s;
-  if (o.tolerance_mib_value >= 0) {
-    options.tolerance_bytes = static_cast<std::uint64_t>(o.tolerance_mib_value * 1024 * 1024);
-  }
-  options.kernel_log = o.kernel_log;
-  options.no_kernel_log = o.no_kernel_log;
-  if (o.since_s >= 0) options.xid_max_age_seconds = o.since_s;
-  if (o.ipc_min_age_s >= 0) options.ipc_min_age_seconds = o.ipc_min_age_s;
+  const DoctorOptions options = doctor_options(o);
   const ColorChoice choice = parse_color_choice(o.color);
   const TerminalStyle style = TerminalStyle::for_fd(STDOUT_FILENO, o.json ? ColorChoice::Never : choice);
   const OutputWidth width = OutputWidth::for_fd(STDOUT_FILENO, o.wide);
 
-  auto source = std::make_unique<SnapshotSource>(default_snapshot_options());
-  auto snapshot = source->take();
-  Diagnosis diagnosis = diagnose(*source, *snapshot, options);
+  DoctorLooks looks;
+  looks.source = std::make_unique<SnapshotSource>(default_snapshot_options());
+  looks.snapshot = looks.source->take();
+  looks.diagnosis = diagnose(*looks.source, *looks.snapshot, options);
 
   DoctorReport report;
   report.options = &options;
   report.fix_requested = o.fix;
-  std::unique_ptr<Snapshot> final_snapshot;
-  Diagnosis final_diagnosis;
   if (o.fix) {
-    std::string config_error;
-    const auto config = load_kill_config(config_error);
-    if (!config) return fail(sanitize_for_terminal(config_error));
-    FixOptions fix;
-    for (const auto& id : o.only) fix.only.push_back(*parse_finding_id(id));  // checked by check_usage
-    fix.allow_reset = o.allow_reset;
-    fix.timeout_s = o.timeout_s;
-    fix.verify_timeout_s = o.verify_timeout_s;
-    fix.protect = config->protect;
-    const auto actions = choose_fixes(diagnosis, fix);
-    if (!actions.empty()) {
-      // Show the diagnosis first: the fixes only make sense beside it.
-      // No exit status under it: that is known only after the fixes (or 10 when declined).
-      DoctorReport before{snapshot.get(), &diagnosis, &options, false, {}, std::nullopt};
-      if (!o.json) write_text(render_doctor(before, style, width));
-      const std::string plan = render_fix_plan(actions, style, width);
-      if (!o.yes) {
-        // The same rule as kill: asked on the terminal even when output is piped.
-        const Answer answer = ask_on_terminal(plan, "Apply these fixes?");
-        if (answer == Answer::NoTerminal) {
-          std::cerr << in_charset(plan, terminal_charset()) << "gpureap doctor: there is no terminal to ask for confirmation on, so nothing was "
-                               "changed: add --yes to apply these fixes without asking (exit status 10)\n";
-          return exit_code::kAborted;
-        }
-        if (answer != Answer::Yes) {
-          std::cerr << "gpureap doctor: not confirmed; nothing was changed (exit status 10)\n";
-          return exit_code::kAborted;
-        }
-      } else if (!o.json) {
-        write_text("\n" + plan);
-      }
-      const std::string audit_path = audit_log_path(o.audit_log, *config);
-      std::optional<AuditLog> audit;
-      if (!audit_path.empty()) {
-        std::string error;
-        audit = AuditLog::open(audit_path, Requester::current(), error);
-        if (!audit) return fail(sanitize_for_terminal(error) + "; nothing was changed");
-      }
-      fix.audit = audit ? &*audit : nullptr;
-      report.fixes = apply_fixes(*source, *snapshot, diagnosis, actions, fix, options);
-      reset_leaked(source, actions, report.fixes);
-      // What remains: a fresh diagnosis, which is what the exit status reports.
-      final_snapshot = source->take();
-      DoctorOptions again = options;
-      again.settle_seconds = std::min(options.settle_seconds, 1.0);
-      final_diagnosis = diagnose(*source, *final_snapshot, again);
-    } else if (!o.json) {
-      report.fixes.push_back({std::nullopt, "nothing to fix", FixOutcome::Skipped,
-                              o.only.empty() ? "no finding has a fix doctor applies without --only"
-                                             : "the chosen findings have nothing to fix"});
-    }
+    if (const auto stopped = fix_and_look_again(o, options, style, width, looks, report)) return *stopped;
   }
-  report.snapshot = final_snapshot ? final_snapshot.get() : snapshot.get();
-  report.diagnosis = final_snapshot ? &final_diagnosis : &diagnosis;
+  const bool fixed = looks.final_snapshot != nullptr;
+  report.snapshot = fixed ? looks.final_snapshot.get() : looks.snapshot.get();
+  report.diagnosis = fixed ? &looks.final_diagnosis : &looks.diagnosis;
   report.exit_code = doctor_exit_status(report.diagnosis->findings);
   const int exit_status = *report.exit_code;
   if (o.json) {
     write_out(doctor_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   } else {
-    if (final_snapshot) write_text("\n" + style.bold("After the fixes:") + "\n");
+    if (fixed) write_text("\n" + style.bold("After the fixes:") + "\n");
     write_text(render_doctor(report, style, width));
   }
   return exit_status;

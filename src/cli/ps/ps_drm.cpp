@@ -169,6 +169,89 @@ std::string render_drm_gpus(const Snapshot& snapshot, const PsFilter& filter, co
   return out;
 }
 
+namespace {
+
+// One client: who holds it, its memory by region and its engines' use.
+Json client_json(const drm::DrmClient& client) {
+  Json c;
+  c["client_id"] = client.client_id;
+  c["pids"] = client.pids();
+  Json descriptors = Json::array();
+  for (const auto& h : client.holders) descriptors.push_back(Json{{"pid", h.pid}, {"fd", h.fd}});
+  c["descriptors"] = descriptors;
+  c["vram_bytes"] = drm_optional_json(drm::device_memory_bytes(client.stats));
+  c["shared_vram_bytes"] = drm_optional_json(drm::shared_device_bytes(client.stats));
+  Json regions = Json::array();
+  for (const auto& r : client.stats.regions) {
+    regions.push_back(Json{{"region", r.region},
+                           {"total_bytes", drm_optional_json(r.total)},
+                           {"shared_bytes", drm_optional_json(r.shared)},
+                           {"resident_bytes", drm_optional_json(r.resident)},
+                           {"purgeable_bytes", drm_optional_json(r.purgeable)},
+                           {"active_bytes", drm_optional_json(r.active)}});
+  }
+  c["regions"] = regions;
+  Json engines = Json::array();
+  for (const auto& e : client.stats.engines) {
+    engines.push_back(Json{{"engine", e.engine},
+                           {"busy_ns", drm_optional_json(e.busy_ns)},
+                           {"capacity", e.capacity},
+                           {"cycles", drm_optional_json(e.cycles)},
+                           {"total_cycles", drm_optional_json(e.total_cycles)}});
+  }
+  c["engines"] = engines;
+  return c;
+}
+
+// The device's clients that a selected process holds.
+Json clients_json(const Snapshot& snapshot, const PsFilter& filter, const drm::DrmDevice& device) {
+  Json clients = Json::array();
+  for (const auto* client : snapshot.drm.clients.clients_of(device.pci_address)) {
+    const auto holders = client->pids();
+    if (std::none_of(holders.begin(), holders.end(), [&](pid_t pid) { return pid_selected(snapshot, filter, pid); })) continue;
+    clients.push_back(client_json(*client));
+  }
+  return clients;
+}
+
+// Selected holders of the device's nodes whose descriptors show no client stats.
+Json holders_without_stats_json(const Snapshot& snapshot, const PsFilter& filter, const drm::DrmDevice& device) {
+  Json others = Json::array();
+  for (const auto& holder : holders_without_client(snapshot, device)) {
+    if (!pid_selected(snapshot, filter, holder.pid)) continue;
+    others.push_back(Json{{"pid", holder.pid},
+                          {"fd", holder.file->fd},
+                          {"node", holder.file->kind == DeviceFileKind::DrmCard ? "card" : "render"},
+                          {"minor", holder.file->minor}});
+  }
+  return others;
+}
+
+// Selected KFD contexts with VRAM on the device, with whose they are as far as can be told.
+Json kfd_processes_json(const Snapshot& snapshot, const PsFilter& filter, const drm::DrmDevice& device) {
+  const auto& reading = snapshot.drm;
+  Json kfd = Json::array();
+  for (const auto& process : reading.kfd_processes) {
+    const auto vram = drm::kfd_vram_on(reading, process, device.pci_address);
+    if (!vram || !kfd_selected(snapshot, filter, process.pid)) continue;
+    const ProcessInfo* owner = kfd_owner(snapshot, process.pid);
+    const ProcessInfo* unreadable = kfd_unreadable(snapshot, process.pid);
+    const ProcessInfo* shown = owner != nullptr ? owner : unreadable;
+    kfd.push_back(Json{{"pid", process.pid},
+                       {"pasid", drm_optional_json(process.pasid)},
+                       {"vram_bytes", *vram},
+                       {"owner", owner != nullptr        ? "self"
+                                 : unreadable != nullptr ? "unreadable"
+                                 : snapshot.in_child_pid_namespace ? "host-pid"
+                                                                   : "other"},
+                       {"user", shown != nullptr && shown->details_loaded ? Json(shown->user) : Json(nullptr)},
+                       {"held_by", snapshot.kfd_context_holders(process.pid)}});
+  }
+  return kfd;
+}
+
+}  // namespace
+
 Json drm_gpus_json(const Snapshot& snapshot, const PsFilter& filter) {
   const auto& reading = snapshot.drm;
   Json gpus = Json::array();
@@ -192,67 +275,9 @@ Json drm_gpus_json(const Snapshot& snapshot, const PsFilter& filter) {
     gpu["memory"] = Json{{"total_bytes", drm_optional_json(device.vram_total)},
                          {"used_bytes", drm_optional_json(device.vram_used)},
                          {"clients_bytes", drm_optional_json(reading.clients.device_memory_of(device.pci_address))}};
-    Json clients = Json::array();
-    for (const auto* client : reading.clients.clients_of(device.pci_address)) {
-      const auto holders = client->pids();
-      if (std::none_of(holders.begin(), holders.end(), [&](pid_t pid) { return pid_selected(snapshot, filter, pid); })) continue;
-      Json c;
-      c["client_id"] = client->client_id;
-      c["pids"] = client->pids();
-      Json descriptors = Json::array();
-      for (const auto& h : client->holders) descriptors.push_back(Json{{"pid", h.pid}, {"fd", h.fd}});
-      c["descriptors"] = descriptors;
-      c["vram_bytes"] = drm_optional_json(drm::device_memory_bytes(client->stats));
-      c["shared_vram_bytes"] = drm_optional_json(drm::shared_device_bytes(client->stats));
-      Json regions = Json::array();
-      for (const auto& r : client->stats.regions) {
-        regions.push_back(Json{{"region", r.region},
-                               {"total_bytes", drm_optional_json(r.total)},
-                               {"shared_bytes", drm_optional_json(r.shared)},
-                               {"resident_bytes", drm_optional_json(r.resident)},
-                               {"purgeable_bytes", drm_optional_json(r.purgeable)},
-                               {"active_bytes", drm_optional_json(r.active)}});
-      }
-      c["regions"] = regions;
-      Json engines = Json::array();
-      for (const auto& e : client->stats.engines) {
-        engines.push_back(Json{{"engine", e.engine},
-                               {"busy_ns", drm_optional_json(e.busy_ns)},
-                               {"capacity", e.capacity},
-                               {"cycles", drm_optional_json(e.cycles)},
-                               {"total_cycles", drm_optional_json(e.total_cycles)}});
-      }
-      c["engines"] = engines;
-      clients.push_back(c);
-    }
-    gpu["clients"] = clients;
-    Json others = Json::array();
-    for (const auto& holder : holders_without_client(snapshot, device)) {
-      if (!pid_selected(snapshot, filter, holder.pid)) continue;
-      others.push_back(Json{{"pid", holder.pid},
-                            {"fd", holder.file->fd},
-                            {"node", holder.file->kind == DeviceFileKind::DrmCard ? "card" : "render"},
-                            {"minor", holder.file->minor}});
-    }
-    gpu["holders_without_stats"] = others;
-    Json kfd = Json::array();
-    for (const auto& process : reading.kfd_processes) {
-      const auto vram = drm::kfd_vram_on(reading, process, device.pci_address);
-      if (!vram || !kfd_selected(snapshot, filter, process.pid)) continue;
-      const ProcessInfo* owner = kfd_owner(snapshot, process.pid);
-      const ProcessInfo* unreadable = kfd_unreadable(snapshot, process.pid);
-      const ProcessInfo* shown = owner != nullptr ? owner : unreadable;
-      kfd.push_back(Json{{"pid", process.pid},
-                         {"pasid", drm_optional_json(process.pasid)},
-                         {"vram_bytes", *vram},
-                         {"owner", owner != nullptr        ? "self"
-                                   : unreadable != nullptr ? "unreadable"
-                                   : snapshot.in_child_pid_namespace ? "host-pid"
-                                                                     : "other"},
-                         {"user", shown != nullptr && shown->details_loaded ? Json(shown->user) : Json(nullptr)},
-                         {"held_by", snapshot.kfd_context_holders(process.pid)}});
-    }
-    gpu["kfd_processes"] = kfd;
+    gpu["clients"] = clients_json(snapshot, filter, device);
+    gpu["holders_without_stats"] = holders_without_stats_json(snapshot, filter, device);
+    gpu["kfd_processes"] = kfd_processes_json(snapshot, filter, device);
     gpus.push_back(gpu);
   }
   return gpus;

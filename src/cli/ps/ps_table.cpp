@@ -365,74 +365,82 @@ std::string render_ps_table(const Snapshot& snapshot, const PsFilter& filter, co
   return out;
 }
 
+namespace {
+
+// Descendants drawn with box characters; each labelled with its role towards the GPU.
+struct TreeWalker {
+  const Snapshot& snapshot;
+  const TerminalStyle& style;
+  const OutputWidth& width;
+  std::string& out;
+  int minor;
+  void walk(pid_t pid, const std::string& prefix) {
+    auto children = snapshot.table.children_of(pid);
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      const bool last = i + 1 == children.size();
+      const ProcessInfo* child = snapshot.table.find(children[i]);
+      if (child == nullptr) continue;
+      std::string role;
+      if (child->state == 'Z') {
+        role = style.dim("zombie (holds no memory)");
+      } else if (minor >= 0 ? child->holds_gpu_minor(minor) : child->holds_any_device_file()) {
+        role = style.yellow("worker: holds this GPU's descriptors");
+      } else if (child->holds_any_device_file()) {
+        role = style.yellow("holds other GPU device files");
+      } else {
+        role = style.dim("child: no GPU descriptors");
+      }
+      const std::string start = fmt::format("  {}{} {:>7} {} {} {}  ", prefix, last ? "└─" : "├─", child->pid,
+                                            fixed_cell(child->user, 9), std::string(1, child->state), role);
+      out += start + width.rest_of_line(child->command(), start) + "\n";
+      walk(child->pid, prefix + (last ? "   " : "│  "));
+    }
+  }
+};
+
+// One GPU's listed processes and its holders the driver does not list, each with its tree.
+void render_gpu_tree(const Snapshot& snapshot, const GpuView& gpu, const PsFilter& filter, const TerminalStyle& style,
+                     const OutputWidth& width, std::string& out) {
+  const int minor = gpu.reading.minor_number ? static_cast<int>(*gpu.reading.minor_number) : -1;
+  bool any = false;
+  for (const auto& process : snapshot.processes) {
+    if (process.gpu_index != gpu.reading.index || !filter.process_selected(process)) continue;
+    any = true;
+    const ProcessInfo* p = process.linux_process;
+    const std::string start = fmt::format("  {:>7} {} {:<4} {:>10} {} ", process.driver.pid,
+                                          fixed_cell(p ? p->user : "-", 9), process.driver.types.label(),
+                                          format_bytes(process.driver.used_memory),
+                                          identity_cell(process.identity, style));
+    out += start + (p ? width.rest_of_line(p->command(), start) : style.dim("(no such PID here)")) + "\n";
+    if (p != nullptr && process.identity != Identity::Mismatch) {
+      TreeWalker{snapshot, style, width, out, minor}.walk(p->pid, "");
+    }
+  }
+  if (!any) {
+    out += style.dim(filter.linux_filter() ? "  no listed process matches the selection" : "  no processes listed by the driver") + "\n";
+  }
+  for (const auto& holder : snapshot.holders) {
+    if (holder.listed_by_driver || holder.listed_ancestor || !filter.holder_selected(holder)) continue;
+    if (!holder.holds_gpu(gpu.reading.index)) continue;
+    const ProcessInfo& p = *holder.linux_process;
+    const std::string start =
+        fmt::format("  {:>7} {} {} {}  ", holder.pid, fixed_cell(p.user, 9), std::string(1, p.state),
+                    style.red(holder.role == HolderRole::Orphan ? "ORPHAN holder (its job is over)" : "unlisted holder"));
+    out += start + width.rest_of_line(p.command(), start) + "\n";
+    TreeWalker{snapshot, style, width, out, minor}.walk(holder.pid, "");
+  }
+}
+
+}  // namespace
+
 std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, const TerminalStyle& style,
                            const OutputWidth& width) {
   std::string out = header(snapshot, style, width);
-  const auto& table = snapshot.table;
-
-  // Descendants drawn with box characters; each labelled with its role towards the GPU.
-  struct Walker {
-    const Snapshot& snapshot;
-    const TerminalStyle& style;
-    const OutputWidth& width;
-    std::string& out;
-    int minor;
-    void walk(pid_t pid, const std::string& prefix) {
-      auto children = snapshot.table.children_of(pid);
-      for (std::size_t i = 0; i < children.size(); ++i) {
-        const bool last = i + 1 == children.size();
-        const ProcessInfo* child = snapshot.table.find(children[i]);
-        if (child == nullptr) continue;
-        std::string role;
-        if (child->state == 'Z') {
-          role = style.dim("zombie (holds no memory)");
-        } else if (minor >= 0 ? child->holds_gpu_minor(minor) : child->holds_any_device_file()) {
-          role = style.yellow("worker: holds this GPU's descriptors");
-        } else if (child->holds_any_device_file()) {
-          role = style.yellow("holds other GPU device files");
-        } else {
-          role = style.dim("child: no GPU descriptors");
-        }
-        const std::string start = fmt::format("  {}{} {:>7} {} {} {}  ", prefix, last ? "└─" : "├─", child->pid,
-                                              fixed_cell(child->user, 9), std::string(1, child->state), role);
-        out += start + width.rest_of_line(child->command(), start) + "\n";
-        walk(child->pid, prefix + (last ? "   " : "│  "));
-      }
-    }
-  };
-
   for (const auto& gpu : snapshot.gpus) {
     if (!filter.gpu_selected(gpu.reading.index)) continue;
     out += "\n" + gpu_heading(gpu, style, width);
     if (gpu.reading.error) continue;
-    const int minor = gpu.reading.minor_number ? static_cast<int>(*gpu.reading.minor_number) : -1;
-    bool any = false;
-    for (const auto& process : snapshot.processes) {
-      if (process.gpu_index != gpu.reading.index || !filter.process_selected(process)) continue;
-      any = true;
-      const ProcessInfo* p = process.linux_process;
-      const std::string start = fmt::format("  {:>7} {} {:<4} {:>10} {} ", process.driver.pid,
-                                            fixed_cell(p ? p->user : "-", 9), process.driver.types.label(),
-                                            format_bytes(process.driver.used_memory),
-                                            identity_cell(process.identity, style));
-      out += start + (p ? width.rest_of_line(p->command(), start) : style.dim("(no such PID here)")) + "\n";
-      if (p != nullptr && process.identity != Identity::Mismatch) {
-        Walker{snapshot, style, width, out, minor}.walk(p->pid, "");
-      }
-    }
-    if (!any) {
-      out += style.dim(filter.linux_filter() ? "  no listed process matches the selection" : "  no processes listed by the driver") + "\n";
-    }
-    for (const auto& holder : snapshot.holders) {
-      if (holder.listed_by_driver || holder.listed_ancestor || !filter.holder_selected(holder)) continue;
-      if (!holder.holds_gpu(gpu.reading.index)) continue;
-      const ProcessInfo& p = *holder.linux_process;
-      const std::string start =
-          fmt::format("  {:>7} {} {} {}  ", holder.pid, fixed_cell(p.user, 9), std::string(1, p.state),
-                      style.red(holder.role == HolderRole::Orphan ? "ORPHAN holder (its job is over)" : "unlisted holder"));
-      out += start + width.rest_of_line(p.command(), start) + "\n";
-      Walker{snapshot, style, width, out, minor}.walk(holder.pid, "");
-    }
+    render_gpu_tree(snapshot, gpu, filter, style, width, out);
   }
   if (!snapshot.driver.loaded) {
     out += "\n" + style.bold("Holders of GPU device files:") + "\n";
@@ -441,10 +449,9 @@ std::string render_ps_tree(const Snapshot& snapshot, const PsFilter& filter, con
       const ProcessInfo& p = *holder.linux_process;
       const std::string start = fmt::format("  {:>7} {} ppid {:<7} ", holder.pid, fixed_cell(p.user, 9), p.ppid);
       out += start + width.rest_of_line(p.command(), start) + "\n";
-      Walker{snapshot, style, width, out, -1}.walk(holder.pid, "");
+      TreeWalker{snapshot, style, width, out, -1}.walk(holder.pid, "");
     }
   }
-  (void)table;
   return out;
 }
 

@@ -51,6 +51,71 @@ bool stdout_needs_line_break() {
 // could not be written.
 std::string would_exit_words(int status) { return fmt::format("gpureap run would have exited with status {}", status); }
 
+int cannot_run(const std::string& why) {
+  std::cerr << "gpureap run: " << why << "\n";
+  return exit_code::kRunCannotRun;
+}
+
+// The options' times and choices as the job's settings; the first bad one's error, or "".
+std::string settings_from_options(const RunOptions& options, job::RunSettings& settings) {
+  settings.argv = options.command;
+  double kill_s = 0, verify_s = 0, poll_s = 0, hang_s = 0;
+  for (const std::string& error :
+       {check_duration_option("--kill-timeout", options.kill_timeout, option_limits::kMaxSignalTimeoutSeconds, kill_s),
+        check_duration_option("--verify-timeout", options.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds,
+                              verify_s),
+        check_duration_option("--poll-interval", options.poll_interval, option_limits::kMaxPollIntervalSeconds, poll_s,
+                              option_limits::kMinPollIntervalSeconds)}) {
+    if (!error.empty()) return error;
+  }
+  if (!options.hang_timeout.empty()) {
+    const std::string error = check_duration_option("--hang-timeout", options.hang_timeout,
+                                                    option_limits::kMaxHangTimeoutSeconds, hang_s,
+                                                    option_limits::kMinHangTimeoutSeconds);
+    if (!error.empty()) return error;
+    settings.hang_timeout = to_ms(hang_s);
+  }
+  settings.kill_timeout = to_ms(kill_s);
+  settings.verify_timeout = to_ms(verify_s);
+  settings.poll_interval = to_ms(poll_s);
+  settings.fail_fast = options.fail_fast;
+  settings.dump_on_hang = options.dump_on_hang;
+  settings.evidence_dir = options.evidence_dir;
+  if (settings.evidence_dir.empty() && !options.report_file.empty()) settings.evidence_dir = options.report_file + ".evidence";
+  settings.use_cgroup = !options.no_cgroup;
+  settings.dev_dir = default_snapshot_options().proc.dev_dir;
+  return "";
+}
+
+// The JSON report on stdout and in the --report file. A report that cannot be written is an
+// error whatever the job did: a wrapper reading it would otherwise take a missing or cut
+// report for the job's. False when one could not be written.
+bool write_reports(const job::RunReport& report, const RunOptions& options, const procfs::unique_fd& report_fd,
+                   int status) {
+  if (!options.json && !report_fd) return true;
+  bool written = true;
+  const std::string json =
+      run_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error (EPIPE), not a silent death
+  if (options.json) {
+    std::fflush(stdout);
+    const std::string text = stdout_needs_line_break() ? "\n" + json : json;
+    if (const int error = procfs::write_all(STDOUT_FILENO, text); error != 0) {
+      std::cerr << "gpureap run: --json: cannot write the report to stdout: " << std::strerror(error) << " ("
+                << would_exit_words(status) << ")\n";
+      written = false;
+    }
+  }
+  if (report_fd) {
+    if (const int error = procfs::write_all(report_fd.get(), json); error != 0) {
+      std::cerr << "gpureap run: --report: cannot write " << sanitize_for_terminal(options.report_file) << ": "
+                << std::strerror(error) << " (" << would_exit_words(status) << ")\n";
+      written = false;
+    }
+  }
+  return written;
+}
+
 }  // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
@@ -122,49 +187,22 @@ RunArgumentSplit split_run_arguments(const CLI::App& run, const std::vector<std:
 }
 
 int run_run(RunOptions options) {
-  auto usage = [](const std::string& why) {
-    std::cerr << "gpureap run: " << why << "\n";
-    return exit_code::kRunCannotRun;
-  };
-  if (!options.empty_option.empty()) return usage(options.empty_option + " was given an empty value (an unset variable?)");
-  if (options.command.empty()) return usage("give the command to run: gpureap run [options] [--] COMMAND [ARGS...]");
+  if (!options.empty_option.empty()) {
+    return cannot_run(options.empty_option + " was given an empty value (an unset variable?)");
+  }
+  if (options.command.empty()) return cannot_run("give the command to run: gpureap run [options] [--] COMMAND [ARGS...]");
   job::RunSettings settings;
-  settings.argv = options.command;
-  double kill_s = 0, verify_s = 0, poll_s = 0, hang_s = 0;
-  for (const std::string& error :
-       {check_duration_option("--kill-timeout", options.kill_timeout, option_limits::kMaxSignalTimeoutSeconds, kill_s),
-        check_duration_option("--verify-timeout", options.verify_timeout, option_limits::kMaxVerifyTimeoutSeconds,
-                              verify_s),
-        check_duration_option("--poll-interval", options.poll_interval, option_limits::kMaxPollIntervalSeconds, poll_s,
-                              option_limits::kMinPollIntervalSeconds)}) {
-    if (!error.empty()) return usage(error);
-  }
-  if (!options.hang_timeout.empty()) {
-    const std::string error = check_duration_option("--hang-timeout", options.hang_timeout,
-                                                    option_limits::kMaxHangTimeoutSeconds, hang_s,
-                                                    option_limits::kMinHangTimeoutSeconds);
-    if (!error.empty()) return usage(error);
-    settings.hang_timeout = to_ms(hang_s);
-  }
-  settings.kill_timeout = to_ms(kill_s);
-  settings.verify_timeout = to_ms(verify_s);
-  settings.poll_interval = to_ms(poll_s);
-  settings.fail_fast = options.fail_fast;
-  settings.dump_on_hang = options.dump_on_hang;
-  settings.evidence_dir = options.evidence_dir;
-  if (settings.evidence_dir.empty() && !options.report_file.empty()) settings.evidence_dir = options.report_file + ".evidence";
-  settings.use_cgroup = !options.no_cgroup;
-  settings.dev_dir = default_snapshot_options().proc.dev_dir;
+  if (const std::string error = settings_from_options(options, settings); !error.empty()) return cannot_run(error);
 
   std::string config_error;
   const auto config = load_kill_config(config_error);
-  if (!config) return usage(sanitize_for_terminal(config_error));
+  if (!config) return cannot_run(sanitize_for_terminal(config_error));
   options.audit_log = audit_log_path(options.audit_log, *config);
   std::optional<AuditLog> audit;
   if (!options.audit_log.empty()) {
     std::string error;
     audit = AuditLog::open(options.audit_log, Requester::current(), error);
-    if (!audit) return usage(sanitize_for_terminal(error) + "; the job was not started");
+    if (!audit) return cannot_run(sanitize_for_terminal(error) + "; the job was not started");
     settings.audit = &*audit;
   }
   // The report file is opened before the job starts: a typo is found now, not after hours.
@@ -173,8 +211,8 @@ int run_run(RunOptions options) {
     std::string why;
     report_fd = procfs::open_output_file(options.report_file, procfs::OutputMode::Truncate, why);
     if (!report_fd) {
-      return usage(fmt::format("--report {}: {}; the job was not started", sanitize_for_terminal(options.report_file),
-                               sanitize_for_terminal(why)));
+      return cannot_run(fmt::format("--report {}: {}; the job was not started",
+                                    sanitize_for_terminal(options.report_file), sanitize_for_terminal(why)));
     }
   }
 
@@ -182,7 +220,7 @@ int run_run(RunOptions options) {
   try {
     report = job::run_job(settings);
   } catch (const job::RunSetupError& error) {
-    return usage(sanitize_for_terminal(error.what()) + "; the job was not started");
+    return cannot_run(sanitize_for_terminal(error.what()) + "; the job was not started");
   } catch (const std::runtime_error& error) {
     std::cerr << "gpureap run: " << sanitize_for_terminal(error.what()) << "; stopped before sending further signals\n";
     return exit_code::kRunCannotRun;
@@ -190,31 +228,7 @@ int run_run(RunOptions options) {
   const std::string summary = render_run_summary(report);
   if (!summary.empty()) std::cerr << in_charset(summary, terminal_charset());
   const int status = run_exit_status(report);
-  // A report that cannot be written is an error whatever the job did: a wrapper reading it
-  // would otherwise take a missing or cut report for the job's.
-  bool written = true;
-  if (options.json || report_fd) {
-    const std::string json =
-        run_report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-    signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error (EPIPE), not a silent death
-    if (options.json) {
-      std::fflush(stdout);
-      const std::string text = stdout_needs_line_break() ? "\n" + json : json;
-      if (const int error = procfs::write_all(STDOUT_FILENO, text); error != 0) {
-        std::cerr << "gpureap run: --json: cannot write the report to stdout: " << std::strerror(error) << " ("
-                  << would_exit_words(status) << ")\n";
-        written = false;
-      }
-    }
-    if (report_fd) {
-      if (const int error = procfs::write_all(report_fd.get(), json); error != 0) {
-        std::cerr << "gpureap run: --report: cannot write " << sanitize_for_terminal(options.report_file) << ": "
-                  << std::strerror(error) << " (" << would_exit_words(status) << ")\n";
-        written = false;
-      }
-    }
-  }
-  return written ? status : exit_code::kRunReportNotWritten;
+  return write_reports(report, options, report_fd, status) ? status : exit_code::kRunReportNotWritten;
 }
 
 }  // namespace gpureap

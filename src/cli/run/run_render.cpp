@@ -144,34 +144,19 @@ std::string render_run_summary(const job::RunReport& report) {
   return out;
 }
 
-Json run_report_json(const job::RunReport& report) {
-  Json out;
-  out["schema"] = kRunSchema;
-  out["command"] = report.argv;
-  out["main_pid"] = report.main_pid > 0 ? Json(report.main_pid) : Json(nullptr);
-  out["ownership"] = job::ownership_name(report.ownership);
-  out["cgroup"] = report.cgroup_path.empty() ? Json(nullptr) : Json(report.cgroup_path);
-  out["cgroup_removed"] = report.cgroup_path.empty() ? Json(nullptr) : Json(report.cgroup_removed);
-  out["no_cgroup_reason"] = report.no_cgroup_reason.empty() ? Json(nullptr) : Json(report.no_cgroup_reason);
-  out["exit_events"] = report.exit_events;
-  out["holder_events"] = report.holder_events;
-  out["looks_on_events"] = report.looks_on_events;
-  out["end"] = job::job_end_name(report.end);
-  if (report.end == job::JobEnd::SpawnFailed) {
-    out["spawn_error"] = Json{{"stage", stage_words(report.spawn.failed_at)}, {"errno", report.spawn.error},
-                              {"message", std::strerror(report.spawn.error)}};
-  }
-  out["main_status"] = report.main_wait_status ? status_json(*report.main_wait_status) : Json(nullptr);
-  if (report.failed) {
-    Json f = status_json(report.failed->wait_status);
-    f["pid"] = report.failed->pid;
-    f["comm"] = report.failed->comm;
-    f["seen_by"] = report.failed->seen_by_wait ? "wait" : "exit-events";
-    out["failed_process"] = f;
-  } else {
-    out["failed_process"] = nullptr;
-  }
-  out["idle_s"] = report.idle_seconds ? Json(*report.idle_seconds) : Json(nullptr);
+namespace {
+
+Json failed_process_json(const job::RunReport& report) {
+  if (!report.failed) return nullptr;
+  Json f = status_json(report.failed->wait_status);
+  f["pid"] = report.failed->pid;
+  f["comm"] = report.failed->comm;
+  f["seen_by"] = report.failed->seen_by_wait ? "wait" : "exit-events";
+  return f;
+}
+
+// What was left of the job when its main command ended, and how each was ended.
+Json left_and_ended_json(const job::RunReport& report) {
   Json ended = Json::array();
   for (const auto& t : report.ended) {
     ended.push_back(Json{{"pid", t.pid},
@@ -184,7 +169,10 @@ Json run_report_json(const job::RunReport& report) {
                          {"detail", t.detail.empty() ? Json(nullptr) : Json(t.detail)},
                          {"cgroup_killed", t.cgroup_killed.empty() ? Json(nullptr) : Json(t.cgroup_killed)}});
   }
-  out["left_and_ended"] = ended;
+  return ended;
+}
+
+Json evidence_json(const job::RunReport& report) {
   Json evidence = Json::array();
   for (const auto& e : report.evidence) {
     evidence.push_back(Json{{"pid", e.pid},
@@ -198,8 +186,11 @@ Json run_report_json(const job::RunReport& report) {
                             {"dump_files", e.dump_files},
                             {"notes", e.notes}});
   }
-  out["evidence"] = evidence;
-  out["evidence_dir"] = report.evidence_dir.empty() ? Json(nullptr) : Json(report.evidence_dir);
+  return evidence;
+}
+
+// Each GPU the job was seen on, with its release as verified.
+Json gpus_json(const job::RunReport& report) {
   Json gpus = Json::array();
   for (const auto& g : report.gpus) {
     Json j;
@@ -221,7 +212,35 @@ Json run_report_json(const job::RunReport& report) {
     j["message"] = v != nullptr && !v->message.empty() ? Json(v->message) : Json(nullptr);
     gpus.push_back(std::move(j));
   }
-  out["gpus"] = gpus;
+  return gpus;
+}
+
+}  // namespace
+
+Json run_report_json(const job::RunReport& report) {
+  Json out;
+  out["schema"] = kRunSchema;
+  out["command"] = report.argv;
+  out["main_pid"] = report.main_pid > 0 ? Json(report.main_pid) : Json(nullptr);
+  out["ownership"] = job::ownership_name(report.ownership);
+  out["cgroup"] = report.cgroup_path.empty() ? Json(nullptr) : Json(report.cgroup_path);
+  out["cgroup_removed"] = report.cgroup_path.empty() ? Json(nullptr) : Json(report.cgroup_removed);
+  out["no_cgroup_reason"] = report.no_cgroup_reason.empty() ? Json(nullptr) : Json(report.no_cgroup_reason);
+  out["exit_events"] = report.exit_events;
+  out["holder_events"] = report.holder_events;
+  out["looks_on_events"] = report.looks_on_events;
+  out["end"] = job::job_end_name(report.end);
+  if (report.end == job::JobEnd::SpawnFailed) {
+    out["spawn_error"] = Json{{"stage", stage_words(report.spawn.failed_at)}, {"errno", report.spawn.error},
+                              {"message", std::strerror(report.spawn.error)}};
+  }
+  out["main_status"] = report.main_wait_status ? status_json(*report.main_wait_status) : Json(nullptr);
+  out["failed_process"] = failed_process_json(report);
+  out["idle_s"] = report.idle_seconds ? Json(*report.idle_seconds) : Json(nullptr);
+  out["left_and_ended"] = left_and_ended_json(report);
+  out["evidence"] = evidence_json(report);
+  out["evidence_dir"] = report.evidence_dir.empty() ? Json(nullptr) : Json(report.evidence_dir);
+  out["gpus"] = gpus_json(report);
   Json forwarded = Json::array();
   for (int sig : report.forwarded_signals) forwarded.push_back(signal_name(sig));
   out["forwarded_signals"] = forwarded;

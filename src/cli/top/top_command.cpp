@@ -165,6 +165,119 @@ class SignalPipe {
   std::array<struct sigaction, kSignals.size()> previous_{};
 };
 
+// The interactive loop's parts and what it has learnt so far; each step handles one source.
+struct TopLoop {
+  TopLoop(TopState& top_state, TopScreen& top_screen, SignalPipe& signal_pipe, SnapshotRefresher& snapshots,
+          ActionWorker& actions, const std::vector<std::string>& protected_names)
+      : state(top_state),
+        screen(top_screen),
+        signals(signal_pipe),
+        refresher(snapshots),
+        worker(actions),
+        protect(protected_names) {}
+
+  TopState& state;
+  TopScreen& screen;
+  SignalPipe& signals;
+  SnapshotRefresher& refresher;
+  ActionWorker& worker;
+  const std::vector<std::string>& protect;
+  LayoutOptions layout;
+  CpuSampler cpu;
+  std::optional<PlanPolicy> policy;  // who is looking: the permission marks, protection
+  int exit_status = exit_code::kOk;
+  bool checked_gpu = false;
+  bool holder_fallback_told = false;
+  int quit_signal = 0;  // what told top to leave (a closed terminal reads as SIGHUP)
+
+  void draw() {
+    layout.width = screen.width();
+    layout.height = screen.height();
+    keep_cursor_visible(state, table_capacity(state, layout));
+    screen.paint(layout_frame(state, layout));
+  }
+
+  // SIGWINCH follows the terminal's size; any other signal leaves.
+  void take_signals() {
+    for (int s : signals.take()) {
+      if (s == SIGWINCH) {
+        screen.follow_resize();
+      } else {
+        state.quit = true;
+        exit_status = exit_code::interrupted_by(s);
+        if (quit_signal == 0) quit_signal = s;
+      }
+    }
+  }
+
+  // The first snapshot also checks --gpu and learns who is looking.
+  void take_snapshot() {
+    auto snapshot = refresher.take_latest();
+    if (!snapshot) return;
+    if (!checked_gpu) {
+      checked_gpu = true;
+      if (auto message = unknown_gpu_error(*snapshot, gpu_list(state.order.gpu)); !message.empty()) {
+        state.order.gpu.reset();
+        state.set_status(message + ": showing every GPU", StatusTone::Bad);
+      }
+    }
+    if (!policy) {
+      policy = PlanPolicy::for_current_process(*snapshot);
+      for (const auto& name : protect) policy->protect.add(name);
+      state.can_kill_any = policy->can_kill_any;
+    }
+    if (!holder_fallback_told) holder_fallback_told = tell_holder_fallback(state, *snapshot);
+    RowContext context;
+    context.policy = &*policy;
+    apply_snapshot(state, std::move(snapshot), cpu, context);
+  }
+
+  void take_action_events() {
+    for (auto& event : worker.take_events()) {
+      const bool finished = event.kind == ActionEvent::Kind::KillFinished;
+      if (event.interrupted_by != 0) exit_status = exit_code::interrupted_by(event.interrupted_by);
+      apply_event(state, std::move(event));
+      if (finished) refresher.refresh_now();  // show at once what the kill left
+    }
+  }
+
+  void take_keys(short revents) {
+    if (revents & (POLLHUP | POLLERR)) {  // the terminal went away
+      state.quit = true;
+      if (quit_signal == 0) quit_signal = SIGHUP;
+    }
+    const std::size_t page = table_capacity(state, layout);
+    while (auto key = screen.read_key()) {
+      const KeyAction action = handle_key(state, *key, page);
+      switch (action.kind) {
+        case KeyAction::Kind::None: case KeyAction::Kind::Quit: break;
+        case KeyAction::Kind::Plan: worker.plan(action.chosen); break;
+        case KeyAction::Kind::Execute: worker.execute(action.ladder); break;
+        case KeyAction::Kind::Discard: worker.discard_plan(); break;
+        case KeyAction::Kind::Doctor: worker.doctor(action.gpu); break;
+      }
+    }
+  }
+
+  // Until told to quit: each wake handles signals, a new snapshot, the worker's events, keys.
+  void run() {
+    draw();
+    while (!state.quit) {
+      std::array<pollfd, 4> fds{{{STDIN_FILENO, POLLIN, 0}, {signals.fd(), POLLIN, 0}, {refresher.fd(), POLLIN, 0},
+                                 {worker.fd(), POLLIN, 0}}};
+      if (poll(fds.data(), fds.size(), -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents & POLLIN) take_signals();
+      if (fds[2].revents & POLLIN) take_snapshot();
+      if (fds[3].revents & POLLIN) take_action_events();
+      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) take_keys(fds[0].revents);
+      draw();
+    }
+  }
+};
+
 int run_interactive(const TopOptions& options, TopState state, ActionSettings settings) {
   if (isatty(STDIN_FILENO) != 1 || isatty(STDOUT_FILENO) != 1) {
     return usage_error("needs a terminal on stdin and stdout; use --once for plain output through a pipe");
@@ -179,96 +292,18 @@ int run_interactive(const TopOptions& options, TopState state, ActionSettings se
   SnapshotRefresher refresher(view_snapshot_options(true), interval);
   const std::vector<std::string> protect = settings.protect;
   auto worker = std::make_unique<ActionWorker>(std::move(settings));
-  CpuSampler cpu;
-  std::optional<PlanPolicy> policy;  // who is looking: the permission marks, protection
-  int exit_status = exit_code::kOk;
-  bool checked_gpu = false;
-  bool holder_fallback_told = false;
-
-  LayoutOptions layout;
-  layout.ascii = screen->ascii();
-  layout.interval_s = options.interval_s;
-  auto draw = [&] {
-    layout.width = screen->width();
-    layout.height = screen->height();
-    keep_cursor_visible(state, table_capacity(state, layout));
-    screen->paint(layout_frame(state, layout));
-  };
-  draw();
-  int quit_signal = 0;  // what told top to leave (a closed terminal reads as SIGHUP)
-  while (!state.quit) {
-    std::array<pollfd, 4> fds{{{STDIN_FILENO, POLLIN, 0}, {signals.fd(), POLLIN, 0}, {refresher.fd(), POLLIN, 0},
-                               {worker->fd(), POLLIN, 0}}};
-    if (poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (fds[1].revents & POLLIN) {
-      for (int s : signals.take()) {
-        if (s == SIGWINCH) {
-          screen->follow_resize();
-        } else {
-          state.quit = true;
-          exit_status = exit_code::interrupted_by(s);
-          if (quit_signal == 0) quit_signal = s;
-        }
-      }
-    }
-    if (fds[2].revents & POLLIN) {
-      if (auto snapshot = refresher.take_latest()) {
-        if (!checked_gpu) {
-          checked_gpu = true;
-          if (auto message = unknown_gpu_error(*snapshot, gpu_list(state.order.gpu)); !message.empty()) {
-            state.order.gpu.reset();
-            state.set_status(message + ": showing every GPU", StatusTone::Bad);
-          }
-        }
-        if (!policy) {
-          policy = PlanPolicy::for_current_process(*snapshot);
-          for (const auto& name : protect) policy->protect.add(name);
-          state.can_kill_any = policy->can_kill_any;
-        }
-        if (!holder_fallback_told) holder_fallback_told = tell_holder_fallback(state, *snapshot);
-        RowContext context;
-        context.policy = &*policy;
-        apply_snapshot(state, std::move(snapshot), cpu, context);
-      }
-    }
-    if (fds[3].revents & POLLIN) {
-      for (auto& event : worker->take_events()) {
-        const bool finished = event.kind == ActionEvent::Kind::KillFinished;
-        if (event.interrupted_by != 0) exit_status = exit_code::interrupted_by(event.interrupted_by);
-        apply_event(state, std::move(event));
-        if (finished) refresher.refresh_now();  // show at once what the kill left
-      }
-    }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (fds[0].revents & (POLLHUP | POLLERR)) {  // the terminal went away
-        state.quit = true;
-        if (quit_signal == 0) quit_signal = SIGHUP;
-      }
-      const std::size_t page = table_capacity(state, layout);
-      while (auto key = screen->read_key()) {
-        const KeyAction action = handle_key(state, *key, page);
-        switch (action.kind) {
-          case KeyAction::Kind::None: case KeyAction::Kind::Quit: break;
-          case KeyAction::Kind::Plan: worker->plan(action.chosen); break;
-          case KeyAction::Kind::Execute: worker->execute(action.ladder); break;
-          case KeyAction::Kind::Discard: worker->discard_plan(); break;
-          case KeyAction::Kind::Doctor: worker->doctor(action.gpu); break;
-        }
-      }
-    }
-    draw();
-  }
+  TopLoop loop(state, *screen, signals, refresher, *worker, protect);
+  loop.layout.ascii = screen->ascii();
+  loop.layout.interval_s = options.interval_s;
+  loop.run();
   // Told to leave: a ladder under way stops at its next step and continues what it stopped.
-  if (quit_signal != 0) worker->interrupt(quit_signal);
+  if (loop.quit_signal != 0) worker->interrupt(loop.quit_signal);
   if (worker->busy()) {
     state.set_status("finishing the action in progress before quitting…", StatusTone::Busy);
-    draw();
+    loop.draw();
   }
   worker.reset();  // waits for a ladder under way: processes it stopped are never left stopped
-  return exit_status;
+  return loop.exit_status;
 }
 
 }  // namespace
