@@ -75,7 +75,8 @@ class ProcessTableBuilder {
   void open_root(int root_fd);
   void read_clock(int root_fd);
   std::vector<pid_t> list_pids(int root_fd);
-  void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only);
+  // quick_proofs: holders with known GPU descriptors have only those checked (only_pids).
+  void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only, bool quick_proofs = false);
   using QuietSeen = std::vector<std::pair<pid_t, FdLookMemory::Quiet>>;
   using DetailsSeen = std::vector<std::pair<pid_t, FdLookMemory::Details>>;
   struct ParallelRead;
@@ -122,7 +123,7 @@ void ProcessTableBuilder::scan(int root_fd) {
   const bool holders_only = table_.options_.scope == ProcScanScope::Holders && is_procfs_;
   table_.complete_ = !holders_only;
   const auto& only = table_.options_.only_pids;
-  read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only);
+  read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only, holders_only && only);
   if (holders_only) complete_holders(root_fd);
   build_children();
 
@@ -184,9 +185,11 @@ std::vector<pid_t> ProcessTableBuilder::list_pids(int root_fd) {
 
 // One parallel read: the PIDs, what each thread read and saw, and the next PID to take.
 struct ProcessTableBuilder::ParallelRead {
-  ParallelRead(const std::vector<pid_t>& pids_to_read, bool holders, FdLookMemory* look_memory, unsigned thread_count)
+  ParallelRead(const std::vector<pid_t>& pids_to_read, bool holders, bool quick, FdLookMemory* look_memory,
+               unsigned thread_count)
       : pids(pids_to_read),
         holders_only(holders),
+        quick_proofs(quick),
         memory(look_memory),
         threads(thread_count),
         results(thread_count),
@@ -196,6 +199,7 @@ struct ProcessTableBuilder::ParallelRead {
 
   const std::vector<pid_t>& pids;
   const bool holders_only;
+  const bool quick_proofs;  // see read_all
   // The memory is read by every thread and rewritten once they are done (what each saw quiet).
   FdLookMemory* const memory;
   const unsigned threads;
@@ -206,10 +210,10 @@ struct ProcessTableBuilder::ParallelRead {
   std::atomic<std::size_t> next{0};
 };
 
-void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only) {
+void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only, bool quick_proofs) {
   const auto threads = static_cast<unsigned>(std::min<std::size_t>(
       {usable_cpus(), kMaxThreads, 1 + pids.size() / kPidsPerExtraThread}));
-  ParallelRead read(pids, holders_only, holders_only ? table_.options_.memory.get() : nullptr, threads);
+  ParallelRead read(pids, holders_only, quick_proofs, holders_only ? table_.options_.memory.get() : nullptr, threads);
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);
   for (unsigned slot = 1; slot < threads; ++slot) {
@@ -248,6 +252,15 @@ void ProcessTableBuilder::read_share(int root_fd, ParallelRead& read, unsigned s
         std::optional<ProcessInfo> info;
         if (probe) {
           if (memory != nullptr && still_quiet(*memory, pids[i], read.quiet[slot])) continue;
+          if (read.quick_proofs && memory != nullptr) {
+            if (const FdLookMemory::Details* known = memory->files_known(pids[i])) {
+              info = reader.read_known_holder(root_fd, pids[i], *known);
+              if (info) {
+                out.push_back(std::move(*info));
+                continue;
+              }
+            }
+          }
           const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
           if (seen == procfs::FdProbe::OtherFiles && memory != nullptr) {
             // Seen for the first time: its next look is staggered by PID, so that each round
