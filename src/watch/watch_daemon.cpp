@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <array>
@@ -191,9 +192,17 @@ class WatchDaemon {
                 {"rules", std::to_string(policy_->rules.size())},
                 {"interval", format_short_duration(policy_->interval_seconds)},
                 {"full_scan", format_short_duration(policy_->full_scan_seconds)},
+                {"driver_reads", driver_reads()},
                 {"audit_log", audit_ ? audit_->path() : ""}});
     evaluate(first);
     return {};
+  }
+
+  // How often the quick looks read the driver, for the start line.
+  std::string driver_reads() const {
+    if (observer_.driver_every_look()) return "every-look";
+    const double every = driver_read_seconds(*policy_);
+    return std::isinf(every) ? "full-scans" : format_short_duration(every);
   }
 
   int run() {
@@ -285,6 +294,7 @@ class WatchDaemon {
     }
     notifier_.configure(policy_->notify);
     observer_.set_full_scan_seconds(policy_->full_scan_seconds);
+    observer_.set_driver_read_seconds(driver_read_seconds(*policy_));
     for (const Rule& r : policy_->rules) {
       counters_.declare(&WatchCounters::policy_matches, {r.name, std::string(rule_action_name(r.action))});
       if (r.action != RuleAction::Terminate) continue;
