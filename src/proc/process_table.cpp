@@ -100,6 +100,9 @@ class ProcessTableBuilder {
   std::optional<procfs::ProcessReader> reader_;  // for reads one at a time
   procfs::ReadBuffer buffer_{1024};
   procfs::DirLister lister_;
+  // While the processes around an event-kept set's holders are read: their stat alone. The
+  // events say they hold no GPU file (one received without an open shows at the next walk).
+  bool around_by_stat_ = false;
 };
 
 void ProcessTableBuilder::open_root(int root_fd) {
@@ -124,7 +127,11 @@ void ProcessTableBuilder::scan(int root_fd) {
   table_.complete_ = !holders_only;
   const auto& only = table_.options_.only_pids;
   read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only, holders_only && only);
-  if (holders_only) complete_holders(root_fd);
+  if (holders_only) {
+    around_by_stat_ = only != nullptr;
+    complete_holders(root_fd);
+    around_by_stat_ = false;
+  }
   build_children();
 
   // Holders have their details from phase 1 (ProcessReader::read); any left are read now.
@@ -328,7 +335,7 @@ bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
   if (table_.processes_.count(pid) > 0) return true;
   // A full scan that did not see it: the process is newer than the snapshot and stays out.
   if (table_.complete_ || pid <= 0) return false;
-  std::optional<ProcessInfo> info = reader().read(root_fd, pid);
+  std::optional<ProcessInfo> info = around_by_stat_ ? reader().read_without_files(root_fd, pid) : reader().read(root_fd, pid);
   if (!info) return false;
   add(std::move(*info));
   return true;
@@ -336,7 +343,8 @@ bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
 
 // What join_snapshot and the views need around each holder in the Holders scope: its
 // ancestors (roles, ps --tree, JSON ancestry), its process-group leader (a missing one marks
-// an orphan) and its descendants (ps --tree).
+// an orphan) and its descendants (ps --tree). Those a scan of the event-kept set did not read
+// are not holders by the events: their stat is read, not their fd/.
 void ProcessTableBuilder::complete_holders(int root_fd) {
   std::vector<pid_t> holders;
   for (const auto& [pid, info] : table_.processes_) {
