@@ -167,6 +167,7 @@ void HolderTracker::refresh() {
         tracked_.count(fork.parent) > 0 || followed.count(fork.parent) > 0 || carried_.count(fork.parent) > 0;
     journal_.add({JournalKind::Fork, fork.child, fork.parent, follow});
     if (!follow) continue;
+    if (tracked_.count(fork.parent) > 0) files_changed_.insert(fork.parent);
     followed.insert(fork.child);  // its own forks are followed too, even if it is gone
     take_by_pid(fork.child);
     ++counts_.forks_followed;
@@ -214,6 +215,12 @@ void HolderTracker::prove_dirty() {
 std::vector<pid_t> HolderTracker::take_details_changed() {
   std::vector<pid_t> pids(details_changed_.begin(), details_changed_.end());
   details_changed_.clear();
+  return pids;
+}
+
+std::vector<pid_t> HolderTracker::take_files_changed() {
+  std::vector<pid_t> pids(files_changed_.begin(), files_changed_.end());
+  files_changed_.clear();
   return pids;
 }
 

@@ -71,6 +71,10 @@ class HolderTracker {
   // changed since the last call: each one that ran exec, changed its credentials or opened a
   // device node. A scan that keeps details between looks reads theirs again.
   std::vector<pid_t> take_details_changed();
+  // The holders whose descriptors a scan is to list in full, not only check those it knew
+  // (proc/fd_look_memory.hpp), since the last call: each one that forked (a child made with
+  // CLONE_FILES shares its table); those of take_details_changed are listed in full too.
+  std::vector<pid_t> take_files_changed();
   // After a walk of /proc (and a refresh after it) that found `walked` holding device files:
   // takes in, proven, those the events did not bring (counted as missed but at the first walk),
   // and proves again those here that the walk did not find.
@@ -105,6 +109,7 @@ class HolderTracker {
   EventJournal journal_;
   std::vector<std::string> missed_notes_;
   std::set<pid_t> details_changed_;  // for take_details_changed
+  std::set<pid_t> files_changed_;    // for take_files_changed
   std::set<std::pair<dev_t, ino_t>> marked_;
   double next_node_rescan_ = 0;
   bool needs_walk_ = true;

@@ -1,18 +1,68 @@
 #include "holders/process_events.hpp"
 
 #include <linux/cn_proc.h>
+#include <linux/filter.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
 
 namespace gpureap::holders {
+namespace {
+
+// Where a connector datagram's fields are: the netlink header, cn_msg, then proc_event.
+constexpr std::uint32_t kEventAt = NLMSG_HDRLEN + sizeof(cn_msg);
+constexpr std::uint32_t kWhatAt = kEventAt + offsetof(proc_event, what);
+constexpr std::uint32_t kDataAt = kEventAt + offsetof(proc_event, event_data);
+static_assert(kWhatAt == 36 && kDataAt == 52, "the connector's layout since Linux 2.6.15");
+
+// A BPF word load reads the packet big-endian: what it compares with is turned so too.
+constexpr std::uint32_t loaded(std::uint32_t host) {
+  return std::endian::native == std::endian::big ? host : __builtin_bswap32(host);
+}
+
+// A socket filter that lets through only what read_datagram keeps: forks of a new process
+// (not a thread), exits of a whole process, execs and uid/gid changes. A host's threads
+// starting and ending, comm, sid and ptrace changes then wake no reader. Equal PIDs compare
+// equal in either byte order.
+void attach_filter(int fd) {
+  using Data = decltype(proc_event::event_data);
+  constexpr auto kFork = offsetof(Data, fork);
+  constexpr auto kExit = offsetof(Data, exit);
+  sock_filter code[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kWhatAt),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, loaded(proc_event::PROC_EVENT_FORK), 4, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, loaded(proc_event::PROC_EVENT_EXIT), 7, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, loaded(proc_event::PROC_EVENT_EXEC), 11, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, loaded(proc_event::PROC_EVENT_UID), 10, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, loaded(proc_event::PROC_EVENT_GID), 9, 8),
+      // fork: the child is a process when its PID is its thread group's
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kDataAt + kFork + offsetof(Data::fork_proc_event, child_pid)),
+      BPF_STMT(BPF_MISC | BPF_TAX, 0),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kDataAt + kFork + offsetof(Data::fork_proc_event, child_tgid)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 5, 4),
+      // exit: the same of the one that ended
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kDataAt + kExit + offsetof(Data::exit_proc_event, process_pid)),
+      BPF_STMT(BPF_MISC | BPF_TAX, 0),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kDataAt + kExit + offsetof(Data::exit_proc_event, process_tgid)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, 0),           // dropped
+      BPF_STMT(BPF_RET | BPF_K, 0xffffffff),  // kept whole
+  };
+  const sock_fprog program{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+  setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+}
+
+}  // namespace
 
 std::optional<ProcessEvents> ProcessEvents::open(std::string* why) {
   ProcessEvents events;
@@ -27,6 +77,8 @@ std::optional<ProcessEvents> ProcessEvents::open(std::string* why) {
   address.nl_groups = CN_IDX_PROC;
   address.nl_pid = 0;  // the kernel picks a port id
   if (bind(events.fd_.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return fail("bind");
+  // Best effort: without the filter the same events are dropped here instead (read_datagram).
+  attach_filter(events.fd_.get());
   // A larger receive buffer: every process on the host reports its forks and exits here.
   const int buffer = 4 << 20;
   setsockopt(events.fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof buffer);

@@ -252,7 +252,9 @@ class GpuReader {
     const auto now_us = static_cast<unsigned long long>(
         std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::system_clock::now().time_since_epoch()).count());
-    const unsigned long long since = now_us > 2'000'000 ? now_us - 2'000'000 : 0;
+    unsigned long long since = now_us > 2'000'000 ? now_us - 2'000'000 : 0;
+    if (previous_ != nullptr && previous_->utilization_read_at_us > 0) since = std::min<unsigned long long>(since, previous_->utilization_read_at_us);
+    gpu_.utilization_read_at_us = now_us;
     unsigned count = 0;
     // At most one sample per listed process: with a previous reading, no sizing call.
     int rc = nvml_abi::kErrorInsufficientSize;

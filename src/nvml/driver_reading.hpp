@@ -70,6 +70,10 @@ struct GpuReading {
   // (sm_util_percent unset) had no activity in the window. False when it cannot say (the call
   // is missing, MIG, an error): then nothing proves a process idle.
   bool process_utilization_known = false;
+  // When the per-process utilization was asked for (Unix µs): a reading made with this one as
+  // `previous` asks for the samples since then, so that looks read seconds or minutes apart
+  // (watch's driver cadence) see any activity between them. 0: not read.
+  std::uint64_t utilization_read_at_us = 0;
   bool processes_complete = true;        // false when a process list could not be read
   std::vector<std::string> warnings;     // a person should see these (stride override, list errors)
 };
@@ -92,7 +96,8 @@ enum class DriverReadScope {
 // Reads every GPU the library exposes. Never throws on driver errors: a GPU that fails is
 // kept with its error and the others are still read.
 // `previous`, a reading of the same library (watch's last look), sizes the process-list and
-// utilisation buffers from the counts it found, saving the sizing call of each.
+// utilisation buffers from the counts it found, saving the sizing call of each, and the
+// utilisation samples asked for are those since its own (at least the last 2 s).
 DriverReading read_driver(const NvmlLibrary& library, DriverReadScope scope = DriverReadScope::Everything,
                           const DriverReading* previous = nullptr);
 

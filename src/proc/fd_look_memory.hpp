@@ -11,9 +11,17 @@
 //
 // It also keeps what a holder's details were (user ids, command line, executable, container,
 // mapped libraries), reused while the holder is the same process (PID and start time) for
-// `details_every` scans: a holder's descriptors and stat are read at every scan, the rest,
-// which a process seldom changes, that often. A caller that hears of changes (the holder
-// events: an exec, new credentials, an open) forgets that holder's details at once.
+// `details_every` scans: a holder's stat is read at every scan, the rest, which a process
+// seldom changes, that often. A caller that hears of changes (the holder events: an exec, new
+// credentials, an open) forgets that holder's details at once.
+//
+// With them it keeps the GPU descriptors the holder's last full fd/ listing found. A scan that
+// is told so (quick_proofs, the event-kept scans) checks only those descriptors, each one's
+// link and device node, instead of listing fd/ and reading every link: a close, or another file
+// at the same number, fails the check and fd/ is listed in full. What such a scan cannot see is
+// a GPU descriptor the holder gained without an open event (SCM_RIGHTS, pidfd_getfd) while it
+// held another: it shows at the next full listing (the details' cadence, a walk, or an event
+// on the holder: forget_files).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +55,8 @@ class FdLookMemory {
     std::string exe;
     std::optional<ContainerRef> container;
     std::optional<bool> maps_nvml_only;
+    // The GPU descriptors (NVIDIA's, then DRM's) of its last full fd/ listing; none: list fd/.
+    std::optional<std::vector<DeviceFileHandle>> gpu_files;
   };
   // The details of this process (PID and start time) to reuse now, or null.
   const Details* details_for(pid_t pid, std::uint64_t start_time_ticks) const;
@@ -54,6 +64,13 @@ class FdLookMemory {
   unsigned details_every() const { return details_every_; }
   // Its details are read again at the next scan.
   void forget_details(pid_t pid) { details_.erase(pid); }
+  // The kept details of `pid` whose GPU descriptors a scan may check one by one (the start
+  // time is the caller's to compare), or null: its fd/ is listed.
+  const Details* files_known(pid_t pid) const;
+  // Its fd/ is listed in full at the next scan.
+  void forget_files(pid_t pid) {
+    if (const auto it = details_.find(pid); it != details_.end()) it->second.gpu_files.reset();
+  }
 
  private:
   friend class ProcessTableBuilder;
@@ -70,6 +87,14 @@ class FdLookMemory {
 inline const FdLookMemory::Details* FdLookMemory::details_for(pid_t pid, std::uint64_t start_time_ticks) const {
   const auto it = details_.find(pid);
   if (it == details_.end() || it->second.start_time_ticks != start_time_ticks || round_ >= it->second.due_round) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+inline const FdLookMemory::Details* FdLookMemory::files_known(pid_t pid) const {
+  const auto it = details_.find(pid);
+  if (it == details_.end() || !it->second.gpu_files || it->second.gpu_files->empty() || round_ >= it->second.due_round) {
     return nullptr;
   }
   return &it->second;

@@ -30,6 +30,15 @@ void separate_drm_files(ProcessInfo& info) {
   info.device_files.erase(drm, info.device_files.end());
 }
 
+// What a later scan checks one by one instead of listing fd/ (FdLookMemory::Details): none
+// when fd/ could not be read whole, so that the next scan lists it.
+std::optional<std::vector<DeviceFileHandle>> gpu_files_of(const ProcessInfo& info) {
+  if (info.fd_access != FdAccess::Ok) return std::nullopt;
+  std::vector<DeviceFileHandle> files = info.device_files;
+  files.insert(files.end(), info.drm_files.begin(), info.drm_files.end());
+  return files;
+}
+
 // The kernel's own limit on the arguments' size is a quarter of the stack limit.
 constexpr std::size_t kMaxCmdline = 16u << 20;
 
@@ -67,6 +76,35 @@ std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
   return info;
 }
 
+std::optional<ProcessInfo> ProcessReader::read_known_holder(int root_fd, pid_t pid, const FdLookMemory::Details& known) {
+  const PidName name(pid);
+  const unique_fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+  if (!dir) return std::nullopt;
+  std::optional<ProcessInfo> info = read_stat(dir.get(), "stat", pid);
+  // A zombie's descriptors are its live threads' (read_device_files): listed in full.
+  if (!info || info->start_time_ticks != known.start_time_ticks || info->kernel_thread || info->state == 'Z' ||
+      info->state == 'X') {
+    return std::nullopt;
+  }
+  for (const DeviceFileHandle& file : *known.gpu_files) {
+    if (!still_holds(dir.get(), file)) return std::nullopt;
+  }
+  info->device_files = *known.gpu_files;
+  separate_drm_files(*info);
+  holder_details(dir.get(), *info);
+  return info;
+}
+
+// Whether descriptor file.fd of the process whose directory is pid_fd is still that GPU file:
+// the same link and the same device node, as list_device_files would find it.
+bool ProcessReader::still_holds(int pid_fd, const DeviceFileHandle& file) {
+  char entry[24] = "fd/";
+  *std::to_chars(entry + 3, entry + sizeof entry - 1, file.fd).ptr = '\0';
+  const auto target = buffer_.read_link_at(pid_fd, entry);
+  if (!target || *target != file.path) return false;
+  return !is_procfs_ || nodes_.is_that_node(pid_fd, entry, file.path);
+}
+
 void ProcessReader::holder_details(int pid_fd, ProcessInfo& info) {
   const FdLookMemory::Details* known = memory_ != nullptr ? memory_->details_for(info.pid, info.start_time_ticks) : nullptr;
   if (known == nullptr) {
@@ -74,7 +112,8 @@ void ProcessReader::holder_details(int pid_fd, ProcessInfo& info) {
     if (kept_ != nullptr) {
       kept_->emplace_back(info.pid, FdLookMemory::Details{info.start_time_ticks, memory_->round() + memory_->details_every(),
                                                           info.uid, info.real_uid, info.saved_uid, info.ns_pids,
-                                                          info.cmdline, info.exe, info.container, info.maps_nvml_only});
+                                                          info.cmdline, info.exe, info.container, info.maps_nvml_only,
+                                                          gpu_files_of(info)});
     }
     return;
   }
@@ -88,7 +127,10 @@ void ProcessReader::holder_details(int pid_fd, ProcessInfo& info) {
   info.container = known->container;
   info.maps_nvml_only = known->maps_nvml_only;
   read_wchan(pid_fd, info);
-  if (kept_ != nullptr) kept_->emplace_back(info.pid, *known);
+  if (kept_ != nullptr) {
+    kept_->emplace_back(info.pid, *known);
+    kept_->back().second.gpu_files = gpu_files_of(info);
+  }
 }
 
 std::optional<ProcessInfo> ProcessReader::read_without_files(int root_fd, pid_t pid) {

@@ -40,6 +40,12 @@ class ProcessReader {
   std::optional<ProcessInfo> read(int root_fd, pid_t pid,
                                   std::vector<DeviceFileHandle>* probed = nullptr);
 
+  // Phase 1 for a holder whose GPU descriptors are known from its last full fd/ listing:
+  // its stat, then each known descriptor's link and device node checked through its
+  // /proc/<pid> directory, without listing fd/. nullopt when it is not the same process (start
+  // time), or any known descriptor is closed or now another file: its fd/ is then to be listed.
+  std::optional<ProcessInfo> read_known_holder(int root_fd, pid_t pid, const FdLookMemory::Details& known);
+
   // Phase 1 for a process whose fd/ a DeviceFdProbe has just found empty (a kernel thread, a
   // process with no descriptor open): its stat alone, read as "<pid>/stat". A zombie is read
   // with read(): its other threads may still hold files.
@@ -62,6 +68,7 @@ class ProcessReader {
   bool started_before_scan(const ProcessInfo& info) const;
   void read_device_files(int pid_fd, ProcessInfo& info);
   bool list_device_files(int fd_dir, ProcessInfo& info);
+  bool still_holds(int pid_fd, const DeviceFileHandle& file);
   void read_detail_files(int pid_fd, ProcessInfo& info);
   void holder_details(int pid_fd, ProcessInfo& info);
   void read_wchan(int pid_fd, ProcessInfo& info);

@@ -75,7 +75,8 @@ class ProcessTableBuilder {
   void open_root(int root_fd);
   void read_clock(int root_fd);
   std::vector<pid_t> list_pids(int root_fd);
-  void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only);
+  // quick_proofs: holders with known GPU descriptors have only those checked (only_pids).
+  void read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only, bool quick_proofs = false);
   using QuietSeen = std::vector<std::pair<pid_t, FdLookMemory::Quiet>>;
   using DetailsSeen = std::vector<std::pair<pid_t, FdLookMemory::Details>>;
   struct ParallelRead;
@@ -99,6 +100,9 @@ class ProcessTableBuilder {
   std::optional<procfs::ProcessReader> reader_;  // for reads one at a time
   procfs::ReadBuffer buffer_{1024};
   procfs::DirLister lister_;
+  // While the processes around an event-kept set's holders are read: their stat alone. The
+  // events say they hold no GPU file (one received without an open shows at the next walk).
+  bool around_by_stat_ = false;
 };
 
 void ProcessTableBuilder::open_root(int root_fd) {
@@ -122,8 +126,12 @@ void ProcessTableBuilder::scan(int root_fd) {
   const bool holders_only = table_.options_.scope == ProcScanScope::Holders && is_procfs_;
   table_.complete_ = !holders_only;
   const auto& only = table_.options_.only_pids;
-  read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only);
-  if (holders_only) complete_holders(root_fd);
+  read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only, holders_only && only);
+  if (holders_only) {
+    around_by_stat_ = only != nullptr;
+    complete_holders(root_fd);
+    around_by_stat_ = false;
+  }
   build_children();
 
   // Holders have their details from phase 1 (ProcessReader::read); any left are read now.
@@ -184,9 +192,11 @@ std::vector<pid_t> ProcessTableBuilder::list_pids(int root_fd) {
 
 // One parallel read: the PIDs, what each thread read and saw, and the next PID to take.
 struct ProcessTableBuilder::ParallelRead {
-  ParallelRead(const std::vector<pid_t>& pids_to_read, bool holders, FdLookMemory* look_memory, unsigned thread_count)
+  ParallelRead(const std::vector<pid_t>& pids_to_read, bool holders, bool quick, FdLookMemory* look_memory,
+               unsigned thread_count)
       : pids(pids_to_read),
         holders_only(holders),
+        quick_proofs(quick),
         memory(look_memory),
         threads(thread_count),
         results(thread_count),
@@ -196,6 +206,7 @@ struct ProcessTableBuilder::ParallelRead {
 
   const std::vector<pid_t>& pids;
   const bool holders_only;
+  const bool quick_proofs;  // see read_all
   // The memory is read by every thread and rewritten once they are done (what each saw quiet).
   FdLookMemory* const memory;
   const unsigned threads;
@@ -206,10 +217,10 @@ struct ProcessTableBuilder::ParallelRead {
   std::atomic<std::size_t> next{0};
 };
 
-void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only) {
+void ProcessTableBuilder::read_all(int root_fd, const std::vector<pid_t>& pids, bool holders_only, bool quick_proofs) {
   const auto threads = static_cast<unsigned>(std::min<std::size_t>(
       {usable_cpus(), kMaxThreads, 1 + pids.size() / kPidsPerExtraThread}));
-  ParallelRead read(pids, holders_only, holders_only ? table_.options_.memory.get() : nullptr, threads);
+  ParallelRead read(pids, holders_only, quick_proofs, holders_only ? table_.options_.memory.get() : nullptr, threads);
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);
   for (unsigned slot = 1; slot < threads; ++slot) {
@@ -248,6 +259,15 @@ void ProcessTableBuilder::read_share(int root_fd, ParallelRead& read, unsigned s
         std::optional<ProcessInfo> info;
         if (probe) {
           if (memory != nullptr && still_quiet(*memory, pids[i], read.quiet[slot])) continue;
+          if (read.quick_proofs && memory != nullptr) {
+            if (const FdLookMemory::Details* known = memory->files_known(pids[i])) {
+              info = reader.read_known_holder(root_fd, pids[i], *known);
+              if (info) {
+                out.push_back(std::move(*info));
+                continue;
+              }
+            }
+          }
           const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
           if (seen == procfs::FdProbe::OtherFiles && memory != nullptr) {
             // Seen for the first time: its next look is staggered by PID, so that each round
@@ -315,7 +335,7 @@ bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
   if (table_.processes_.count(pid) > 0) return true;
   // A full scan that did not see it: the process is newer than the snapshot and stays out.
   if (table_.complete_ || pid <= 0) return false;
-  std::optional<ProcessInfo> info = reader().read(root_fd, pid);
+  std::optional<ProcessInfo> info = around_by_stat_ ? reader().read_without_files(root_fd, pid) : reader().read(root_fd, pid);
   if (!info) return false;
   add(std::move(*info));
   return true;
@@ -323,7 +343,8 @@ bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
 
 // What join_snapshot and the views need around each holder in the Holders scope: its
 // ancestors (roles, ps --tree, JSON ancestry), its process-group leader (a missing one marks
-// an orphan) and its descendants (ps --tree).
+// an orphan) and its descendants (ps --tree). Those a scan of the event-kept set did not read
+// are not holders by the events: their stat is read, not their fd/.
 void ProcessTableBuilder::complete_holders(int root_fd) {
   std::vector<pid_t> holders;
   for (const auto& [pid, info] : table_.processes_) {

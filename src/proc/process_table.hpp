@@ -35,7 +35,8 @@ struct ProcScanOptions {
   std::shared_ptr<FdLookMemory> memory;
   // Holders scope only: the processes to look at instead of every PID in /proc (a holder set
   // kept from the kernel's events, holders/holder_tracker.hpp); their trees are then read as
-  // a walk's holders' are.
+  // a walk's holders' are. With `memory`, a holder whose GPU descriptors are known from its
+  // last full fd/ listing has only those checked (fd_look_memory.hpp).
   std::shared_ptr<const std::vector<pid_t>> only_pids;
   // Holders scope only: the holders' and load_trees' roots' descendants are read too (what
   // ps --tree draws). Without them each costs its children files and every child's look.

@@ -49,7 +49,10 @@ std::shared_ptr<const std::vector<pid_t>> HolderEvents::before_scan(const ProcSc
   if (!tracker_) return nullptr;
   tracker_->refresh();
   state_.counts = tracker_->counts();
-  for (const pid_t pid : tracker_->take_details_changed()) details_->forget_details(pid);
+  // The scan keeps details (and descriptors) in the caller's memory where it brings one (top).
+  FdLookMemory& memory = proc.memory ? *proc.memory : *details_;
+  for (const pid_t pid : tracker_->take_details_changed()) memory.forget_details(pid);
+  for (const pid_t pid : tracker_->take_files_changed()) memory.forget_files(pid);
   if (tracker_->needs_walk() || std::chrono::steady_clock::now() >= next_walk_) return nullptr;
   state_.walked = false;
   last_given_ = tracker_->holders();

@@ -8,7 +8,10 @@
 // details (command line, executable, user ids, container, mapped libraries) are kept between
 // scans of the same process (PID and start time) and read again when its events say they may
 // have changed (an exec, new credentials, an open), and every few scans regardless (a command
-// line rewritten in place, a move to another cgroup make no event).
+// line rewritten in place, a move to another cgroup make no event). With them each holder's GPU
+// descriptors are kept, and a scan between walks checks only those (proc/fd_look_memory.hpp):
+// fd/ is listed in full at the same cadence, at every walk, and after any event on the holder
+// (those above, or a fork).
 #pragma once
 
 #include <chrono>
@@ -48,7 +51,8 @@ class HolderEvents {
   HolderEvents(const HolderEvents&) = delete;
   HolderEvents& operator=(const HolderEvents&) = delete;
 
-  // Reads the events; the PIDs a scan of `proc` is to read, or null when it must walk.
+  // Reads the events; the PIDs a scan of `proc` is to read, or null when it must walk. What the
+  // events changed is forgotten in proc.memory when the caller keeps one, else in details_memory.
   std::shared_ptr<const std::vector<pid_t>> before_scan(const ProcScanOptions& proc);
   // After a scan before_scan asked to walk: its holders reconcile the set.
   void after_walk(const ProcessTable& table);

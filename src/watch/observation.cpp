@@ -272,6 +272,8 @@ Look Observer::full_look() {
   look.full_scan = true;
   const DriverReading reading = reading_of(*snapshot);
   last_reading_ = reading;
+  last_reading_at_ = last_full_;
+  events_active_ = snapshot->holder_events && snapshot->holder_events->active;
   if (snapshot->driver.loaded) {
     read_driver_facts(reading, look);
   } else {
@@ -348,11 +350,16 @@ bool Observer::take_rescan_token() {
 
 std::optional<Look> Observer::quick_look() {
   Look look;
-  const double cpu_before = thread_cpu_seconds();
-  const std::optional<DriverReading> reading =
-      source_ ? source_->read_driver_only(DriverReadScope::Processes, last_reading_ ? &*last_reading_ : nullptr)
-              : std::nullopt;
-  driver_cpu_seconds_ += thread_cpu_seconds() - cpu_before;
+  const auto now = std::chrono::steady_clock::now();
+  // Between the driver's readings the last one stands for it (set_driver_read_seconds).
+  std::optional<DriverReading> fresh;
+  const DriverReading* reading = last_reading_ ? &*last_reading_ : nullptr;
+  if (driver_every_look() || !last_reading_ || now - last_reading_at_ >= std::chrono::duration<double>(driver_read_seconds_)) {
+    const double cpu_before = thread_cpu_seconds();
+    if (source_) fresh = source_->read_driver_only(DriverReadScope::Processes, reading);
+    driver_cpu_seconds_ += thread_cpu_seconds() - cpu_before;
+    reading = fresh ? &*fresh : nullptr;
+  }
   ++quick_looks_;
   if (reading) {
     read_driver_facts(*reading, look);
@@ -411,9 +418,13 @@ std::optional<Look> Observer::quick_look() {
   // processes in a loop gets one every kTriggeredScanGap, not one a look. What asked for it
   // stays asked (a new PID stays unfollowed, rescan_wanted_ stays set) until a scan is taken.
   if ((want_full || rescan_wanted_) && take_rescan_token()) return std::nullopt;
-  if (reading) last_reading_ = reading;
   stats_.close_unread();  // what this look no longer follows
-  return finish(std::move(look), look.driver_readable ? &*reading : nullptr);
+  Look done = finish(std::move(look), look.driver_readable ? reading : nullptr);
+  if (fresh) {
+    last_reading_ = std::move(fresh);
+    last_reading_at_ = now;
+  }
+  return done;
 }
 
 Look Observer::finish(Look look, const DriverReading* reading) {

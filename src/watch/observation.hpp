@@ -143,6 +143,13 @@ class Observer {
   // One look; a full scan when `full` or when one is due (see the top of this file).
   Look look(bool full);
   void set_full_scan_seconds(double seconds) { full_scan_seconds_ = seconds; }
+  // While the kernel's events bring new holders and exits, quick looks read the driver only
+  // once this long has passed since its last reading (policy.hpp's driver_read_seconds; 0:
+  // every look, infinity: at full scans only) and judge by that reading in between. Without
+  // the events every look reads it (it is then what tells of new GPU processes).
+  void set_driver_read_seconds(double seconds) { driver_read_seconds_ = seconds; }
+  // Whether the quick looks now read the driver every look (no events, or a policy that needs it).
+  bool driver_every_look() const { return !events_active_ || driver_read_seconds_ <= 0; }
   // The driver and /proc as the looks read them, for the snapshot an action is taken on.
   SnapshotSource& source();
   std::size_t full_scans() const { return full_scans_; }
@@ -166,6 +173,9 @@ class Observer {
   SnapshotOptions options_;
   std::unique_ptr<SnapshotSource> source_;
   std::optional<DriverReading> last_reading_;  // sizes the next reading's buffers
+  std::chrono::steady_clock::time_point last_reading_at_{};
+  double driver_read_seconds_ = 0;
+  bool events_active_ = false;  // the last full scan's holders came from the kernel's events
   double full_scan_seconds_;
   std::chrono::steady_clock::time_point last_full_{};
   bool have_full_ = false;

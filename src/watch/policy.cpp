@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -399,6 +400,16 @@ std::string_view rule_action_name(RuleAction action) {
     case RuleAction::Terminate: return "terminate";
   }
   return "log";
+}
+
+double driver_read_seconds(const Policy& policy) {
+  double every = std::numeric_limits<double>::infinity();
+  for (const Rule& rule : policy.rules) {
+    if (rule.condition == Condition::Memory) every = 0;
+    if (rule.condition == Condition::Idle) every = std::min(every, std::min(rule.idle_seconds / 10, kMaxDriverReadSeconds));
+    if (rule.match.min_memory) every = std::min(every, kMaxDriverReadSeconds);
+  }
+  return std::max(every, policy.interval_seconds);
 }
 
 std::string check_policy_gpus(const Policy& policy, const std::map<unsigned, std::string>& gpu_uuids) {

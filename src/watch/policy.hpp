@@ -134,6 +134,15 @@ std::string check_policy_gpus(const Policy& policy, const std::map<unsigned, std
 // (`pci_addresses`, as sysfs lists them).
 std::string check_policy_drm_gpus(const Policy& policy, const std::vector<std::string>& pci_addresses);
 
+// How often watch's quick looks need the driver when the kernel's events bring new holders and
+// exits (snapshot/holder_events.hpp): a `memory` rule every look; an `idle` rule at a tenth of
+// its idle_for, at most every kMaxDriverReadSeconds (the utilisation samples asked for cover
+// the time since the last reading, nvml/driver_reading.hpp); a rule filtered by min_memory
+// that often too; orphan, zombie and over-age rules never (their facts are the kernel's; the
+// full scans still read the driver). Never less than the interval; infinity: only full scans.
+inline constexpr double kMaxDriverReadSeconds = 60;
+double driver_read_seconds(const Policy& policy);
+
 std::optional<Policy> parse_policy(std::string_view text, const std::string& source, std::string& error);
 std::optional<Policy> load_policy(const std::string& path, std::string& error);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <array>
@@ -42,13 +43,6 @@ constexpr std::chrono::milliseconds kNotificationBudgetAtStop{1500};
 // host: at most one wake per kForkWakeGap for it, so that a busy host costs a few reads a second.
 constexpr std::chrono::milliseconds kOpenWakeGap{20};
 constexpr std::chrono::milliseconds kForkWakeGap{250};
-
-// Whether any of `fds` is readable now.
-bool readable(const std::vector<int>& fds) {
-  std::vector<pollfd> polled;
-  for (const int fd : fds) polled.push_back({fd, POLLIN, 0});
-  return !polled.empty() && ::poll(polled.data(), polled.size(), 0) > 0;
-}
 
 double unix_now() {
   timespec now{};
@@ -118,15 +112,20 @@ class SignalReader {
   SignalReader& operator=(const SignalReader&) = delete;
 
   bool valid() const { return static_cast<bool>(fd_); }
-  // Waits up to `timeout` for a signal, or until one of `also` is readable; 0 when no signal
-  // came. A stop asked for stays the answer.
-  int wait(std::chrono::milliseconds timeout, const std::vector<int>& also) {
+  // Waits up to `timeout` for a signal, or until one of `also` is readable (which ones, in
+  // *readable: also's order); 0 when no signal came. A stop asked for stays the answer. The
+  // signalfd is read only when the poll says a signal is queued: a wake by `also` costs no read.
+  int wait(std::chrono::milliseconds timeout, const std::vector<int>& also, std::vector<bool>* readable) {
+    readable->assign(also.size(), false);
+    bool signalled = true;
     if (stop_ == 0 && !reload_) {
       std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
       for (const int fd : also) p.push_back({fd, POLLIN, 0});
-      ::poll(p.data(), p.size(), static_cast<int>(std::max<long long>(0, timeout.count())));
+      const int ready = ::poll(p.data(), p.size(), static_cast<int>(std::max<long long>(0, timeout.count())));
+      signalled = ready < 0 || (p[0].revents & POLLIN) != 0;
+      for (std::size_t i = 1; i < p.size(); ++i) (*readable)[i - 1] = (p[i].revents & POLLIN) != 0;
     }
-    drain();
+    if (signalled) drain();
     if (stop_ != 0) return stop_;
     if (reload_) {
       reload_ = false;
@@ -191,9 +190,17 @@ class WatchDaemon {
                 {"rules", std::to_string(policy_->rules.size())},
                 {"interval", format_short_duration(policy_->interval_seconds)},
                 {"full_scan", format_short_duration(policy_->full_scan_seconds)},
+                {"driver_reads", driver_reads()},
                 {"audit_log", audit_ ? audit_->path() : ""}});
     evaluate(first);
     return {};
+  }
+
+  // How often the quick looks read the driver, for the start line.
+  std::string driver_reads() const {
+    if (observer_.driver_every_look()) return "every-look";
+    const double every = driver_read_seconds(*policy_);
+    return std::isinf(every) ? "full-scans" : format_short_duration(every);
   }
 
   int run() {
@@ -219,7 +226,8 @@ class WatchDaemon {
       std::vector<int> wake_on{workers_.fd()};
       wake_on.insert(wake_on.end(), events.begin(), events.end());
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-      const int sig = signals_.wait(left, wake_on);
+      std::vector<bool> woken;  // by the worker fd, then by each of `events`
+      const int sig = signals_.wait(left, wake_on, &woken);
       if (sig == SIGTERM || sig == SIGINT) {
         // Every ladder under way continues what it stopped and reports before the stop line.
         workers_.interrupt(sig);
@@ -247,7 +255,7 @@ class WatchDaemon {
       if (sig != 0) continue;
       if (Clock::now() < next) {
         // Woken by the events: a holder that came or went is judged now, not at the next look.
-        if (readable(events)) {
+        if (std::find(woken.begin() + 1, woken.end(), true) != woken.end()) {
           for (std::size_t i = 0; i < heard_from.size(); ++i) heard_from[i] = Clock::now() + gap[i];
           if (options_.snapshot.holder_events->changed_since_scan()) evaluate(observer_.look(false));
         }
@@ -285,6 +293,7 @@ class WatchDaemon {
     }
     notifier_.configure(policy_->notify);
     observer_.set_full_scan_seconds(policy_->full_scan_seconds);
+    observer_.set_driver_read_seconds(driver_read_seconds(*policy_));
     for (const Rule& r : policy_->rules) {
       counters_.declare(&WatchCounters::policy_matches, {r.name, std::string(rule_action_name(r.action))});
       if (r.action != RuleAction::Terminate) continue;

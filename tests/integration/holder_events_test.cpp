@@ -173,6 +173,50 @@ TEST_F(HolderEvents, AnOpenAWorkerAndTheirEndsAreInTheNextScrapeWithoutAWalk) {
   EXPECT_EQ(holders_of_gpu(checked->scrape(), "0"), 0);
 }
 
+// Between walks a holder no event touched is proven by the GPU descriptors of its last full
+// look alone (proc/fd_look_memory.hpp): a close, or another file put at that number, makes no
+// event, and must still end it; a descriptor moved to another number keeps it. Two scrapes
+// after each open, so that the holder is past its first, full look.
+TEST_F(HolderEvents, AKeptHolderThatClosesOrReplacesItsDescriptorLeavesAndOneThatMovesItStays) {
+  const auto events = exporter("1h");
+  ASSERT_TRUE(events);
+  const std::string gpu0 = node("nvidia0");
+  SteppedChild bystander({[&] { (void)::open(beside_.c_str(), O_RDONLY); }});
+  ASSERT_TRUE(bystander.step());
+  int closing_fd = -1, replaced_fd = -1, moved_fd = -1;
+  SteppedChild closing({[&] { closing_fd = ::open(gpu0.c_str(), O_RDWR); }, [&] { ::close(closing_fd); }});
+  SteppedChild replaced({[&] { replaced_fd = ::open(gpu0.c_str(), O_RDWR); },
+                         [&] {
+                           const int other = ::open(beside_.c_str(), O_RDONLY);
+                           if (other < 0 || ::dup2(other, replaced_fd) != replaced_fd) ::_exit(1);
+                           ::close(other);
+                         }});
+  SteppedChild moved({[&] { moved_fd = ::open(gpu0.c_str(), O_RDWR); },
+                      [&] {
+                        if (::dup2(moved_fd, 40) != 40) ::_exit(1);
+                        ::close(moved_fd);
+                      }});
+  ASSERT_TRUE(closing.step());
+  ASSERT_TRUE(replaced.step());
+  ASSERT_TRUE(moved.step());
+  EXPECT_TRUE(scrape_shows(*events, "0", 3)) << "the three openers, not the bystander";
+  EXPECT_EQ(holders_of_gpu(events->scrape(), "0"), 3);
+
+  ASSERT_TRUE(closing.step());
+  EXPECT_TRUE(scrape_shows(*events, "0", 2)) << "the one that closed its descriptor";
+  ASSERT_TRUE(replaced.step());
+  EXPECT_FALSE(holds(replaced.pid(), gpu0));
+  EXPECT_TRUE(scrape_shows(*events, "0", 1)) << "the one whose descriptor's number now names another file";
+  ASSERT_TRUE(moved.step());
+  EXPECT_TRUE(holds(moved.pid(), gpu0));
+  // Each scrape collects anew (--cache 0) after the move: no wait is needed for what it shows.
+  EXPECT_EQ(holders_of_gpu(events->scrape(), "0"), 1) << "the one that moved its descriptor to another number";
+  EXPECT_EQ(holders_of_gpu(events->scrape(), "0"), 1);
+  moved.end();
+  EXPECT_TRUE(scrape_shows(*events, "0", 0)) << "the bystander never entered";
+  EXPECT_EQ(counter(*events, "gpureap_holder_walks_total"), 1) << "only the first collection walked";
+}
+
 // --cache 60s: scrapes share a collection, but not past a holder's coming or going.
 TEST_F(HolderEvents, ACachedCollectionIsNotServedOnceAHolderCameOrWent) {
   ExportServer server(host_, {"--reconcile", "1h", "--cache", "60s", "--no-kernel-log"});
@@ -309,7 +353,9 @@ TEST_F(HolderEvents, WatchJudgesANewHolderAtItsOpenNotAtItsNextLook) {
     return static_cast<bool>(one >> leader) && static_cast<bool>(two >> member) && leader > 0 && member > 0;
   }));
   BackgroundWatch watch(host_, policy);
-  ASSERT_TRUE(watch.wait_for("start"));
+  const auto start = watch.wait_for("start");
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->field("driver_reads"), "full-scans") << "an orphan rule needs no driver between full scans";
   ASSERT_EQ(::kill(leader, SIGKILL), 0);
   ASSERT_TRUE(eventually([&] { return !running(leader); }));
   std::ofstream(file + ".go") << "go\n";
@@ -401,6 +447,9 @@ TEST_F(HolderEvents, WatchWithEventsOffSaysOnceThatItWalks) {
   BackgroundWatch watch(host_, policy, {}, {{"GPUREAP_HOLDER_EVENTS", "off"}});
   const auto said = watch.wait_for("holder-events-off");
   ASSERT_TRUE(said);
+  const auto start = watch.wait_for("start");
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->field("driver_reads"), "every-look") << "without events the driver tells of new GPU processes";
   EXPECT_EQ(said->field("why"), "holders found by walking /proc at every scan: GPUREAP_HOLDER_EVENTS=off");
   EXPECT_TRUE(watch.wait_for_count("scan", {}, 4)) << "several full scans";
   EXPECT_EQ(watch.count("holder-events-off"), 1u);

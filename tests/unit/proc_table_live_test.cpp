@@ -603,3 +603,75 @@ TEST(ProcTableLive, RepeatedScansLookAtNewProcessesAtOnceAndAtQuietOnesEveryFewS
 
 }  // namespace
 }  // namespace gpureap
+
+namespace gpureap {
+namespace {
+
+// A scan given the holders to read (the event-kept set) checks each one's GPU descriptors of its
+// last full listing instead of listing fd/: a close or another file at that number sends it to
+// a full listing, a GPU descriptor gained without an event shows only at the next full listing,
+// and a scan of every process (what an action reads) lists everything.
+TEST(ProcTableLive, AKeptHolderIsProvenByItsLastListingsDescriptorsAndAnActionsScanReadsThemAll) {
+  const FakeDevDir dev;
+  const std::string beside = dev.file("not-a-gpu");
+  std::ofstream(beside).put('\0');
+  const Pipe ready, go;
+  // Each byte read from `go` is the next step; its fd/ is then reported back.
+  Child holder([&] {
+    const int gpu = open(dev.file("nvidia0").c_str(), O_RDONLY | O_CLOEXEC);
+    if (gpu < 0) _exit(91);
+    int ctl = -1;
+    ready.send(getpid());
+    for (char step = 0; read(go.fds[0], &step, 1) == 1;) {
+      if (step == 'r') ctl = open(dev.file("nvidiactl").c_str(), O_RDONLY | O_CLOEXEC);  // as if received
+      if (step == 'c') close(gpu);
+      if (step == 'o') {
+        const int other = open(beside.c_str(), O_RDONLY | O_CLOEXEC);
+        if (other < 0 || dup2(other, ctl) != ctl) _exit(93);
+        close(other);
+      }
+      ready.send(getpid());
+    }
+    _exit(0);
+  });
+  const pid_t pid = holder.pid();
+  ASSERT_EQ(ready.receive(), pid);
+  const auto step = [&](char what) {
+    ASSERT_EQ(write(go.fds[1], &what, 1), 1);
+    ASSERT_EQ(ready.receive(), pid);
+  };
+  ProcScanOptions options;
+  options.dev_dir = dev.path();
+  options.scope = ProcScanScope::Holders;
+  options.memory = std::make_shared<FdLookMemory>(1, 1000);  // no listing by the cadence in this test
+  options.only_pids = std::make_shared<const std::vector<pid_t>>(std::vector<pid_t>{pid});
+  const auto files = [&](ProcScanScope scope) {
+    options.scope = scope;
+    const ProcessTable table = ProcessTable::scan(options);
+    std::vector<std::string> paths;
+    if (const ProcessInfo* info = table.find(pid)) {
+      for (const DeviceFileHandle& file : info->device_files) paths.push_back(file.path);
+    }
+    return paths;
+  };
+  const std::vector<std::string> gpu{dev.file("nvidia0")};
+  const std::vector<std::string> ctl{dev.file("nvidiactl")};
+  const std::vector<std::string> both{dev.file("nvidia0"), dev.file("nvidiactl")};  // by descriptor
+  EXPECT_EQ(files(ProcScanScope::Holders), gpu) << "the first look lists fd/";
+
+  step('r');  // a second GPU descriptor, gained where no event would tell
+  EXPECT_EQ(files(ProcScanScope::Holders), gpu) << "its last listing's descriptors, checked";
+  EXPECT_EQ(files(ProcScanScope::Everything), both) << "an action's scan reads every descriptor";
+  options.memory->forget_files(pid);  // an event on it
+  EXPECT_EQ(files(ProcScanScope::Holders), both) << "listed in full after an event";
+
+  step('c');  // the first one closed
+  EXPECT_EQ(files(ProcScanScope::Holders), ctl);
+  EXPECT_EQ(files(ProcScanScope::Holders), ctl);
+  step('o');  // another file at the number of the last one
+  EXPECT_EQ(files(ProcScanScope::Holders), std::vector<std::string>{}) << "no longer a holder";
+  EXPECT_EQ(files(ProcScanScope::Everything), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace gpureap

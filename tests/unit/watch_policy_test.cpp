@@ -1,5 +1,7 @@
 // The watch policy file: a valid one read in full, and each kind of mistake refused with one
 // line naming the file, line and column; sizes; the log's key=value fields.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -310,6 +312,35 @@ TEST(WatchLog, FieldsAreSanitisedAndQuotedSoALineCannotBeForged) {
   const std::string huge = log_field("command", std::string(2 << 20, 'x'));
   EXPECT_LT(huge.size(), 2 * kMaxLogValueColumns);
   EXPECT_NE(huge.find("\u2026"), std::string::npos) << "ends in an ellipsis";
+}
+
+}  // namespace
+}  // namespace gpureap
+
+namespace gpureap {
+namespace {
+
+// The policy of `rules` (TOML [[rule]] tables) at a 1 s interval.
+Policy policy_of(const std::string& rules) {
+  std::string error;
+  auto policy = parse_policy("interval = \"1s\"\n" + rules, "policy.toml", error);
+  EXPECT_TRUE(policy) << error;
+  return policy ? *policy : Policy{};
+}
+
+TEST(WatchPolicy, TheDriverIsReadAsOftenAsTheRulesNeedItsFacts) {
+  const std::string orphan = "[[rule]]\nname = \"o\"\ncondition = \"orphan\"\n";
+  const std::string old = "[[rule]]\nname = \"a\"\ncondition = \"over-age\"\nolder_than = \"2h\"\n";
+  const std::string idle_hour = "[[rule]]\nname = \"i\"\ncondition = \"idle\"\nidle_for = \"1h\"\n";
+  const std::string idle_minute = "[[rule]]\nname = \"j\"\ncondition = \"idle\"\nidle_for = \"2m\"\n";
+  const std::string idle_brief = "[[rule]]\nname = \"k\"\ncondition = \"idle\"\nidle_for = \"5s\"\n";
+  const std::string memory = "[[rule]]\nname = \"m\"\ncondition = \"memory\"\nmemory_above = \"1GiB\"\n";
+  EXPECT_TRUE(std::isinf(driver_read_seconds(policy_of(orphan + old)))) << "the kernel's facts: full scans only";
+  EXPECT_DOUBLE_EQ(driver_read_seconds(policy_of(orphan + "min_memory = \"1GiB\"\n")), kMaxDriverReadSeconds);
+  EXPECT_DOUBLE_EQ(driver_read_seconds(policy_of(idle_hour)), kMaxDriverReadSeconds);
+  EXPECT_DOUBLE_EQ(driver_read_seconds(policy_of(orphan + idle_minute)), 12);
+  EXPECT_DOUBLE_EQ(driver_read_seconds(policy_of(idle_brief)), 1) << "never more often than the looks";
+  EXPECT_DOUBLE_EQ(driver_read_seconds(policy_of(idle_hour + memory)), 1) << "a memory rule: every look";
 }
 
 }  // namespace
