@@ -20,15 +20,14 @@ step() {
   echo "== $1 ($((SECONDS - start)) s; CPU of the steps before: $(tail -1 "$cpu_log" | awk '{print $1 " user, " $2 " system"}'))"
 }
 
-# What both builds need, first: two package installs at once would contend for apt's lock.
-"$root/scripts/setup-deps.sh" test
+step "AddressSanitizer + UndefinedBehaviorSanitizer build (clang)"
+CC=clang CXX=clang++ "$root/scripts/build.sh" asan
 
-# The release program is built with gcc from the start, at the lowest priority, while the
-# sanitizer build, the tests and the fuzzers run: it takes only the CPU they leave (the
-# sanitizer build's links and last files, the tests' waits on real processes), so that it does
-# not run on alone after the tests. As root, package.sh builds it (no tests) in build/ with the
-# packager's flags and packages it. Others build the release program, then compile the code
-# with the packager's flags (scripts/compile-check.sh, linking nothing).
+# The release program is built with gcc while the tests and the fuzzers run, at the lowest
+# priority: the tests mostly wait on real processes, and the build takes only the CPU they
+# leave. As root, package.sh builds it (no tests) in build/ with the packager's flags and
+# packages it. Others build the release program, then compile the code with the packager's flags
+# (scripts/compile-check.sh, linking nothing).
 release_log=$(mktemp)
 # (A command line for bash -c, where $1 is the checkout.)
 # shellcheck disable=SC2016
@@ -45,9 +44,6 @@ release_pid=$!
 # (|| true: under set -e a failing command in the trap, the build long gone, would end the
 # script with status 1 after a passing run.)
 trap 'kill -- "-$release_pid" 2>/dev/null || true; rm -f "$release_log" "$cpu_log"' EXIT
-
-step "AddressSanitizer + UndefinedBehaviorSanitizer build (clang)"
-CC=clang CXX=clang++ "$root/scripts/build.sh" asan
 
 step "tests"
 # The tests mostly wait on real processes, so run more of them than there are cores.
