@@ -50,7 +50,9 @@ TEST(ExportDrm, AmdGpusAreInTheSameSeriesWithAVendorLabel) {
   }
   // Every per-GPU series says its vendor.
   for (const auto& sample : m.samples) {
-    if (sample.name.rfind("gpureap_gpu_", 0) == 0) EXPECT_EQ(sample.labels.count("vendor"), 1u) << sample.name;
+    if (sample.name.rfind("gpureap_gpu_", 0) == 0) {
+      EXPECT_EQ(sample.labels.count("vendor"), 1u) << sample.name;
+    }
   }
 
   // A descriptor whose stats cannot be read (a bare open: no client, no fdinfo) leaves the

@@ -204,7 +204,9 @@ TEST_P(RunEscapees, DoubleForkedAndSetsidProcessesAreStillEnded) {
     EXPECT_FALSE(running(pid)) << pid;
     // The job's own cgroup is frozen whole (cgroup.freeze), even with several trees in it:
     // no member is stopped one by one.
-    if (cgroup) EXPECT_FALSE(has_signal(*e, "SIGSTOP")) << e->dump();
+    if (cgroup) {
+      EXPECT_FALSE(has_signal(*e, "SIGSTOP")) << e->dump();
+    }
   }
   expect_memory_verified(report);
   EXPECT_TRUE(running(bystander.pid));

@@ -52,7 +52,9 @@ TEST_P(RunJobMps, ALeftoverClientEndsThroughTerminateClientAndAnotherJobsClientA
   EXPECT_NE(report["notes"].dump().find("terminate_client " + std::to_string(server) + " " + std::to_string(client[0])),
             std::string::npos)
       << report.dump(2);
-  if (const auto* e = ended_entry(report, client[0])) EXPECT_NE((*e)["outcome"], "survived") << report.dump(2);
+  if (const auto* e = ended_entry(report, client[0])) {
+    EXPECT_NE((*e)["outcome"], "survived") << report.dump(2);
+  }
   EXPECT_FALSE(running(client[0]));
   expect_memory_verified(report);
 

@@ -146,7 +146,9 @@ TEST(Watch, IdleInEnforceEndsTheJobAndItsWorkersVerifiesTheMemoryAndSparesBystan
   for (pid_t pid : idle.workers) EXPECT_TRUE(audited(audit, pid, "SIGTERM")) << pid;
   for (pid_t pid : {service.pid, working.pid, working.workers[0], plain.pid}) EXPECT_FALSE(audited_any(audit, pid)) << pid;
   for (const auto& line : audit) {
-    if (line.value("pid", 0) == idle.pid) EXPECT_EQ(line.value("reason", ""), "gpureap watch: rule idle (idle)");
+    if (line.value("pid", 0) == idle.pid) {
+      EXPECT_EQ(line.value("reason", ""), "gpureap watch: rule idle (idle)");
+    }
   }
 }
 
@@ -654,7 +656,9 @@ TEST_P(WatchConditions, AnnouncedInDryRunActedOnInEnforce) {
     ASSERT_TRUE(would);
     EXPECT_NE(would->field("message").find("dry run: would"), std::string::npos) << would->raw;
     watch.wait_for("scan");
-    if (subject > 0) EXPECT_TRUE(running(subject));
+    if (subject > 0) {
+      EXPECT_TRUE(running(subject));
+    }
     EXPECT_TRUE(running(target.pid) || condition == "orphan");
     EXPECT_FALSE(std::filesystem::exists(host.state_dir() + "/audit.log"));
   } else {
@@ -677,7 +681,9 @@ TEST_P(WatchConditions, AnnouncedInDryRunActedOnInEnforce) {
     EXPECT_TRUE(running(small.pid));
   }
   EXPECT_EQ(watch.stop(), 0);
-  if (service) EXPECT_TRUE(running(service->pid));
+  if (service) {
+    EXPECT_TRUE(running(service->pid));
+  }
   EXPECT_TRUE(running(plain.pid));
   if (c.enforce && condition == "zombie") {
     EXPECT_TRUE(audited(audit_lines(host.state_dir() + "/audit.log"), target.pid, "SIGCHLD"));

@@ -165,7 +165,9 @@ TEST(FleetReader, TheFirstFailedQueryEndsTheReadWithItsFailure) {
 
 TEST(FleetReader, TheHolderCountBoundsTheServersTopk) {
   for (const std::string& q : fleet_queries(5)) {
-    if (q.find("gpureap_process_gpu_memory_bytes") != std::string::npos) EXPECT_NE(q.find("topk by (instance, gpu) (5,"), std::string::npos);
+    if (q.find("gpureap_process_gpu_memory_bytes") != std::string::npos) {
+      EXPECT_NE(q.find("topk by (instance, gpu) (5,"), std::string::npos);
+    }
   }
   // Out of range asks for the nearest bound, never an unbounded answer.
   FakeServer server;

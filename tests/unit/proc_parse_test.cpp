@@ -258,7 +258,9 @@ void expect_parsed_well(std::string_view text) {
     EXPECT_GT(stat->pid, 0);
     EXPECT_EQ(stat->comm, text.substr(open + 1, close - open - 1)) << "the name runs to the last ')'";
   }
-  if (parse_status(text)) EXPECT_NE(text.find("Uid:"), std::string_view::npos) << "no Uid: line, no status";
+  if (parse_status(text)) {
+    EXPECT_NE(text.find("Uid:"), std::string_view::npos) << "no Uid: line, no status";
+  }
   std::string joined;
   for (const auto& arg : parse_cmdline(text)) joined += arg + '\0';
   if (!text.empty() && text.back() != '\0') joined.pop_back();

@@ -320,8 +320,12 @@ TEST(TopLayout, ANonRootUserSeesWhichRowsAreNotTheirs) {
   EXPECT_NE(text.find("not root: rows marked ✗ are not yours to end"), std::string::npos) << text;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
-    if (line.find("theirs") != std::string::npos) EXPECT_NE(line.find("✗"), std::string::npos) << line;
-    if (line.find("mine") != std::string::npos) EXPECT_EQ(line.find("✗"), std::string::npos) << line;
+    if (line.find("theirs") != std::string::npos) {
+      EXPECT_NE(line.find("✗"), std::string::npos) << line;
+    }
+    if (line.find("mine") != std::string::npos) {
+      EXPECT_EQ(line.find("✗"), std::string::npos) << line;
+    }
   }
 }
 
