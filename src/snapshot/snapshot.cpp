@@ -153,6 +153,104 @@ bool find_orphan_evidence(const Snapshot& snapshot, const std::unordered_set<pid
   return gone != OrphanEvidence::None && found(gone, leader);
 }
 
+
+// One view per GPU the driver read, with its memory account.
+void add_gpu_views(Snapshot& snapshot, const DriverReading& reading) {
+  for (const auto& gpu_reading : reading.gpus) {
+    GpuView gpu;
+    gpu.reading = gpu_reading;
+    const auto& m = gpu_reading.memory;
+    gpu.memory.total = m.total;
+    gpu.memory.used = m.used;
+    gpu.memory.reserved = m.reserved;
+    gpu.memory.free = m.free;
+    gpu.memory.source = m.source;
+    snapshot.gpus.push_back(std::move(gpu));
+  }
+}
+
+// The driver's processes of each GPU, their identity here, and the GPU's memory they account
+// for (what is unattributed only when every listed process said its memory). The PIDs listed.
+std::unordered_set<pid_t> add_driver_processes(Snapshot& snapshot) {
+  std::unordered_set<pid_t> listed;
+  for (auto& gpu : snapshot.gpus) {
+    bool all_known = gpu.reading.processes_complete;
+    std::uint64_t attributed = 0;
+    for (const auto& driver_process : gpu.reading.processes) {
+      GpuProcessView view;
+      view.gpu_index = gpu.reading.index;
+      view.driver = driver_process;
+      classify_identity(view, gpu, snapshot);
+      if (driver_process.used_memory) {
+        attributed += *driver_process.used_memory;
+      } else {
+        all_known = false;
+      }
+      listed.insert(static_cast<pid_t>(driver_process.pid));
+      snapshot.processes.push_back(std::move(view));
+    }
+    auto& account = gpu.memory;
+    account.attributed = attributed;
+    if (account.used && all_known) {
+      account.unattributed = *account.used > attributed ? *account.used - attributed : 0;
+    }
+  }
+  return listed;
+}
+
+// Listed PIDs that do not exist here: exited jobs (on the host; in a child PID namespace the
+// driver's PIDs are the host's and prove nothing here).
+std::unordered_set<pid_t> exited_listed_pids(const Snapshot& snapshot) {
+  std::unordered_set<pid_t> exited_listed;
+  if (!snapshot.in_child_pid_namespace) {
+    for (const auto& p : snapshot.processes) {
+      if (p.linux_process == nullptr) exited_listed.insert(static_cast<pid_t>(p.driver.pid));
+    }
+  }
+  return exited_listed;
+}
+
+// A process holding device files as a holder: its GPUs, its ancestry, and its role.
+HolderView holder_view(const Snapshot& snapshot, const ProcessInfo& process, const std::unordered_set<pid_t>& listed,
+                       const std::unordered_set<pid_t>& exited_listed) {
+  const pid_t pid = process.pid;
+  HolderView holder;
+  holder.pid = pid;
+  holder.linux_process = &process;
+  std::set<unsigned> gpus;
+  for (const auto& file : process.device_files) {
+    if (file.kind != DeviceFileKind::Gpu || file.minor < 0) continue;
+    if (const GpuView* gpu = snapshot.gpu_by_minor(static_cast<unsigned>(file.minor))) {
+      gpus.insert(gpu->reading.index);
+    }
+  }
+  holder.gpus.assign(gpus.begin(), gpus.end());
+  holder.listed_by_driver = listed.count(pid) > 0;
+  auto chain = snapshot.table.ancestry(pid);
+  if (!chain.empty() && chain.front() == pid) chain.erase(chain.begin());
+  holder.ancestry = chain;
+  for (pid_t ancestor : holder.ancestry) {
+    if (listed.count(ancestor)) {
+      holder.listed_ancestor = ancestor;
+      break;
+    }
+  }
+  if (holder.listed_by_driver) {
+    holder.role = HolderRole::GpuProcess;
+  } else if (!holds_any_gpu_file(process) || process.maps_nvml_only == true) {
+    // Control/UVM files only, or the NVML library mapped without CUDA: a monitor,
+    // exporter or nvidia-smi. It holds no GPU memory but does block a GPU reset.
+    holder.role = HolderRole::Client;
+  } else if (holder.listed_ancestor) {
+    holder.role = HolderRole::Worker;
+  } else if (find_orphan_evidence(snapshot, exited_listed, process, holder)) {
+    holder.role = HolderRole::Orphan;
+  } else {
+    holder.role = HolderRole::Unlisted;
+  }
+  return holder;
+}
+
 }  // namespace
 
 OrphanEvidence gone_leader_evidence(const Snapshot& snapshot, const ProcessInfo& process, pid_t* leader) {
@@ -314,51 +412,9 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
   snapshot.gpus.clear();
   snapshot.processes.clear();
   snapshot.holders.clear();
-  for (const auto& gpu_reading : reading.gpus) {
-    GpuView gpu;
-    gpu.reading = gpu_reading;
-    const auto& m = gpu_reading.memory;
-    gpu.memory.total = m.total;
-    gpu.memory.used = m.used;
-    gpu.memory.reserved = m.reserved;
-    gpu.memory.free = m.free;
-    gpu.memory.source = m.source;
-    snapshot.gpus.push_back(std::move(gpu));
-  }
-
-  std::unordered_set<pid_t> listed;
-  for (auto& gpu : snapshot.gpus) {
-    bool all_known = gpu.reading.processes_complete;
-    std::uint64_t attributed = 0;
-    for (const auto& driver_process : gpu.reading.processes) {
-      GpuProcessView view;
-      view.gpu_index = gpu.reading.index;
-      view.driver = driver_process;
-      classify_identity(view, gpu, snapshot);
-      if (driver_process.used_memory) {
-        attributed += *driver_process.used_memory;
-      } else {
-        all_known = false;
-      }
-      listed.insert(static_cast<pid_t>(driver_process.pid));
-      snapshot.processes.push_back(std::move(view));
-    }
-    auto& account = gpu.memory;
-    account.attributed = attributed;
-    if (account.used && all_known) {
-      account.unattributed = *account.used > attributed ? *account.used - attributed : 0;
-    }
-  }
-
-  // Listed PIDs that do not exist here: exited jobs (on the host; in a child PID namespace the
-  // driver's PIDs are the host's and prove nothing here).
-  std::unordered_set<pid_t> exited_listed;
-  if (!snapshot.in_child_pid_namespace) {
-    for (const auto& p : snapshot.processes) {
-      if (p.linux_process == nullptr) exited_listed.insert(static_cast<pid_t>(p.driver.pid));
-    }
-  }
-
+  add_gpu_views(snapshot, reading);
+  const std::unordered_set<pid_t> listed = add_driver_processes(snapshot);
+  const std::unordered_set<pid_t> exited_listed = exited_listed_pids(snapshot);
   snapshot.processes_not_inspected = 0;
   for (const auto& [pid, process] : snapshot.table.processes()) {
     if (process.fd_access == FdAccess::Denied && !process.kernel_thread) ++snapshot.processes_not_inspected;
@@ -366,41 +422,7 @@ void join_snapshot(Snapshot& snapshot, const DriverReading& reading) {
     // gpureap itself holds them once NVML is loaded (the driver's library opens nvidiactl
     // and nvidia<N>), like any NVML client; it is not a holder anyone wants to see.
     if (pid == snapshot.self_pid) continue;
-    HolderView holder;
-    holder.pid = pid;
-    holder.linux_process = &process;
-    std::set<unsigned> gpus;
-    for (const auto& file : process.device_files) {
-      if (file.kind != DeviceFileKind::Gpu || file.minor < 0) continue;
-      if (const GpuView* gpu = snapshot.gpu_by_minor(static_cast<unsigned>(file.minor))) {
-        gpus.insert(gpu->reading.index);
-      }
-    }
-    holder.gpus.assign(gpus.begin(), gpus.end());
-    holder.listed_by_driver = listed.count(pid) > 0;
-    auto chain = snapshot.table.ancestry(pid);
-    if (!chain.empty() && chain.front() == pid) chain.erase(chain.begin());
-    holder.ancestry = chain;
-    for (pid_t ancestor : holder.ancestry) {
-      if (listed.count(ancestor)) {
-        holder.listed_ancestor = ancestor;
-        break;
-      }
-    }
-    if (holder.listed_by_driver) {
-      holder.role = HolderRole::GpuProcess;
-    } else if (!holds_any_gpu_file(process) || process.maps_nvml_only == true) {
-      // Control/UVM files only, or the NVML library mapped without CUDA: a monitor,
-      // exporter or nvidia-smi. It holds no GPU memory but does block a GPU reset.
-      holder.role = HolderRole::Client;
-    } else if (holder.listed_ancestor) {
-      holder.role = HolderRole::Worker;
-    } else if (find_orphan_evidence(snapshot, exited_listed, process, holder)) {
-      holder.role = HolderRole::Orphan;
-    } else {
-      holder.role = HolderRole::Unlisted;
-    }
-    snapshot.holders.push_back(std::move(holder));
+    snapshot.holders.push_back(holder_view(snapshot, process, listed, exited_listed));
   }
   std::sort(snapshot.holders.begin(), snapshot.holders.end(),
             [](const HolderView& a, const HolderView& b) { return a.pid < b.pid; });

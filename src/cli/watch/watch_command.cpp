@@ -204,39 +204,29 @@ static int check_config(const WatchOptions& options) {
   return exit_code::kOk;
 }
 
-int run_watch(WatchOptions options) {
-  if (!options.empty_option.empty()) {
-    std::cerr << fmt::format("{}: {} was given an empty value (an unset variable?)\n", kWatchCommand, options.empty_option);
-    return exit_code::kUsage;
-  }
-  std::string error;
-  if (!options.check_config.empty()) return check_config(options);
+namespace {
+
+// What is wrong with how the options go together, or "" (each is a usage error).
+std::string options_problem(const WatchOptions& options) {
   const bool serve_asked = options.web_config || options.per_process || options.max_scrapes != "10" ||
                            !options.kernel_log.empty() || options.no_kernel_log;
   if (serve_asked && !options.listen) {
-    std::cerr << kWatchCommand
-              << ": --web-config, --per-process, --max-scrapes, --kernel-log and --no-kernel-log apply to --listen, which "
-                 "was not given\n";
-    return exit_code::kUsage;
+    return "--web-config, --per-process, --max-scrapes, --kernel-log and --no-kernel-log apply to --listen, which "
+           "was not given";
   }
-  if (!options.kernel_log.empty() && options.no_kernel_log) {
-    std::cerr << kWatchCommand << ": --kernel-log and --no-kernel-log contradict each other\n";
-    return exit_code::kUsage;
-  }
+  if (!options.kernel_log.empty() && options.no_kernel_log) return "--kernel-log and --no-kernel-log contradict each other";
   if (!options.kernel_log.empty()) {
     if (const std::string problem = kernel_log_file_problem(options.kernel_log); !problem.empty()) {
-      std::cerr << kWatchCommand << ": --kernel-log " << sanitize_for_terminal(problem) << "\n";
-      return exit_code::kUsage;
+      return "--kernel-log " + sanitize_for_terminal(problem);
     }
   }
-  ServeOptions serve;
-  if (options.listen) {
-    if (error = check_serve_options({options.listen, options.web_config, options.max_scrapes}, serve); !error.empty()) {
-      std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
-      return exit_code::kUsage;
-    }
-  }
-  WatchDaemonOptions daemon;
+  return {};
+}
+
+// The daemon's settings from the command line, then the environment, then the configuration;
+// false (said on stderr) when one is a usage error.
+bool take_daemon_settings(const WatchOptions& options, WatchDaemonOptions& daemon) {
+  std::string error;
   daemon.policy_path = options.policy;
   daemon.force_dry_run = options.dry_run;
   if (!options.interval.empty()) {
@@ -245,18 +235,18 @@ int run_watch(WatchOptions options) {
                                   policy_limits::kMinIntervalSeconds);
     if (!error.empty()) {
       std::cerr << kWatchCommand << ": " << error << "\n";
-      return exit_code::kUsage;
+      return false;
     }
     daemon.interval_override = seconds;
   }
   if (error = take_stop_timeout(options, daemon); !error.empty()) {
     std::cerr << kWatchCommand << ": " << error << "\n";
-    return exit_code::kUsage;
+    return false;
   }
   const auto config = load_kill_config(error);
   if (!config) {
     std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
-    return exit_code::kUsage;
+    return false;
   }
   // The command line, then the environment, then the policy file, then the configuration.
   daemon.audit_log_override = options.audit_log;
@@ -268,6 +258,59 @@ int run_watch(WatchOptions options) {
   daemon.snapshot = default_snapshot_options();
   daemon.snapshot.holder_events = std::make_shared<HolderEvents>(kWatchReconcileSeconds);
   daemon.log_fd = STDERR_FILENO;
+  return true;
+}
+
+// --listen: the metrics server started, and each look handed to it. Its exit status when it
+// cannot serve.
+int start_metrics_server(const WatchOptions& options, const ServeOptions& serve, CounterBoard& counters,
+                         WatchDaemonOptions& daemon, std::unique_ptr<MetricsServer>& server) {
+  // The signals the daemon reads from its signalfd are blocked before the server's threads
+  // start, so that every thread inherits the mask and none of them is killed by SIGTERM.
+  sigset_t daemon_signals;
+  sigemptyset(&daemon_signals);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&daemon_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &daemon_signals, nullptr);
+  WatchMetricsOptions metrics;
+  metrics.snapshot.per_process = options.per_process;
+  metrics.kernel_log = !options.no_kernel_log;
+  metrics.xid.kernel_log_file = options.kernel_log;
+  metrics.on_problem = watch_says;
+  server = std::make_unique<MetricsServer>(serve, counters, std::move(metrics));
+  std::string error;
+  if (!server->start(error)) {
+    watch_says(fmt::format("cannot serve on {}: {}", serve.listen.text(), error));
+    return exit_code::kExportCannotServe;
+  }
+  watch_says(fmt::format("serving {}/metrics", server->address().url(serve.web.tls())));
+  warn_about_exposure(serve, options.per_process, watch_says);
+  MetricsServer* serving = server.get();
+  daemon.on_look = [serving](const Look& look) { serving->on_look(look); };
+  return exit_code::kOk;
+}
+
+}  // namespace
+
+int run_watch(WatchOptions options) {
+  if (!options.empty_option.empty()) {
+    std::cerr << fmt::format("{}: {} was given an empty value (an unset variable?)\n", kWatchCommand, options.empty_option);
+    return exit_code::kUsage;
+  }
+  if (!options.check_config.empty()) return check_config(options);
+  if (const std::string problem = options_problem(options); !problem.empty()) {
+    std::cerr << kWatchCommand << ": " << problem << "\n";
+    return exit_code::kUsage;
+  }
+  std::string error;
+  ServeOptions serve;
+  if (options.listen) {
+    if (error = check_serve_options({options.listen, options.web_config, options.max_scrapes}, serve); !error.empty()) {
+      std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
+      return exit_code::kUsage;
+    }
+  }
+  WatchDaemonOptions daemon;
+  if (!take_daemon_settings(options, daemon)) return exit_code::kUsage;
   auto policy = load_policy(options.policy, error);
   if (!policy) {
     std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
@@ -281,25 +324,9 @@ int run_watch(WatchOptions options) {
   CounterBoard counters;
   std::unique_ptr<MetricsServer> server;
   if (options.listen) {
-    // The signals the daemon reads from its signalfd are blocked before the server's threads
-    // start, so that every thread inherits the mask and none of them is killed by SIGTERM.
-    sigset_t daemon_signals;
-    sigemptyset(&daemon_signals);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&daemon_signals, sig);
-    pthread_sigmask(SIG_BLOCK, &daemon_signals, nullptr);
-    WatchMetricsOptions metrics;
-    metrics.snapshot.per_process = options.per_process;
-    metrics.kernel_log = !options.no_kernel_log;
-    metrics.xid.kernel_log_file = options.kernel_log;
-    metrics.on_problem = watch_says;
-    server = std::make_unique<MetricsServer>(serve, counters, std::move(metrics));
-    if (!server->start(error)) {
-      watch_says(fmt::format("cannot serve on {}: {}", serve.listen.text(), error));
-      return exit_code::kExportCannotServe;
+    if (const int status = start_metrics_server(options, serve, counters, daemon, server); status != exit_code::kOk) {
+      return status;
     }
-    watch_says(fmt::format("serving {}/metrics", server->address().url(serve.web.tls())));
-    warn_about_exposure(serve, options.per_process, watch_says);
-    daemon.on_look = [&server](const Look& look) { server->on_look(look); };
   }
   const int status = run_watch_daemon(std::move(*effective), daemon, counters, error);
   if (!error.empty()) std::cerr << kWatchCommand << ": " << sanitize_for_terminal(error) << "\n";
