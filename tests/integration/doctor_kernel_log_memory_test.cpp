@@ -14,11 +14,7 @@
 namespace gpureap::test {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || (defined(__has_feature) && __has_feature(address_sanitizer))
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
+constexpr bool kAsan = kUnderAddressSanitizer;
 
 // A log of `bytes` of Xid lines (two GPUs, three kinds), written quickly in large blocks.
 std::string write_xid_log(const std::string& path, std::size_t bytes) {

@@ -203,8 +203,8 @@ TEST(DoctorInput, KernelLogThatIsNotARegularFileIsExit11WithOneLine) {
 
 TEST(DoctorInput, BadIpcMinAgeIsExit11) {
   SimHost host;
-  for (const std::string& age : {"nan", "-5", "1e300", "inf", "31d", "soon"}) {
-    const auto result = host.gpureap({"doctor", "--no-kernel-log", "--ipc-min-age=" + age});
+  for (const char* age : {"nan", "-5", "1e300", "inf", "31d", "soon"}) {
+    const auto result = host.gpureap({"doctor", "--no-kernel-log", std::string("--ipc-min-age=") + age});
     EXPECT_EQ(result.exit_code, 11) << "--ipc-min-age '" << age << "': " << result.err;
   }
   EXPECT_EQ(host.gpureap({"doctor", "--no-kernel-log", "--ipc-min-age", "2h"}).exit_code, 0);

@@ -231,12 +231,8 @@ TEST(Fleet, HeadersWithoutEndAreCutAt64KiBNotAtTheTimeout) {
                       RawHttpServer::Pace::Flood);
   std::vector<std::string> argv = {"/usr/bin/prlimit", "--data=134217728", gpureap_binary(), "fleet",
                                    "--prometheus", flood.url(), "--timeout", "60"};
-#if defined(__SANITIZE_ADDRESS__) || (defined(__has_feature) && __has_feature(address_sanitizer))
-  const bool asan = true;
-  argv.erase(argv.begin(), argv.begin() + 2);  // AddressSanitizer maps far more than a heap limit allows
-#else
-  const bool asan = false;
-#endif
+  const bool asan = kUnderAddressSanitizer;
+  if (asan) argv.erase(argv.begin(), argv.begin() + 2);  // AddressSanitizer maps far more than a heap limit allows
   const auto start = std::chrono::steady_clock::now();
   const auto r = run_command(argv);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -34,7 +34,7 @@ TEST(HostileUserOption, AnEmptySelectionValueIsRefusedAndNothingIsSignalled) {
   SimHost host;
   auto on_gpu0 = host.start({"--alloc", "0:1GiB"});
   auto on_gpu1 = host.start({"--alloc", "1:1GiB"});
-  for (const std::string& option : {"--gpu", "--user", "--name", "--container"}) {
+  for (const std::string option : {"--gpu", "--user", "--name", "--container"}) {
     std::vector<std::string> args = {"kill", "--user", "root", option, "", "--yes"};
     const auto result = host.gpureap(args);
     EXPECT_EQ(result.exit_code, 2) << option << ": " << result.err;

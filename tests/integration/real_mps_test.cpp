@@ -196,7 +196,7 @@ TEST_P(RealMps, ASocketSwappedInAtControlUnprovesTheDaemon) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Debian, RealMps, ::testing::ValuesIn(kVersions),
-                         [](const ::testing::TestParamInfo<Version>& info) { return "R" + std::to_string(info.param.major); });
+                         [](const ::testing::TestParamInfo<Version>& version) { return "R" + std::to_string(version.param.major); });
 
 }  // namespace
 }  // namespace gpureap

@@ -213,7 +213,7 @@ TEST_P(RunEscapees, DoubleForkedAndSetsidProcessesAreStillEnded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CgroupAndTree, RunEscapees, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "Cgroup" : "NoCgroup"; });
+                         [](const auto& cgroup) { return cgroup.param ? "Cgroup" : "NoCgroup"; });
 
 // Under a low open-file limit the members are pinned in batches: pinning all 120 at once had
 // left the ladder no descriptor to read /proc with, and every member read as "already gone"

@@ -13,7 +13,23 @@
 
 #include <nlohmann/json.hpp>
 
+// Whether this program runs under AddressSanitizer (gcc says so with __SANITIZE_ADDRESS__,
+// clang with __has_feature, which gcc 12's preprocessor cannot parse).
+#if defined(__SANITIZE_ADDRESS__)
+#define GPUREAP_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GPUREAP_TEST_ASAN 1
+#endif
+#endif
+
 namespace gpureap::test {
+
+#ifdef GPUREAP_TEST_ASAN
+inline constexpr bool kUnderAddressSanitizer = true;
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
 
 struct CommandResult {
   int exit_code = -1;  // -1 when killed by a signal or timed out

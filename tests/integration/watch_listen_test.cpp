@@ -176,9 +176,9 @@ TEST(WatchListen, CountsATerminationInEnforceAndSparesBystanders) {
   ASSERT_TRUE(watch.wait_for("terminate", {{"pid", std::to_string(idle.pid)}}));
   // A look after the ladder's report: the ladder runs beside the looks, so one of them may see
   // the memory back before the ladder has said what it did.
-  const Scrape s = scrape_until(port, [](const Scrape& s) {
-                     return s.value("gpureap_gpu_memory_used_bytes", {{"gpu", "0"}}) == 1.0 * GiB &&
-                            s.value("gpureap_watch_terminations_total", {{"reason", "idle"}, {"outcome", "exited"}}) == 1;
+  const Scrape s = scrape_until(port, [](const Scrape& look) {
+                     return look.value("gpureap_gpu_memory_used_bytes", {{"gpu", "0"}}) == 1.0 * GiB &&
+                            look.value("gpureap_watch_terminations_total", {{"reason", "idle"}, {"outcome", "exited"}}) == 1;
                    }).parsed;
   EXPECT_EQ(s.value("gpureap_watch_terminations_total", {{"reason", "idle"}, {"outcome", "exited"}}), 1);
   EXPECT_EQ(s.value("gpureap_watch_memory_freed_bytes_total"), 2.0 * GiB);

@@ -698,10 +698,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ConditionCase{"memory", "memory_above = \"1GiB\"\n", true},
                       ConditionCase{"orphan", "", false},  // enforce: OrphansAndZombiesArisingBetweenFullScans... above
                       ConditionCase{"zombie", "", false}, ConditionCase{"zombie", "", true}),
-    [](const ::testing::TestParamInfo<ConditionCase>& info) {
-      std::string name = info.param.condition;
+    [](const ::testing::TestParamInfo<ConditionCase>& condition) {
+      std::string name = condition.param.condition;
       std::erase(name, '-');
-      return name + (info.param.enforce ? "Enforce" : "DryRun");
+      return name + (condition.param.enforce ? "Enforce" : "DryRun");
     });
 
 }  // namespace
