@@ -41,9 +41,6 @@ step "release build (gcc), in the background: ${release//\$1/$root}"
 # (A session of its own, so that a failing test run ends the whole build with it.)
 CC=gcc CXX=g++ setsid nice -n 19 bash -c "$release" release "$root" >"$release_log" 2>&1 </dev/null &
 release_pid=$!
-# Its session is an autogroup of its own (setsid), and the scheduler shares the CPU between
-# autogroups by their own nice, whatever their processes': the group's nice is set too.
-echo 19 >"/proc/$release_pid/autogroup" 2>/dev/null || true
 # (|| true: under set -e a failing command in the trap, the build long gone, would end the
 # script with status 1 after a passing run.)
 trap 'kill -- "-$release_pid" 2>/dev/null || true; rm -f "$release_log" "$cpu_log"' EXIT
@@ -70,7 +67,6 @@ fi
 step "release build (gcc): waiting for it"
 # Nothing else runs now: back to the normal priority (root may raise it again; others keep 19).
 renice -n 0 -g "$release_pid" >/dev/null 2>&1 || true
-echo 0 >"/proc/$release_pid/autogroup" 2>/dev/null || true
 if ! wait "$release_pid"; then
   cat "$release_log" >&2
   echo "test.sh: the release build with gcc failed (its output above)" >&2
