@@ -13,7 +13,8 @@ namespace {
 // that show as nothing, so that two different names would look the same: the C1 controls, the
 // line and paragraph separators, every format character (Unicode category Cf: zero-width
 // spaces and joiners, the bidirectional marks, the byte order mark, tags, ...) and the fillers
-// that render blank (Hangul fillers).
+// that render blank (Hangul fillers). The Tags block is taken whole: its unassigned code
+// points show as nothing too.
 bool is_hidden_control(char32_t c) {
   if (c < 0x80) return false;
   if (c <= 0x9F) return true;  // C1
@@ -25,7 +26,7 @@ bool is_hidden_control(char32_t c) {
       {0x0890, 0x0891},   {0x08E2, 0x08E2},   {0x115F, 0x1160},   {0x180E, 0x180E},   {0x200B, 0x200F},
       {0x2028, 0x202E},   {0x2060, 0x2064},   {0x2066, 0x206F},   {0x3164, 0x3164},   {0xFEFF, 0xFEFF},
       {0xFFA0, 0xFFA0},   {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F},
-      {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
+      {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0000, 0xE007F},
   };
   for (const Range& r : kHidden) {
     if (c < r.first) return false;  // sorted

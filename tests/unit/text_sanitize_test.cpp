@@ -80,6 +80,8 @@ TEST(TextSanitize, InvisibleFormatCharactersAreShownSoTwoCommandsNeverLookTheSam
   EXPECT_EQ(sanitize_for_terminal("py\u00ADthon"), "py\\u00adthon");        // soft hyphen
   EXPECT_EQ(sanitize_for_terminal("py\u3164thon"), "py\\u3164thon");        // Hangul filler
   EXPECT_EQ(sanitize_for_terminal("py\U000E0041thon"), "py\\U000e0041thon");  // a tag character
+  // An unassigned code point of the Tags block shows as nothing as well (found by the fuzzer).
+  EXPECT_EQ(sanitize_for_terminal("py\U000E001Cthon"), "py\\U000e001cthon");
   EXPECT_NE(sanitize_for_terminal("python"), sanitize_for_terminal("py\u200Bthon"));
   // Visible non-ASCII text is kept as it is.
   EXPECT_EQ(sanitize_for_terminal("données 训练 ✓"), "données 训练 ✓");
