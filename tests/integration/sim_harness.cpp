@@ -462,16 +462,6 @@ PreparedExec::~PreparedExec() {
   if (stdin_fd >= 0) close(stdin_fd);
 }
 
-void PreparedExec::exec_in_child(bool stdin_wanted) const {
-  if (new_process_group) setpgid(0, 0);
-  if (stdin_wanted && (stdin_fd < 0 || dup2(stdin_fd, STDIN_FILENO) < 0)) _exit(126);
-  if (uid && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(*uid) != 0)) _exit(126);
-  execve(args[0], args.data(), envp.data());
-  static const char kFailed[] = "exec failed\n";
-  (void)!write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
-  _exit(127);
-}
-
 namespace {
 
 // The kernel's struct sigaction (rt_sigaction), which the child uses without the C library.
@@ -529,25 +519,31 @@ __attribute__((no_sanitize("address", "undefined"))) int spawned_child_entry(voi
   spawned_child(*static_cast<const SpawnPlan*>(plan));
 }
 
+// What the child does for `exec` (the caller's signal mask left for the caller to fill in).
+SpawnPlan plan_of(const PreparedExec& exec, const PreparedExec::Streams& streams) {
+  SpawnPlan plan{};
+  plan.path = exec.args[0];
+  plan.argv = exec.args.data();
+  plan.envp = exec.envp.data();
+  plan.new_session = streams.new_session;
+  plan.new_process_group = exec.new_process_group;
+  plan.stdin_wanted = streams.stdin_wanted;
+  plan.switch_user = exec.uid.has_value();
+  plan.out = streams.out;
+  plan.err = streams.err;
+  plan.stdin_fd = exec.stdin_fd;
+  plan.uid = exec.uid.value_or(0);
+  plan.gid = exec.gid;
+  return plan;
+}
+
 }  // namespace
 
 pid_t PreparedExec::spawn(const Streams& streams) const {
   constexpr std::size_t kStackBytes = 64 * 1024;
   void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return -1;
-  SpawnPlan plan{};
-  plan.path = args[0];
-  plan.argv = args.data();
-  plan.envp = envp.data();
-  plan.new_session = streams.new_session;
-  plan.new_process_group = new_process_group;
-  plan.stdin_wanted = streams.stdin_wanted;
-  plan.switch_user = uid.has_value();
-  plan.out = streams.out;
-  plan.err = streams.err;
-  plan.stdin_fd = stdin_fd;
-  plan.uid = uid.value_or(0);
-  plan.gid = gid;
+  SpawnPlan plan = plan_of(*this, streams);
   // No signal handler of ours may run in the child before it has reset them.
   sigset_t all;
   sigfillset(&all);
@@ -557,6 +553,13 @@ pid_t PreparedExec::spawn(const Streams& streams) const {
   pthread_sigmask(SIG_SETMASK, &plan.mask, nullptr);
   munmap(stack, kStackBytes);
   return pid;
+}
+
+// After fork(): the same steps as a spawned child's, in this process (its mask kept).
+void PreparedExec::exec_in_child(bool stdin_wanted) const {
+  SpawnPlan plan = plan_of(*this, Streams{-1, -1, false, stdin_wanted});
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &plan.mask, 8);
+  spawned_child(plan);
 }
 
 }  // namespace gpureap::test
