@@ -16,10 +16,17 @@ user_a=gpureap-test-user
   id "$user_a" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user_a"
 ) 8>/run/lock/gpureap-test-user.lock
 
-# One cluster at a time on this machine: its bridge, namespaces and ports are fixed. Under the
-# lock, a cluster directory that exists is a killed run's: stopped first.
-exec 9>/run/lock/gpureap-slurm-cluster.lock
-flock -w 120 9 || { echo "another run of the Slurm scenarios (or what it left running) holds /run/lock/gpureap-slurm-cluster.lock"; exit 1; }
+# One cluster at a time on this machine: its bridge, namespaces and ports are fixed. The lock is
+# held by a flock process that runs this script again and waits for it, its descriptor closed
+# (-o) for the run: no daemon the run starts inherits it, so a run killed midway leaves it free
+# and the next run, under the lock, stops what it left (a cluster directory that exists).
+lock=/run/lock/gpureap-slurm-cluster.lock
+if [[ ${GPUREAP_SLURM_CLUSTER_LOCKED:-} != "$lock" ]]; then
+  status=0
+  GPUREAP_SLURM_CLUSTER_LOCKED=$lock flock -o -w 120 -E 75 "$lock" bash "$0" "$@" || status=$?
+  ((status != 75)) || echo "another run of the Slurm scenarios holds $lock"
+  exit "$status"
+fi
 for stale in /tmp/gpureap-slurm-[0-9]*; do
   [[ -d $stale ]] && bash "$source/tests/slurm/cluster.sh" stop "$stale"
 done
