@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "child_leak_checks.hpp"
+
 namespace gpureap::test {
 namespace {
 
@@ -297,6 +299,7 @@ ExportServer::ExportServer(const SimHost& host, std::vector<std::string> args, b
   args.insert(args.begin(), {gpureap_binary(), "export"});
   SpawnOptions options;
   options.env = host.env();
+  options.env["ASAN_OPTIONS"] = asan_options_with_leak_check();  // a daemon: its leaks grow
   options.new_process_group = false;  // setsid below
   options.uid = uid;
   const PreparedExec exec(args, options);

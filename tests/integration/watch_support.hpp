@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "child_leak_checks.hpp"
 #include "kill_support.hpp"
 #include "sim_harness.hpp"
 
@@ -89,6 +90,7 @@ class BackgroundWatch {
     if (pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
     SpawnOptions options;
     options.env = host.env();
+    options.env["ASAN_OPTIONS"] = asan_options_with_leak_check();  // a daemon: its leaks grow
     for (const auto& [k, v] : extra_env) options.env[k] = v;
     options.new_process_group = false;  // setsid below
     const PreparedExec exec(argv, options);
