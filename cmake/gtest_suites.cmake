@@ -2,8 +2,9 @@
 # once for its suite's tests. Under the sanitizers a start costs ~0.2 s of CPU (the loader, the
 # shadow memory, the leak check at exit), so per test it was ~190 s of CI's CPU for 966 tests.
 # gtest_discover_suites(TARGET PREFIX <name> [TEST_FILTER <gtest filter>] [PER_TEST_TIMEOUT <s>]
-#                       [COST_PER_TEST <s>] [PROPERTIES <ctest properties>...])
-# Entries are named PREFIX:Suite. After each build of TARGET its tests are listed
+#                       [COST_PER_TEST <s>] [SUITES_PER_ENTRY <n>] [PROPERTIES <ctest properties>...])
+# Entries are named PREFIX:Suite, or with SUITES_PER_ENTRY (for suites of quick tests, where the
+# start is most of the cost) PREFIX:Suite1+Suite2+... for up to n suites in a row. After each build of TARGET its tests are listed
 # (--gtest_list_tests) and the entries written, as gtest_discover_tests does. An entry runs its
 # suite's tests by name, so TEST_FILTER can keep some of them for entries of their own; its
 # timeout is PER_TEST_TIMEOUT for each test, at most 900 s; its COST, COST_PER_TEST (about the
@@ -14,7 +15,7 @@
 set(GTEST_SUITES_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/gtest_suites_list.cmake)
 
 function(gtest_discover_suites target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TEST_FILTER;PER_TEST_TIMEOUT;COST_PER_TEST" "PROPERTIES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TEST_FILTER;PER_TEST_TIMEOUT;COST_PER_TEST;SUITES_PER_ENTRY" "PROPERTIES")
   if(NOT arg_PER_TEST_TIMEOUT)
     set(arg_PER_TEST_TIMEOUT 60)
   endif()
@@ -37,6 +38,7 @@ function(gtest_discover_suites target)
       -D "PREFIX=${arg_PREFIX}"
       -D "PER_TEST_TIMEOUT=${arg_PER_TEST_TIMEOUT}"
       -D "COST_PER_TEST=${arg_COST_PER_TEST}"
+      -D "SUITES_PER_ENTRY=${arg_SUITES_PER_ENTRY}"
       -D "PROPERTIES=${properties}"
       -D "CTEST_FILE=${ctest_file}"
       -P "${GTEST_SUITES_SCRIPT}"
