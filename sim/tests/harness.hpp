@@ -140,7 +140,6 @@ class Nvml {
   void* raw(const char* symbol) const;
   void* handle_ = nullptr;
   std::string error_;
-  bool initialised_ = false;
 };
 
 // Function types of the entry points the tests call.
