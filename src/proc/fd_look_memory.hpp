@@ -87,6 +87,8 @@ class FdLookMemory {
   const Details* files_known(pid_t pid) const;
   // The files kept for this process (PID and start time), whatever its details' cadence; null.
   std::shared_ptr<const KeptHolderFiles> files_of(pid_t pid, std::uint64_t start_time_ticks) const;
+  // The files kept for `pid` whatever its start time, with the start time they were kept for.
+  std::pair<std::shared_ptr<const KeptHolderFiles>, std::uint64_t> files_of(pid_t pid) const;
   // How many holders have files kept now (a scan keeps new ones up to kMaxKeptHolderFiles).
   std::size_t files_kept() const;
   // Its fd/ is listed in full at the next scan.
@@ -126,6 +128,12 @@ inline std::shared_ptr<const KeptHolderFiles> FdLookMemory::files_of(pid_t pid, 
   const auto it = details_.find(pid);
   if (it == details_.end() || it->second.start_time_ticks != start_time_ticks) return nullptr;
   return it->second.files;
+}
+
+inline std::pair<std::shared_ptr<const KeptHolderFiles>, std::uint64_t> FdLookMemory::files_of(pid_t pid) const {
+  const auto it = details_.find(pid);
+  if (it == details_.end()) return {nullptr, 0};
+  return {it->second.files, it->second.start_time_ticks};
 }
 
 inline std::size_t FdLookMemory::files_kept() const {

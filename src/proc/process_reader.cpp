@@ -59,22 +59,41 @@ ProcessReader::ProcessReader(const ScanClock& clock, std::string_view dev_dir, b
 
 std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
                                                std::vector<DeviceFileHandle>* probed) {
-  const PidName name(pid);
-  unique_fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
-  if (!dir) return std::nullopt;  // exited since the listing
-  std::optional<ProcessInfo> info = read_stat(dir.get(), "stat", pid);
-  if (!info) return std::nullopt;
+  unique_fd dir;
+  int dir_fd = -1;
+  std::optional<ProcessInfo> info = read_through_kept(pid, dir_fd);
+  if (!info) {
+    const PidName name(pid);
+    dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+    if (!dir) return std::nullopt;  // exited since the listing
+    dir_fd = dir.get();
+    info = read_stat(dir_fd, "stat", pid);
+    if (!info) return std::nullopt;
+  }
   if (probed != nullptr && !probed->empty() && started_before_scan(*info) && !info->kernel_thread &&
       info->state != 'Z' && info->state != 'X') {
     info->device_files = std::move(*probed);
     sort_by_descriptor(info->device_files);
     separate_drm_files(*info);
   } else {
-    read_device_files(dir.get(), *info);
+    read_device_files(dir_fd, *info);
   }
   // A holder's details are read now, through the directory fd that is bound to the process
   // read: no second open and no second stat to prove the PID still names it.
-  if (info->holds_any_gpu_file()) holder_details(dir.get(), *info, &dir);
+  if (info->holds_any_gpu_file()) holder_details(dir_fd, *info, &dir);
+  return info;
+}
+
+// A holder's full look through the files kept from its last one: its stat, and dir_fd set,
+// when they still name the process they were kept for (same start time); else nullopt, and it
+// is read by PID (reaped, its PID another process's now).
+std::optional<ProcessInfo> ProcessReader::read_through_kept(pid_t pid, int& dir_fd) {
+  if (memory_ == nullptr) return std::nullopt;
+  const auto [files, start_time_ticks] = memory_->files_of(pid);
+  if (files == nullptr) return std::nullopt;
+  std::optional<ProcessInfo> info = read_kept_stat(*files, pid);
+  if (!info || info->start_time_ticks != start_time_ticks) return std::nullopt;
+  dir_fd = files->dir.get();
   return info;
 }
 
@@ -114,8 +133,8 @@ std::optional<ProcessInfo> ProcessReader::read_kept_stat(const KeptHolderFiles& 
 // The holder's directory (taken from `dir`), its stat and, with one thread, its children file,
 // for the scans between its full looks; null past the budget or when one cannot be opened.
 std::shared_ptr<const KeptHolderFiles> ProcessReader::keep_files(unique_fd* dir, const ProcessInfo& info) {
-  if (dir == nullptr || !*dir || file_budget_ == nullptr || !is_procfs_) return nullptr;
   if (auto kept = memory_->files_of(info.pid, info.start_time_ticks)) return kept;
+  if (dir == nullptr || !*dir || file_budget_ == nullptr || !is_procfs_) return nullptr;
   if (file_budget_->fetch_sub(1, std::memory_order_relaxed) <= 0) return nullptr;
   auto files = std::make_shared<KeptHolderFiles>();
   files->stat = unique_fd(::openat(dir->get(), "stat", O_RDONLY | O_CLOEXEC | O_NOCTTY));

@@ -81,6 +81,7 @@ class ProcessReader {
   void holder_details(int pid_fd, ProcessInfo& info, unique_fd* dir_to_keep = nullptr);
   std::shared_ptr<const KeptHolderFiles> keep_files(unique_fd* dir, const ProcessInfo& info);
   std::optional<ProcessInfo> read_kept_stat(const KeptHolderFiles& files, pid_t pid);
+  std::optional<ProcessInfo> read_through_kept(pid_t pid, int& dir_fd);
   void read_wchan(int pid_fd, ProcessInfo& info);
   void read_gpu_library_maps(int pid_fd, ProcessInfo& info);
 

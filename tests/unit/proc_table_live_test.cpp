@@ -673,10 +673,12 @@ TEST(ProcTableLive, AKeptHolderIsProvenByItsLastListingsDescriptorsAndAnActionsS
   EXPECT_EQ(files(ProcScanScope::Everything), std::vector<std::string>{});
 }
 
-// A holder read between its full looks goes through the files kept from its last one (its
-// /proc/<pid> directory, stat and children): a child it forks later is in the next scan's tree,
-// and once it is reaped the kept files read nothing and it is out of the table, its files let go.
-TEST(ProcTableLive, AKeptHoldersFilesShowItsNewChildrenAndNothingOnceItIsReaped) {
+// A holder goes through the files kept from its full look (its /proc/<pid> directory, stat and
+// children): a child it forks later is in the next scan's tree, and once it is reaped the kept
+// files read nothing and it is out of the table, its files let go. Between full looks (only its
+// GPU descriptors checked) and at each (details_every 1: fd/ listed through the kept directory).
+void kept_holder_files_case(unsigned details_every) {
+  SCOPED_TRACE(details_every);
   const FakeDevDir dev;
   const Pipe ready, go;
   Child holder([&] {
@@ -691,7 +693,7 @@ TEST(ProcTableLive, AKeptHoldersFilesShowItsNewChildrenAndNothingOnceItIsReaped)
   ProcScanOptions options;
   options.dev_dir = dev.path();
   options.scope = ProcScanScope::Holders;
-  options.memory = std::make_shared<FdLookMemory>(1, 1000);  // no full look by the cadence here
+  options.memory = std::make_shared<FdLookMemory>(1, details_every);
   options.only_pids = std::make_shared<const std::vector<pid_t>>(std::vector<pid_t>{pid});
   {
     const ProcessTable first = ProcessTable::scan(options);
@@ -716,6 +718,11 @@ TEST(ProcTableLive, AKeptHoldersFilesShowItsNewChildrenAndNothingOnceItIsReaped)
   const ProcessTable after = ProcessTable::scan(options);
   EXPECT_EQ(after.find(pid), nullptr);
   EXPECT_EQ(options.memory->files_kept(), 0u);
+}
+
+TEST(ProcTableLive, AKeptHoldersFilesShowItsNewChildrenAndNothingOnceItIsReaped) {
+  kept_holder_files_case(1000);
+  kept_holder_files_case(1);
 }
 
 }  // namespace
