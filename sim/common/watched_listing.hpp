@@ -1,8 +1,8 @@
 // A directory listed again only when inotify says a name in it changed.
 //
 // The driver library answers every NVML call from allocs/, and a client makes dozens of calls
-// a second: listing a directory of some hundred names each time was a large part of what the
-// library cost a client. inotify queues its event within the very system call that creates,
+// a second: listing a directory of some hundred names at each would be a large part of what
+// the library costs a client. inotify queues its event within the very system call that creates,
 // renames or removes a name, before that call returns, so while the queue stays empty the
 // last listing is the directory as it is now: a context published before a call is in that
 // call's answer, as on a real driver. Where no watch can be had (no inotify instance left to

@@ -1,7 +1,7 @@
 // The timeout a poll() is given to sleep until a deadline: whole milliseconds, rounded up. Cut
-// down instead, the last fraction of a millisecond before each deadline polls with 0 and comes
-// straight back, again and again until the deadline passes: a loop woken every second (and by
-// each event gap) spun there for up to a millisecond each time.
+// down instead, the last fraction of a millisecond before each deadline would poll with 0 and
+// come straight back, again and again until the deadline passes: a spin of up to a millisecond
+// before every look and every event gap.
 #pragma once
 
 #include <chrono>
