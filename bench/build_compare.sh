@@ -8,7 +8,9 @@
 # of 10 s each). CPU time and system calls are what to compare on a loaded machine.
 # Setup: 8 simulated GPUs (r550), 64 GPU processes, 2,000 other processes. Root (events).
 # Usage: bench/build_compare.sh BASE_BUILD NEW_BUILD [SCRAPES (default 200)] [WATCH_SECONDS (default 120)]
-#        (each build directory holds src/gpureap and src/gpureap-http.so; the simulator is NEW_BUILD's)
+#        (each build directory holds src/gpureap and src/gpureap-http.so; the simulated host is
+#        NEW_BUILD's, and each build's gpureap loads its own build's simulated driver where it has
+#        one, sim/drivers/r550/libnvidia-ml.so.1: a change of the driver is compared too)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 2 ] || { echo "usage: bench/build_compare.sh BASE_BUILD NEW_BUILD [SCRAPES] [WATCH_SECONDS]" >&2; exit 2; }
@@ -30,9 +32,11 @@ sim_host_need_pids 2000
 sim_host_begin
 sim_host_gpu_processes 8 --alloc 1GiB --name /usr/bin/python3
 sim_host_grow_others 2000
+# The simulated driver a build's gpureap loads: its own, else NEW_BUILD's.
+driver_of() { if [ -f "$1/sim/drivers/r550/libnvidia-ml.so.1" ]; then echo "$1/sim/drivers/r550/libnvidia-ml.so.1"; else echo "$GPUREAP_NVML_LIBRARY"; fi; }
 start_exporter() {  # start_exporter BUILD NAME ARGS...
   local b=$1 name=$2; shift 2
-  "$b/src/gpureap" export --listen 127.0.0.1:0 --no-kernel-log "$@" </dev/null >/dev/null 2>"$state/$name.err" &
+  GPUREAP_NVML_LIBRARY=${NVML_OVERRIDE:-$(driver_of "$b")} "$b/src/gpureap" export --listen 127.0.0.1:0 --no-kernel-log "$@" </dev/null >/dev/null 2>"$state/$name.err" &
   exporter_pid=$!
   sim_host_kill_at_exit "$exporter_pid"
   url=""
@@ -47,7 +51,7 @@ declare -A U P
 for b in base new; do
   dir=${!b}
   start_exporter "$dir" "$b-drv" --cache 0 --reconcile 1h; U[$b-drv]=$url; P[$b-drv]=$exporter_pid
-  GPUREAP_NVML_LIBRARY=/nonexistent start_exporter "$dir" "$b-nod" --cache 0 --reconcile 1h; U[$b-nod]=$url; P[$b-nod]=$exporter_pid
+  NVML_OVERRIDE=/nonexistent start_exporter "$dir" "$b-nod" --cache 0 --reconcile 1h; U[$b-nod]=$url; P[$b-nod]=$exporter_pid
 done
 printf 'host: %s cores, load average %s at the start; %s processes\n' "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(sim_host_process_count)"
 declare -A t0
@@ -70,16 +74,18 @@ for v in drv nod; do
     printf "%-34s %12.2f %12.2f %8.3f\n", "CPU ms per scrape, " l, 1000*cb/hz/n, 1000*cn/hz/n, (cb>0? cn/cb : 0);
     printf "%-34s %12.2f %12.2f %8.3f\n", "wall ms (median), " l, wb, wn, (wb>0? wn/wb : 0) }'
 done
-# strace -c of 10 scrapes each, without the driver: system calls per scrape.
-for b in base new; do
-  strace -f -c -p "${P[$b-nod]}" -o "$state/sc-$b" 2>/dev/null & sp=$!
-  sleep 1
-  urls=(); for _ in $(seq 1 10); do urls+=(-o /dev/null "${U[$b-nod]}"); done
-  curl -s "${urls[@]}"
-  sleep 0.5; kill -INT $sp; wait $sp 2>/dev/null || true
-  printf 'system calls per scrape (no driver, strace -c of 10), %s: %s\n' "$b" \
-    "$(awk '$NF=="total" {print $4/10}' "$state/sc-$b")"
-  grep -E 'readlinkat|openat|read$|close|getdents64|newfstatat|recvfrom|recvmmsg|pread64' "$state/sc-$b" | awk '{printf "   %s %s\n", $NF, $4/10}' | head -10
+# strace -c of 10 scrapes each, without the driver and with it: system calls per scrape.
+for v in nod drv; do
+  for b in base new; do
+    strace -f -c -p "${P[$b-$v]}" -o "$state/sc-$b" 2>/dev/null & sp=$!
+    sleep 1
+    urls=(); for _ in $(seq 1 10); do urls+=(-o /dev/null "${U[$b-$v]}"); done
+    curl -s "${urls[@]}"
+    sleep 0.5; kill -INT $sp; wait $sp 2>/dev/null || true
+    printf 'system calls per scrape (%s, strace -c of 10), %s: %s\n' "$([ $v = nod ] && echo "no driver" || echo "with the driver")" "$b" \
+      "$(awk '$NF=="total" {print $4/10}' "$state/sc-$b")"
+    grep -E 'readlinkat|openat|read$|close|getdents64|newfstatat|recvfrom|recvmmsg|pread64|fcntl' "$state/sc-$b" | awk '{printf "   %s %s\n", $NF, $4/10}' | head -10
+  done
 done
 # Two watch daemons side by side: CPU over the window (the simulated driver's part from each
 # daemon's own count at its stop, over its life), then a second pair traced over the same 10 s.
@@ -88,7 +94,7 @@ start_watches() {  # start_watches TAG: both builds' daemons, P[TAG-base] and P[
   local b dir
   for b in base new; do
     dir=${!b}
-    "$dir/src/gpureap" watch --policy "$state/policy.toml" 2>"$state/watch-$1-$b.log" &
+    GPUREAP_NVML_LIBRARY=$(driver_of "$dir") "$dir/src/gpureap" watch --policy "$state/policy.toml" 2>"$state/watch-$1-$b.log" &
     P[$1-$b]=$!; sim_host_kill_at_exit "${P[$1-$b]}"
   done
   for b in base new; do

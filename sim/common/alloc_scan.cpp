@@ -27,6 +27,9 @@ void delete_allocation_files(const Layout& layout, const std::string& id) {
   ::unlink(layout.alloc_released(id).c_str());
 }
 
+// Owner files a cache keeps open at most: beyond, contexts are probed by path.
+constexpr std::size_t kMaxOwnersOpen = 256;
+
 static std::uint64_t release_delay_ms(const AllocRecord& rec, const Config& config) {
   if (rec.release_delay_ms) return *rec.release_delay_ms;
   if (rec.gpu < config.gpus.size()) return config.gpus[rec.gpu].release_delay_ms;
@@ -72,14 +75,25 @@ static std::optional<AllocView> observe(const Layout& layout, const Config& conf
   return v;
 }
 
-// The record in allocs/<entry>, from `cache` when the same file was parsed before.
-static std::optional<AllocRecord> load_record(const Layout& layout, const DirEntry& entry,
-                                              const RecordCache* cache) {
-  if (cache != nullptr) {
-    if (auto it = cache->find(entry.name); it != cache->end() && it->second.ino == entry.ino) {
-      return it->second.rec;
-    }
+// A kept record's state: its owner's lock asked through the file kept open, one fcntl; once
+// the answer is no, every answer by path as for a record seen first (the files may be gone).
+static std::optional<AllocView> observe_kept(const Layout& layout, const Config& config,
+                                             CachedRecord& kept, RecordCache& cache, std::int64_t now_ns) {
+  if (kept.owner.get() < 0 && cache.owners_open < kMaxOwnersOpen) {
+    kept.owner = OwnedFd(open_owner_file(layout.alloc_owner(kept.rec.id)));
+    if (kept.owner.get() >= 0) ++cache.owners_open;
   }
+  if (kept.owner.get() >= 0 && probe_owner_alive(kept.owner.get()) == Probe::Yes) {
+    AllocView v;
+    v.rec = kept.rec;
+    v.owner_alive = v.held = true;
+    v.state = AllocState::Active;
+    return v;
+  }
+  return observe(layout, config, kept.rec, now_ns);
+}
+
+static std::optional<AllocRecord> read_record(const Layout& layout, const DirEntry& entry) {
   ReadResult r = read_file(layout.allocs_dir() + "/" + entry.name);
   if (!r.ok()) return std::nullopt;
   auto rec = parse_alloc_record(r.data);
@@ -87,28 +101,70 @@ static std::optional<AllocRecord> load_record(const Layout& layout, const DirEnt
   return std::move(*rec);
 }
 
-Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Config& config,
-                                                std::int64_t now_ns, RecordCache* cache,
-                                                std::optional<unsigned> only_gpu) {
-  auto entries = list_dir_entries(layout.allocs_dir());
-  if (!entries.ok()) return Error{entries.error().message};
-  std::vector<AllocView> views;
-  RecordCache listed;
-  for (const DirEntry& entry : *entries) {
-    const std::string& name = entry.name;
-    if (name.empty() || name[0] == '.') continue;  // temp files and the allocation lock
-    if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
-    auto rec = load_record(layout, entry, cache);
-    if (!rec) continue;
-    if (cache != nullptr) listed[name] = CachedRecord{entry.ino, *rec};
-    if (only_gpu && rec->gpu != *only_gpu) continue;
-    if (auto v = observe(layout, config, std::move(*rec), now_ns)) views.push_back(std::move(*v));
+static bool is_record_name(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;  // temp files and the allocation lock
+  return name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+}
+
+// Takes a new listing into the cache: a record whose file is unchanged is kept with its owner
+// file, a new one read. One that cannot be read is left out, and read again at the next scan.
+static void take_listing(const Layout& layout, const std::vector<DirEntry>& entries, RecordCache& cache) {
+  std::map<std::string, CachedRecord> listed;
+  std::size_t owners_open = 0;
+  for (const DirEntry& entry : entries) {
+    if (!is_record_name(entry.name)) continue;
+    if (auto it = cache.records.find(entry.name); it != cache.records.end() && it->second.ino == entry.ino) {
+      if (it->second.owner.get() >= 0) ++owners_open;
+      listed.insert(cache.records.extract(it));
+      continue;
+    }
+    auto rec = read_record(layout, entry);
+    if (!rec) {
+      cache.listing.invalidate();
+      continue;
+    }
+    listed.emplace(entry.name, CachedRecord{entry.ino, std::move(*rec), OwnedFd()});
   }
-  if (cache != nullptr) *cache = std::move(listed);
+  cache.records = std::move(listed);
+  cache.owners_open = owners_open;
+}
+
+static void sort_views(std::vector<AllocView>& views) {
   std::sort(views.begin(), views.end(), [](const AllocView& a, const AllocView& b) {
     if (a.rec.created_ns != b.rec.created_ns) return a.rec.created_ns < b.rec.created_ns;
     return a.rec.id < b.rec.id;
   });
+}
+
+static Result<std::vector<AllocView>> scan_cached(const Layout& layout, const Config& config, std::int64_t now_ns,
+                                                  RecordCache& cache, std::optional<unsigned> only_gpu) {
+  auto listing = cache.listing.list_if_changed(layout.allocs_dir());
+  if (!listing.ok()) return Error{listing.error().message};
+  if (*listing) take_listing(layout, **listing, cache);
+  std::vector<AllocView> views;
+  for (auto& [name, kept] : cache.records) {
+    if (only_gpu && kept.rec.gpu != *only_gpu) continue;
+    if (auto v = observe_kept(layout, config, kept, cache, now_ns)) views.push_back(std::move(*v));
+  }
+  sort_views(views);
+  return views;
+}
+
+Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Config& config,
+                                                std::int64_t now_ns, RecordCache* cache,
+                                                std::optional<unsigned> only_gpu) {
+  if (cache != nullptr) return scan_cached(layout, config, now_ns, *cache, only_gpu);
+  auto entries = list_dir_entries(layout.allocs_dir());
+  if (!entries.ok()) return Error{entries.error().message};
+  std::vector<AllocView> views;
+  for (const DirEntry& entry : *entries) {
+    if (!is_record_name(entry.name)) continue;
+    auto rec = read_record(layout, entry);
+    if (!rec) continue;
+    if (only_gpu && rec->gpu != *only_gpu) continue;
+    if (auto v = observe(layout, config, std::move(*rec), now_ns)) views.push_back(std::move(*v));
+  }
+  sort_views(views);
   return views;
 }
 

@@ -20,6 +20,7 @@
 #include "common/config.hpp"
 #include "common/layout.hpp"
 #include "common/result.hpp"
+#include "common/watched_listing.hpp"
 
 namespace gpusim {
 
@@ -45,18 +46,29 @@ struct AllocView {
 // Parsed records of earlier scans, by file name. A record is published once (written to a
 // temporary file and renamed into place) and never rewritten, so a name still listed with the
 // same inode still holds the same record: a long-lived reader (the driver library, which
-// scans on every NVML call) reads and parses each record once. Liveness is never cached.
+// scans on every NVML call) reads and parses each record once. Liveness is never cached: the
+// owner file is kept open while its record is listed, and its lock asked at every scan.
 struct CachedRecord {
   unsigned long long ino = 0;
   AllocRecord rec;
+  OwnedFd owner;  // open from the record's first probe
 };
-using RecordCache = std::map<std::string, CachedRecord>;
+struct RecordCache {
+  std::map<std::string, CachedRecord> records;
+  WatchedListing listing;  // allocs/, listed again only after a name in it changed
+  std::size_t owners_open = 0;
+  void clear() {
+    records.clear();
+    listing.close();
+    owners_open = 0;
+  }
+};
 
 // Reads allocs/, probes every context and deletes those whose release is complete. Records
 // that vanish or are unreadable mid-scan are skipped. Sorted by creation time. With `cache`,
 // records are taken from it where their file is unchanged, and it is left holding exactly
-// the records this scan listed. With `only_gpu`, only that GPU's contexts are probed and
-// returned: a per-device NVML call answers from its own GPU, and probing every context on
+// the records listed (allocs/ is listed again only after a name in it changed). With
+// `only_gpu`, only that GPU's contexts are probed and returned: a per-device NVML call answers from its own GPU, and probing every context on
 // the host for each call was most of what the library cost a client (7 calls per GPU in a
 // `gpureap ps`). Liveness stays exact: each call still probes the contexts it reports on.
 Result<std::vector<AllocView>> scan_allocations(const Layout& layout, const Config& config,

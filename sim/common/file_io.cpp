@@ -130,6 +130,18 @@ Status remove_tree(const std::string& path) {
   return ok_status();
 }
 
+OwnedFd& OwnedFd::operator=(OwnedFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+OwnedFd::~OwnedFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 Result<std::vector<DirEntry>> list_dir_entries(const std::string& path) {
   std::vector<DirEntry> entries;
   DIR* d = ::opendir(path.c_str());

@@ -72,14 +72,22 @@ Probe probe_held(const std::string& hold_path) {
   return result;
 }
 
-Probe probe_owner_alive(const std::string& owner_path) {
-  int fd = open_retry(owner_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return errno == ENOENT ? Probe::Gone : Probe::Yes;
+int open_owner_file(const std::string& owner_path) {
+  return open_retry(owner_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+Probe probe_owner_alive(int owner_fd) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
-  Probe result = Probe::Yes;
-  if (::fcntl(fd, F_GETLK, &fl) == 0) result = fl.l_type == F_UNLCK ? Probe::No : Probe::Yes;
+  if (::fcntl(owner_fd, F_GETLK, &fl) == 0) return fl.l_type == F_UNLCK ? Probe::No : Probe::Yes;
+  return Probe::Yes;
+}
+
+Probe probe_owner_alive(const std::string& owner_path) {
+  int fd = open_owner_file(owner_path);
+  if (fd < 0) return errno == ENOENT ? Probe::Gone : Probe::Yes;
+  Probe result = probe_owner_alive(fd);
   ::close(fd);
   return result;
 }

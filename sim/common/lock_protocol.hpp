@@ -40,6 +40,13 @@ Probe probe_held(const std::string& hold_path);
 // Yes while the owner process is alive.
 Probe probe_owner_alive(const std::string& owner_path);
 
+// The same through the owner file opened once (open_owner_file, -1 when it cannot be opened)
+// and asked again at each probe: the lock is the inode's, so each answer is as exact as a
+// fresh open's. A caller keeps it only while the context's record is listed, and asks by
+// path once the answer is no (the file may be gone).
+int open_owner_file(const std::string& owner_path);
+Probe probe_owner_alive(int owner_fd);
+
 // Records when the context was first seen without holders. Atomic: the first observer wins
 // (link() of a fully written temp file); later callers get the winner's time. Returns the
 // stamp in CLOCK_REALTIME nanoseconds.

@@ -51,6 +51,27 @@ TEST_F(Liveness, AllDeadIsFreed) {
   EXPECT_EQ(listed(), 0u);
 }
 
+// The library keeps allocs/'s listing and each owner file open between calls: an owner seen
+// alive and then killed, and a context made after an answer, are in the very next answer.
+TEST_F(Liveness, EveryCallAnswersFromNowNotFromTheLastCall) {
+  EXPECT_EQ(listed(), 0u);
+  std::string err;
+  auto first = SimProcess::start(dir.path(), {"--alloc", "0:4GiB"}, &err);
+  ASSERT_TRUE(first) << err;
+  EXPECT_EQ(listed(), 1u);
+  EXPECT_EQ(used(), 4 * GiB);
+  auto second = SimProcess::start(dir.path(), {"--alloc", "0:2GiB"}, &err);
+  ASSERT_TRUE(second) << err;
+  EXPECT_EQ(listed(), 2u);
+  EXPECT_EQ(used(), 6 * GiB);
+  first->signal_owner(SIGKILL);
+  EXPECT_EQ(listed(), 1u);
+  EXPECT_EQ(used(), 2 * GiB);
+  second->signal_owner(SIGKILL);
+  EXPECT_EQ(listed(), 0u);
+  EXPECT_EQ(used(), 0u);
+}
+
 TEST_F(Liveness, InheritingWorkersKeepMemoryListedUnderTheDeadOwner) {
   std::string err;
   auto p = SimProcess::start(dir.path(), {"--alloc", "0:4GiB", "--workers", "2"}, &err);

@@ -22,9 +22,16 @@
 // a GPU descriptor the holder gained without an open event (SCM_RIGHTS, pidfd_getfd) while it
 // held another: it shows at the next full listing (the details' cadence, a walk, or an event
 // on the holder: forget_files).
+//
+// And it keeps each holder's /proc/<pid> directory, its stat and (while it has one thread) its
+// children file open from its full look (KeptHolderFiles, at most kMaxKeptHolderFiles holders):
+// a scan between full looks reads through them with no path lookup, no open and no close. They
+// stay bound to the process they were opened for: once it is reaped their reads fail, and the
+// holder is read afresh by its PID (its start time is compared at every read as well).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -33,9 +40,18 @@
 
 #include <sys/types.h>
 
+#include "proc/proc_io.hpp"
 #include "proc/process_info.hpp"
 
 namespace gpureap {
+
+struct KeptHolderFiles {
+  procfs::unique_fd dir;       // /proc/<pid>
+  procfs::unique_fd stat;      // its stat
+  procfs::unique_fd children;  // task/<pid>/children; none when it had several threads
+};
+// Three descriptors each: well inside the soft limit of 1,024 descriptors.
+inline constexpr std::size_t kMaxKeptHolderFiles = 128;
 
 class FdLookMemory {
  public:
@@ -57,6 +73,8 @@ class FdLookMemory {
     std::optional<bool> maps_nvml_only;
     // The GPU descriptors (NVIDIA's, then DRM's) of its last full fd/ listing; none: list fd/.
     std::optional<std::vector<DeviceFileHandle>> gpu_files;
+    // Shared by the copies each scan makes of what it kept; null: read by path.
+    std::shared_ptr<const KeptHolderFiles> files;
   };
   // The details of this process (PID and start time) to reuse now, or null.
   const Details* details_for(pid_t pid, std::uint64_t start_time_ticks) const;
@@ -67,6 +85,12 @@ class FdLookMemory {
   // The kept details of `pid` whose GPU descriptors a scan may check one by one (the start
   // time is the caller's to compare), or null: its fd/ is listed.
   const Details* files_known(pid_t pid) const;
+  // The files kept for this process (PID and start time), whatever its details' cadence; null.
+  std::shared_ptr<const KeptHolderFiles> files_of(pid_t pid, std::uint64_t start_time_ticks) const;
+  // The files kept for `pid` whatever its start time, with the start time they were kept for.
+  std::pair<std::shared_ptr<const KeptHolderFiles>, std::uint64_t> files_of(pid_t pid) const;
+  // How many holders have files kept now (a scan keeps new ones up to kMaxKeptHolderFiles).
+  std::size_t files_kept() const;
   // Its fd/ is listed in full at the next scan.
   void forget_files(pid_t pid) {
     if (const auto it = details_.find(pid); it != details_.end()) it->second.gpu_files.reset();
@@ -98,6 +122,24 @@ inline const FdLookMemory::Details* FdLookMemory::files_known(pid_t pid) const {
     return nullptr;
   }
   return &it->second;
+}
+
+inline std::shared_ptr<const KeptHolderFiles> FdLookMemory::files_of(pid_t pid, std::uint64_t start_time_ticks) const {
+  const auto it = details_.find(pid);
+  if (it == details_.end() || it->second.start_time_ticks != start_time_ticks) return nullptr;
+  return it->second.files;
+}
+
+inline std::pair<std::shared_ptr<const KeptHolderFiles>, std::uint64_t> FdLookMemory::files_of(pid_t pid) const {
+  const auto it = details_.find(pid);
+  if (it == details_.end()) return {nullptr, 0};
+  return {it->second.files, it->second.start_time_ticks};
+}
+
+inline std::size_t FdLookMemory::files_kept() const {
+  std::size_t kept = 0;
+  for (const auto& [pid, details] : details_) kept += details.files != nullptr ? 1 : 0;
+  return kept;
 }
 
 }  // namespace gpureap

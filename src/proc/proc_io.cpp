@@ -148,6 +148,17 @@ std::optional<std::string_view> ReadBuffer::read_at(int dirfd, const char* name,
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return std::nullopt;
   const unique_fd owner(fd);
+  return read_whole(fd, max_size, short_read_is_end, needle, /*positional=*/false);
+}
+
+std::optional<std::string_view> ReadBuffer::read_kept_proc_file(int fd, bool one_piece, std::size_t max_size) {
+  return read_whole(fd, max_size, one_piece, {}, /*positional=*/true);
+}
+
+// positional: preads from offset 0, where procfs makes a file anew, so that a file kept open
+// reads as a fresh open would (read() serves what cannot seek: a pipe, /dev/kmsg).
+std::optional<std::string_view> ReadBuffer::read_whole(int fd, std::size_t max_size, bool short_read_is_end,
+                                                       std::string_view needle, bool positional) {
   std::size_t size = 0;
   for (;;) {
     if (size == capacity_) {
@@ -155,7 +166,8 @@ std::optional<std::string_view> ReadBuffer::read_at(int dirfd, const char* name,
       grow(capacity_ * 2);
     }
     const std::size_t want = std::min(capacity_, max_size) - size;
-    const ssize_t got = ::read(fd, data_.get() + size, want);
+    const ssize_t got = positional ? ::pread(fd, data_.get() + size, want, static_cast<off_t>(size))
+                                   : ::read(fd, data_.get() + size, want);
     if (got < 0) {
       if (errno == EINTR) continue;
       return std::nullopt;

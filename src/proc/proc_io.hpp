@@ -106,11 +106,16 @@ class ReadBuffer {
                                                      std::size_t max_size = 16u << 20);
   // The target of the symbolic link `name` relative to dirfd; nullopt on error.
   std::optional<std::string_view> read_link_at(int dirfd, const char* name);
+  // A procfs file kept open, read again from its start: `one_piece` as read_proc_file_at
+  // (stat), else read until the end (children, made a page at a time).
+  std::optional<std::string_view> read_kept_proc_file(int fd, bool one_piece, std::size_t max_size = 1u << 20);
 
  private:
   void grow(std::size_t at_least);
   std::optional<std::string_view> read_at(int dirfd, const char* name, std::size_t max_size,
                                           bool short_read_is_end, std::string_view needle = {});
+  std::optional<std::string_view> read_whole(int fd, std::size_t max_size, bool short_read_is_end,
+                                             std::string_view needle, bool positional);
 
   std::unique_ptr<char[]> data_;
   std::size_t capacity_;

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <string>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "proc/parse_util.hpp"
@@ -57,42 +59,93 @@ ProcessReader::ProcessReader(const ScanClock& clock, std::string_view dev_dir, b
 
 std::optional<ProcessInfo> ProcessReader::read(int root_fd, pid_t pid,
                                                std::vector<DeviceFileHandle>* probed) {
-  const PidName name(pid);
-  const unique_fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
-  if (!dir) return std::nullopt;  // exited since the listing
-  std::optional<ProcessInfo> info = read_stat(dir.get(), "stat", pid);
-  if (!info) return std::nullopt;
+  unique_fd dir;
+  int dir_fd = -1;
+  std::optional<ProcessInfo> info = read_through_kept(pid, dir_fd);
+  if (!info) {
+    const PidName name(pid);
+    dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+    if (!dir) return std::nullopt;  // exited since the listing
+    dir_fd = dir.get();
+    info = read_stat(dir_fd, "stat", pid);
+    if (!info) return std::nullopt;
+  }
   if (probed != nullptr && !probed->empty() && started_before_scan(*info) && !info->kernel_thread &&
       info->state != 'Z' && info->state != 'X') {
     info->device_files = std::move(*probed);
     sort_by_descriptor(info->device_files);
     separate_drm_files(*info);
   } else {
-    read_device_files(dir.get(), *info);
+    read_device_files(dir_fd, *info);
   }
   // A holder's details are read now, through the directory fd that is bound to the process
   // read: no second open and no second stat to prove the PID still names it.
-  if (info->holds_any_gpu_file()) holder_details(dir.get(), *info);
+  if (info->holds_any_gpu_file()) holder_details(dir_fd, *info, &dir);
+  return info;
+}
+
+// A holder's full look through the files kept from its last one: its stat, and dir_fd set,
+// when they still name the process they were kept for (same start time); else nullopt, and it
+// is read by PID (reaped, its PID another process's now).
+std::optional<ProcessInfo> ProcessReader::read_through_kept(pid_t pid, int& dir_fd) {
+  if (memory_ == nullptr) return std::nullopt;
+  const auto [files, start_time_ticks] = memory_->files_of(pid);
+  if (files == nullptr) return std::nullopt;
+  std::optional<ProcessInfo> info = read_kept_stat(*files, pid);
+  if (!info || info->start_time_ticks != start_time_ticks) return std::nullopt;
+  dir_fd = files->dir.get();
   return info;
 }
 
 std::optional<ProcessInfo> ProcessReader::read_known_holder(int root_fd, pid_t pid, const FdLookMemory::Details& known) {
-  const PidName name(pid);
-  const unique_fd dir = open_dir_at(root_fd, name.text, /*no_follow=*/true);
-  if (!dir) return std::nullopt;
-  std::optional<ProcessInfo> info = read_stat(dir.get(), "stat", pid);
+  unique_fd opened;
+  int dir = -1;
+  std::optional<ProcessInfo> info;
+  if (known.files != nullptr) {
+    dir = known.files->dir.get();
+    info = read_kept_stat(*known.files, pid);
+  } else {
+    const PidName name(pid);
+    opened = open_dir_at(root_fd, name.text, /*no_follow=*/true);
+    if (!opened) return std::nullopt;
+    dir = opened.get();
+    info = read_stat(dir, "stat", pid);
+  }
   // A zombie's descriptors are its live threads' (read_device_files): listed in full.
   if (!info || info->start_time_ticks != known.start_time_ticks || info->kernel_thread || info->state == 'Z' ||
       info->state == 'X') {
     return std::nullopt;
   }
   for (const DeviceFileHandle& file : *known.gpu_files) {
-    if (!still_holds(dir.get(), file)) return std::nullopt;
+    if (!still_holds(dir, file)) return std::nullopt;
   }
   info->device_files = *known.gpu_files;
   separate_drm_files(*info);
-  holder_details(dir.get(), *info);
+  holder_details(dir, *info);
   return info;
+}
+
+// Through the stat file kept open: nullopt once the process it was opened for is reaped.
+std::optional<ProcessInfo> ProcessReader::read_kept_stat(const KeptHolderFiles& files, pid_t pid) {
+  return info_from_stat(buffer_.read_kept_proc_file(files.stat.get(), /*one_piece=*/true), pid);
+}
+
+// The holder's directory (taken from `dir`), its stat and, with one thread, its children file,
+// for the scans between its full looks; null past the budget or when one cannot be opened.
+std::shared_ptr<const KeptHolderFiles> ProcessReader::keep_files(unique_fd* dir, const ProcessInfo& info) {
+  if (auto kept = memory_->files_of(info.pid, info.start_time_ticks)) return kept;
+  if (dir == nullptr || !*dir || file_budget_ == nullptr || !is_procfs_) return nullptr;
+  if (file_budget_->fetch_sub(1, std::memory_order_relaxed) <= 0) return nullptr;
+  auto files = std::make_shared<KeptHolderFiles>();
+  files->stat = unique_fd(::openat(dir->get(), "stat", O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!files->stat) return nullptr;
+  if (info.threads == 1) {
+    const PidName name(info.pid);
+    const std::string children = std::string("task/") + name.text + "/children";
+    files->children = unique_fd(::openat(dir->get(), children.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  }
+  files->dir = std::move(*dir);
+  return files;
 }
 
 // Whether descriptor file.fd of the process whose directory is pid_fd is still that GPU file:
@@ -105,7 +158,7 @@ bool ProcessReader::still_holds(int pid_fd, const DeviceFileHandle& file) {
   return !is_procfs_ || nodes_.is_that_node(pid_fd, entry, file.path);
 }
 
-void ProcessReader::holder_details(int pid_fd, ProcessInfo& info) {
+void ProcessReader::holder_details(int pid_fd, ProcessInfo& info, unique_fd* dir_to_keep) {
   const FdLookMemory::Details* known = memory_ != nullptr ? memory_->details_for(info.pid, info.start_time_ticks) : nullptr;
   if (known == nullptr) {
     read_detail_files(pid_fd, info);
@@ -113,7 +166,7 @@ void ProcessReader::holder_details(int pid_fd, ProcessInfo& info) {
       kept_->emplace_back(info.pid, FdLookMemory::Details{info.start_time_ticks, memory_->round() + memory_->details_every(),
                                                           info.uid, info.real_uid, info.saved_uid, info.ns_pids,
                                                           info.cmdline, info.exe, info.container, info.maps_nvml_only,
-                                                          gpu_files_of(info)});
+                                                          gpu_files_of(info), keep_files(dir_to_keep, info)});
     }
     return;
   }
@@ -130,6 +183,7 @@ void ProcessReader::holder_details(int pid_fd, ProcessInfo& info) {
   if (kept_ != nullptr) {
     kept_->emplace_back(info.pid, *known);
     kept_->back().second.gpu_files = gpu_files_of(info);
+    if (known->files == nullptr) kept_->back().second.files = keep_files(dir_to_keep, info);
   }
 }
 
@@ -144,7 +198,10 @@ std::optional<ProcessInfo> ProcessReader::read_without_files(int root_fd, pid_t 
 }
 
 std::optional<ProcessInfo> ProcessReader::read_stat(int dirfd, const char* path, pid_t pid) {
-  const auto text = buffer_.read_proc_file_at(dirfd, path);
+  return info_from_stat(buffer_.read_proc_file_at(dirfd, path), pid);
+}
+
+std::optional<ProcessInfo> ProcessReader::info_from_stat(std::optional<std::string_view> text, pid_t pid) const {
   if (!text) return std::nullopt;
   std::optional<StatFields> stat = parse_stat(*text);
   if (!stat || stat->pid != pid) return std::nullopt;

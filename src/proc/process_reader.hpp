@@ -3,7 +3,10 @@
 // One reader per thread: it owns the reused buffers. Internal to src/proc.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -56,21 +59,29 @@ class ProcessReader {
   bool read_details(int root_fd, ProcessInfo& info, UserNames& users);
 
   // Holders' details in read() come from `memory` while it has them, and what read() used or
-  // read is appended to `kept` (a scan in the Holders scope repeated by top).
-  void remember_details(const FdLookMemory* memory, std::vector<std::pair<pid_t, FdLookMemory::Details>>* kept) {
+  // read is appended to `kept` (a scan in the Holders scope repeated by top). A holder read in
+  // full has its files kept with them (FdLookMemory's KeptHolderFiles) while `file_budget`,
+  // shared by the scan's threads, is above 0.
+  void remember_details(const FdLookMemory* memory, std::vector<std::pair<pid_t, FdLookMemory::Details>>* kept,
+                        std::atomic<std::ptrdiff_t>* file_budget) {
     memory_ = memory;
     kept_ = kept;
+    file_budget_ = file_budget;
   }
 
  private:
   std::optional<ProcessInfo> read_stat(int dirfd, const char* path, pid_t pid);
+  std::optional<ProcessInfo> info_from_stat(std::optional<std::string_view> text, pid_t pid) const;
   void fill_from_stat(ProcessInfo& info, StatFields& stat) const;
   bool started_before_scan(const ProcessInfo& info) const;
   void read_device_files(int pid_fd, ProcessInfo& info);
   bool list_device_files(int fd_dir, ProcessInfo& info);
   bool still_holds(int pid_fd, const DeviceFileHandle& file);
   void read_detail_files(int pid_fd, ProcessInfo& info);
-  void holder_details(int pid_fd, ProcessInfo& info);
+  void holder_details(int pid_fd, ProcessInfo& info, unique_fd* dir_to_keep = nullptr);
+  std::shared_ptr<const KeptHolderFiles> keep_files(unique_fd* dir, const ProcessInfo& info);
+  std::optional<ProcessInfo> read_kept_stat(const KeptHolderFiles& files, pid_t pid);
+  std::optional<ProcessInfo> read_through_kept(pid_t pid, int& dir_fd);
   void read_wchan(int pid_fd, ProcessInfo& info);
   void read_gpu_library_maps(int pid_fd, ProcessInfo& info);
 
@@ -81,6 +92,7 @@ class ProcessReader {
   DirLister lister_;
   const FdLookMemory* memory_ = nullptr;
   std::vector<std::pair<pid_t, FdLookMemory::Details>>* kept_ = nullptr;
+  std::atomic<std::ptrdiff_t>* file_budget_ = nullptr;
   DeviceNodeCheck nodes_;
 };
 

@@ -57,6 +57,14 @@ unsigned usable_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// The PIDs of a children file, in its order.
+void append_pids(std::string_view text, std::vector<pid_t>& pids) {
+  for (std::string_view token = procfs::take_token(text); !token.empty(); token = procfs::take_token(text)) {
+    pid_t pid = 0;
+    if (procfs::parse_whole_unsigned(token, pid)) pids.push_back(pid);
+  }
+}
+
 unique_fd open_root(const std::string& proc_root) {
   return procfs::open_dir_at(AT_FDCWD, proc_root.c_str(), /*no_follow=*/false);
 }
@@ -90,6 +98,8 @@ class ProcessTableBuilder {
   void collect_tree(int root_fd, pid_t root, std::vector<pid_t>& out);
   std::vector<pid_t> children_for_tree(int root_fd, pid_t pid);
   bool read_children_files(int root_fd, pid_t pid, std::vector<pid_t>& children);
+  int kept_children_file(const ProcessInfo& info) const;
+  bool read_children_file(int fd, std::vector<pid_t>& children);
   void read_everything(int root_fd);
   void build_children();
   procfs::ProcessReader& reader();
@@ -202,7 +212,10 @@ struct ProcessTableBuilder::ParallelRead {
         results(thread_count),
         errors(thread_count),
         quiet(thread_count),
-        details(thread_count) {}
+        details(thread_count),
+        file_budget(look_memory != nullptr ? static_cast<std::ptrdiff_t>(kMaxKeptHolderFiles) -
+                                                 static_cast<std::ptrdiff_t>(look_memory->files_kept())
+                                           : 0) {}
 
   const std::vector<pid_t>& pids;
   const bool holders_only;
@@ -214,6 +227,7 @@ struct ProcessTableBuilder::ParallelRead {
   std::vector<std::exception_ptr> errors;
   std::vector<QuietSeen> quiet;
   std::vector<DetailsSeen> details;
+  std::atomic<std::ptrdiff_t> file_budget;  // holders whose files may be kept yet
   std::atomic<std::size_t> next{0};
 };
 
@@ -245,7 +259,7 @@ void ProcessTableBuilder::read_share(int root_fd, ParallelRead& read, unsigned s
   FdLookMemory* memory = read.memory;
   try {
     procfs::ProcessReader reader(clock_, table_.options_.dev_dir, is_procfs_);
-    if (memory != nullptr) reader.remember_details(memory, &read.details[slot]);
+    if (memory != nullptr) reader.remember_details(memory, &read.details[slot], &read.file_budget);
     std::optional<procfs::DeviceFdProbe> probe;
     if (read.holders_only) probe.emplace(table_.options_.dev_dir, is_procfs_);
     std::vector<DeviceFileHandle> held;
@@ -408,6 +422,7 @@ bool ProcessTableBuilder::read_children_files(int root_fd, pid_t pid, std::vecto
   unique_fd tasks;
   const ProcessInfo* info = table_.find(pid);
   if (info != nullptr && info->threads == 1) {
+    if (const auto kept = kept_children_file(*info); kept >= 0) return read_children_file(kept, children);
     // One thread when its stat was read: its children file, without listing task/.
     const std::string_view name(path, static_cast<std::size_t>(end - path));
     tids.emplace_back(std::string(name) + "/task/" + std::string(name) + "/children");
@@ -428,12 +443,22 @@ bool ProcessTableBuilder::read_children_files(int root_fd, pid_t pid, std::vecto
       if (errno == ENOENT && faccessat(root_fd, "thread-self/children", F_OK, 0) != 0) return false;
       continue;  // that thread has exited
     }
-    std::string_view rest = *text;
-    for (std::string_view token = procfs::take_token(rest); !token.empty(); token = procfs::take_token(rest)) {
-      pid_t child = 0;
-      if (procfs::parse_whole_unsigned(token, child)) children.push_back(child);
-    }
+    append_pids(*text, children);
   }
+  return true;
+}
+
+// A holder's children file kept open since its full look (FdLookMemory), or -1.
+int ProcessTableBuilder::kept_children_file(const ProcessInfo& info) const {
+  const FdLookMemory* memory = table_.options_.memory.get();
+  if (memory == nullptr) return -1;
+  const auto files = memory->files_of(info.pid, info.start_time_ticks);
+  return files != nullptr && files->children ? files->children.get() : -1;
+}
+
+// Through the kept file: a process reaped since has no children (its reads fail).
+bool ProcessTableBuilder::read_children_file(int fd, std::vector<pid_t>& children) {
+  if (const auto text = buffer_.read_kept_proc_file(fd, /*one_piece=*/false, 16u << 20)) append_pids(*text, children);
   return true;
 }
 

@@ -28,6 +28,7 @@
 #include "watch/event_log.hpp"
 #include "watch/notifier.hpp"
 #include "watch/observation.hpp"
+#include "watch/poll_timeout.hpp"
 #include "watch/rule_book.hpp"
 #include "watch/termination.hpp"
 #include "watch/termination_worker.hpp"
@@ -225,7 +226,7 @@ class WatchDaemon {
       }
       std::vector<int> wake_on{workers_.fd()};
       wake_on.insert(wake_on.end(), events.begin(), events.end());
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      const auto left = poll_timeout<Clock>(until, Clock::now());
       std::vector<bool> woken;  // by the worker fd, then by each of `events`
       const int sig = signals_.wait(left, wake_on, &woken);
       if (sig == SIGTERM || sig == SIGINT) {

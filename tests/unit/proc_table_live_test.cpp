@@ -673,5 +673,57 @@ TEST(ProcTableLive, AKeptHolderIsProvenByItsLastListingsDescriptorsAndAnActionsS
   EXPECT_EQ(files(ProcScanScope::Everything), std::vector<std::string>{});
 }
 
+// A holder goes through the files kept from its full look (its /proc/<pid> directory, stat and
+// children): a child it forks later is in the next scan's tree, and once it is reaped the kept
+// files read nothing and it is out of the table, its files let go. Between full looks (only its
+// GPU descriptors checked) and at each (details_every 1: fd/ listed through the kept directory).
+void kept_holder_files_case(unsigned details_every) {
+  SCOPED_TRACE(details_every);
+  const FakeDevDir dev;
+  const Pipe ready, go;
+  Child holder([&] {
+    const int gpu = open(dev.file("nvidia0").c_str(), O_RDONLY | O_CLOEXEC);
+    if (gpu < 0) _exit(91);
+    ready.send(getpid());
+    for (char step = 0; read(go.fds[0], &step, 1) == 1;) ready.send(fork_pausing(gpu));
+    _exit(0);
+  });
+  const pid_t pid = holder.pid();
+  ASSERT_EQ(ready.receive(), pid);
+  ProcScanOptions options;
+  options.dev_dir = dev.path();
+  options.scope = ProcScanScope::Holders;
+  options.memory = std::make_shared<FdLookMemory>(1, details_every);
+  options.only_pids = std::make_shared<const std::vector<pid_t>>(std::vector<pid_t>{pid});
+  {
+    const ProcessTable first = ProcessTable::scan(options);
+    ASSERT_NE(first.find(pid), nullptr);
+    EXPECT_TRUE(first.children_of(pid).empty());
+  }
+  EXPECT_EQ(options.memory->files_kept(), 1u);
+
+  const char fork_one = 'f';
+  ASSERT_EQ(write(go.fds[1], &fork_one, 1), 1);
+  const KillOnExit child{ready.receive()};
+  ASSERT_GT(child.pid, 0);
+  {
+    const ProcessTable second = ProcessTable::scan(options);
+    ASSERT_NE(second.find(pid), nullptr);
+    EXPECT_EQ(second.find(pid)->device_files.size(), 1u);
+    EXPECT_EQ(second.children_of(pid), std::vector<pid_t>{child.pid}) << "read through the kept children file";
+  }
+  EXPECT_EQ(options.memory->files_kept(), 1u);
+
+  holder.kill_and_reap();
+  const ProcessTable after = ProcessTable::scan(options);
+  EXPECT_EQ(after.find(pid), nullptr);
+  EXPECT_EQ(options.memory->files_kept(), 0u);
+}
+
+TEST(ProcTableLive, AKeptHoldersFilesShowItsNewChildrenAndNothingOnceItIsReaped) {
+  kept_holder_files_case(1000);
+  kept_holder_files_case(1);
+}
+
 }  // namespace
 }  // namespace gpureap

@@ -1,0 +1,123 @@
+// allocs/'s listing kept between NVML calls (common/watched_listing.hpp): every change of a
+// name is in the next answer, and without a watch every call lists.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/file_io.hpp"
+#include "common/watched_listing.hpp"
+#include "harness.hpp"
+
+namespace gpusim::test {
+namespace {
+
+void create(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0) << path;
+  ::close(fd);
+}
+
+std::vector<std::string> names_of(const std::vector<DirEntry>& entries) {
+  std::vector<std::string> names;
+  for (const DirEntry& e : entries) names.push_back(e.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(WatchedListing, ListsAgainOnlyAfterANameChanged) {
+  TempDir dir;
+  create(dir.path() + "/a.json");
+  WatchedListing listing;
+  auto first = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ(names_of(**first), std::vector<std::string>{"a.json"});
+  EXPECT_TRUE(listing.watching());
+  auto same = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->has_value());
+
+  create(dir.path() + "/b.json");
+  auto grown = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(grown.ok() && grown->has_value());
+  EXPECT_EQ(names_of(**grown), (std::vector<std::string>{"a.json", "b.json"}));
+
+  ASSERT_EQ(::unlink((dir.path() + "/a.json").c_str()), 0);
+  auto shrunk = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(shrunk.ok() && shrunk->has_value());
+  EXPECT_EQ(names_of(**shrunk), std::vector<std::string>{"b.json"});
+}
+
+// A record is published by rename over nothing, or replaced by rename: the inode differs.
+TEST(WatchedListing, ARenameIntoPlaceIsSeenWithItsInode) {
+  TempDir dir;
+  create(dir.path() + "/a.json");
+  WatchedListing listing;
+  auto first = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(first.ok() && first->has_value());
+  const unsigned long long old_ino = (**first)[0].ino;
+  create(dir.path() + "/.a.tmp");
+  ASSERT_EQ(::rename((dir.path() + "/.a.tmp").c_str(), (dir.path() + "/a.json").c_str()), 0);
+  auto renamed = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(renamed.ok() && renamed->has_value());
+  ASSERT_EQ((**renamed).size(), 1u);
+  EXPECT_NE((**renamed)[0].ino, old_ino);
+}
+
+// The directory removed and made again: the watch ended with it, and is set on the new one.
+TEST(WatchedListing, ADirectoryMadeAgainIsWatchedAgain) {
+  TempDir parent;
+  const std::string dir = parent.path() + "/allocs";
+  ASSERT_TRUE(make_dir(dir, 0755).ok());
+  create(dir + "/a.json");
+  WatchedListing listing;
+  ASSERT_TRUE(listing.list_if_changed(dir).ok());
+  ASSERT_TRUE(remove_tree(dir).ok());
+  ASSERT_TRUE(make_dir(dir, 0755).ok());
+  create(dir + "/b.json");
+  auto again = listing.list_if_changed(dir);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ(names_of(**again), std::vector<std::string>{"b.json"});
+  create(dir + "/c.json");
+  auto grown = listing.list_if_changed(dir);
+  ASSERT_TRUE(grown.ok() && grown->has_value());
+  EXPECT_EQ(names_of(**grown), (std::vector<std::string>{"b.json", "c.json"}));
+}
+
+// No watch to be had (here: no directory yet): every call lists, and sees what appears.
+TEST(WatchedListing, WithoutAWatchEveryCallLists) {
+  TempDir parent;
+  const std::string dir = parent.path() + "/allocs";
+  WatchedListing listing;
+  auto none = listing.list_if_changed(dir);
+  ASSERT_TRUE(none.ok() && none->has_value());
+  EXPECT_TRUE((**none).empty());
+  EXPECT_FALSE(listing.watching());
+  ASSERT_TRUE(make_dir(dir, 0755).ok());
+  create(dir + "/a.json");
+  auto seen = listing.list_if_changed(dir);
+  ASSERT_TRUE(seen.ok() && seen->has_value());
+  EXPECT_EQ(names_of(**seen), std::vector<std::string>{"a.json"});
+  auto still = listing.list_if_changed(dir);
+  ASSERT_TRUE(still.ok());
+  EXPECT_TRUE(still->has_value());
+}
+
+TEST(WatchedListing, InvalidateListsAtTheNextCall) {
+  TempDir dir;
+  WatchedListing listing;
+  ASSERT_TRUE(listing.list_if_changed(dir.path()).ok());
+  listing.invalidate();
+  auto again = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->has_value());
+}
+
+}  // namespace
+}  // namespace gpusim::test
