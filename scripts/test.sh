@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds gpureap and runs every test under AddressSanitizer and UndefinedBehaviorSanitizer (with
-# clang), runs each fuzzer briefly, and builds the release program with gcc (beside all of that),
+# clang), runs each fuzzer briefly, and builds the release program with gcc (beside the tests),
 # packages it (.deb, .rpm, tarball; its program linked against Debian 11's glibc), checks the
 # packages, installs the .deb and runs the installed binary on a simulated GPU, runs the
 # tarball's in a Debian 11 chroot (scripts/old-glibc-check.sh). The release program is built as
@@ -20,14 +20,13 @@ step() {
   echo "== $1 ($((SECONDS - start)) s; CPU of the steps before: $(tail -1 "$cpu_log" | awk '{print $1 " user, " $2 " system"}'))"
 }
 
-# What both builds need, installed once before they start side by side.
-"$root/scripts/setup-deps.sh" test
+step "AddressSanitizer + UndefinedBehaviorSanitizer build (clang)"
+CC=clang CXX=clang++ "$root/scripts/build.sh" asan
 
-# The release program is built with gcc while the sanitizer build, the tests and the fuzzers
-# run, at the lowest priority: it takes only the CPU they leave (a link, a configure, the tests
-# waiting on real processes), and its Debian 11 root's download waits beside them. As root,
-# package.sh builds it (no tests) in build/ with the packager's flags and packages it. Others
-# build the release program, then compile the code with the packager's flags
+# The release program is built with gcc while the tests and the fuzzers run, at the lowest
+# priority: the tests mostly wait on real processes, and the build takes only the CPU they
+# leave. As root, package.sh builds it (no tests) in build/ with the packager's flags and
+# packages it. Others build the release program, then compile the code with the packager's flags
 # (scripts/compile-check.sh, linking nothing).
 release_log=$(mktemp)
 # (A command line for bash -c, where $1 is the checkout.)
@@ -48,9 +47,6 @@ release_pid=$!
 # (|| true: under set -e a failing command in the trap, the build long gone, would end the
 # script with status 1 after a passing run.)
 trap 'kill -- "-$release_pid" 2>/dev/null || true; rm -f "$release_log" "$cpu_log"' EXIT
-
-step "AddressSanitizer + UndefinedBehaviorSanitizer build (clang)"
-CC=clang CXX=clang++ "$root/scripts/build.sh" asan
 
 step "tests"
 # The tests mostly wait on real processes, so run more of them than there are cores.
