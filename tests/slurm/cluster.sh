@@ -202,6 +202,13 @@ stop() {
   running() { local p; for p; do [[ -e /proc/$p && $(sed 's/.*) \(.\).*/\1/' "/proc/$p/stat") != Z ]] && return 0; done; return 1; }
   for _ in $(seq 30); do running "${pids[@]}" || break; sleep 0.1; done
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  # What the daemons started and left (a job's slurmstepd, when the daemons were killed before
+  # it ended): whatever works in DIR, which only this cluster uses.
+  local proc cwd
+  for proc in /proc/[0-9]*; do
+    cwd=$(readlink "$proc/cwd" 2>/dev/null) || continue
+    [[ $cwd == "$dir"/* || $cwd == "$dir" ]] && [[ ${proc#/proc/} != "$$" ]] && { kill -KILL "${proc#/proc/}" 2>/dev/null || true; }
+  done
   for node in "${nodes[@]}"; do
     ip netns del "$(netns_name "$node")" 2>/dev/null || true
     ip link del "gr21-$node" 2>/dev/null || true
