@@ -123,8 +123,12 @@ TEST_P(RealMps, ItsFrontEndRunAsTheDaemonsUserGivesTheRealReplies) {
   EXPECT_EQ(clients.output, "Server 123 not found\n");
   const TimedRun status = front_end(daemon, user->pw_uid, user->pw_gid, "get_server_status");
   EXPECT_EQ(status.output, GetParam().server_status_answer);
-  // The front end ran as the user: the daemon logged the user's commands and is still theirs.
-  EXPECT_NE(test::read_text_file(daemon.log() + "/control.log").find("Cmd:get_client_list 123"), std::string::npos);
+  // The front end ran as the user: the daemon logged the user's commands (its log line may come
+  // after its answer) and is still theirs.
+  const std::string control_log = daemon.log() + "/control.log";
+  EXPECT_TRUE(test::eventually([&] {
+    return test::read_text_file(control_log).find("Cmd:get_client_list 123") != std::string::npos;
+  })) << test::read_text_file(control_log);
   EXPECT_TRUE(daemon.running());
 }
 
@@ -158,7 +162,15 @@ TEST_P(RealMps, ProvenByItsSocketAndAskedThroughItsOwnFrontEndOnly) {
   EXPECT_FALSE(result.ok);
   EXPECT_NE(result.detail.find("does not list " + std::to_string(::getpid()) + " among its servers"), std::string::npos)
       << result.detail;
-  const std::string log = test::read_text_file(daemon.log() + "/control.log");
+  // The daemon logs a command after it answers, one command at a time: a marker asked after the
+  // call is waited for in the log, and every command the call sent is logged before it.
+  const TimedRun marker = front_end(daemon, 0, 0, "get_client_list 999");
+  EXPECT_TRUE(marker.ok()) << describe_timed_run(marker, std::chrono::seconds(10));
+  std::string log;
+  EXPECT_TRUE(test::eventually([&] {
+    log = test::read_text_file(daemon.log() + "/control.log");
+    return log.find("Cmd:get_client_list 999") != std::string::npos;
+  })) << log;
   EXPECT_NE(log.find("Cmd:get_server_list"), std::string::npos) << log;
   EXPECT_EQ(log.find("Cmd:terminate_client"), std::string::npos) << log;
   for (const auto& entry : std::filesystem::directory_iterator(dir_ + "/root")) {
