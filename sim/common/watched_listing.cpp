@@ -19,20 +19,14 @@ constexpr std::uint32_t kWatchLost = IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF
 }  // namespace
 
 void WatchedListing::close() {
-  if (inotify_fd_ >= 0) ::close(inotify_fd_);
-  inotify_fd_ = -1;
+  inotify_ = OwnedFd();
   stale_ = true;
 }
 
 void WatchedListing::watch(const std::string& path) {
-  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd_ < 0) {
-    unwatchable_ = true;
-    return;
-  }
-  if (::inotify_add_watch(inotify_fd_, path.c_str(), kNameEvents) < 0) {
-    ::close(inotify_fd_);
-    inotify_fd_ = -1;
+  inotify_ = OwnedFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (inotify_.get() < 0 || ::inotify_add_watch(inotify_.get(), path.c_str(), kNameEvents) < 0) {
+    inotify_ = OwnedFd();
     unwatchable_ = true;
   }
 }
@@ -44,7 +38,7 @@ bool WatchedListing::drain_changes() {
   bool any = false;
   bool lost = false;
   for (;;) {
-    const ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
+    const ssize_t n = ::read(inotify_.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n <= 0) {
@@ -59,10 +53,7 @@ bool WatchedListing::drain_changes() {
       at += static_cast<ssize_t>(sizeof event + event.len);
     }
   }
-  if (lost) {
-    ::close(inotify_fd_);
-    inotify_fd_ = -1;
-  }
+  if (lost) inotify_ = OwnedFd();
   return any || lost;
 }
 
@@ -72,10 +63,10 @@ Result<std::optional<std::vector<DirEntry>>> WatchedListing::list_if_changed(con
     unwatchable_ = false;
     path_ = path;
   }
-  if (inotify_fd_ >= 0 && !drain_changes() && !stale_) return std::optional<std::vector<DirEntry>>{};
+  if (inotify_.get() >= 0 && !drain_changes() && !stale_) return std::optional<std::vector<DirEntry>>{};
   // The watch is set before the listing, so that a change made during it is queued for the
   // next call.
-  if (inotify_fd_ < 0 && !unwatchable_) watch(path);
+  if (inotify_.get() < 0 && !unwatchable_) watch(path);
   auto entries = list_dir_entries(path);
   if (!entries.ok()) {
     stale_ = true;

@@ -23,7 +23,6 @@ class WatchedListing {
   WatchedListing() = default;
   WatchedListing(const WatchedListing&) = delete;
   WatchedListing& operator=(const WatchedListing&) = delete;
-  ~WatchedListing() { close(); }
 
   // The entries of `path` when a name in it may have changed since the last listing this
   // returned (or there was none); nullopt when that listing still holds.
@@ -31,7 +30,7 @@ class WatchedListing {
   // The next call lists again (an entry could not be read, and is to be tried again).
   void invalidate() { stale_ = true; }
   // Whether a watch is set now (tests: the fallback is exercised where none can be had).
-  bool watching() const { return inotify_fd_ >= 0; }
+  bool watching() const { return inotify_.get() >= 0; }
   void close();
 
  private:
@@ -39,7 +38,7 @@ class WatchedListing {
   bool drain_changes();
 
   std::string path_;
-  int inotify_fd_ = -1;
+  OwnedFd inotify_;
   bool unwatchable_ = false;  // a watch failed: every call lists
   bool stale_ = true;
 };
