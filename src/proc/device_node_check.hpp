@@ -19,8 +19,12 @@ class DeviceNodeCheck {
  public:
   // `name` is the descriptor's entry in the open fd/ directory `fd_dir`; `path` its link target.
   bool is_that_node(int fd_dir, const char* name, const std::string& path);
+  // Whether the node at `path` is here to compare with: then is_that_node proves a descriptor
+  // by its open file alone, whatever its link says now.
+  bool has_node(const std::string& path) { return node_at(path).has_value(); }
 
  private:
+  const std::optional<struct stat>& node_at(const std::string& path);
   std::unordered_map<std::string, std::optional<struct stat>> node_stats_;  // by path, read once
 };
 

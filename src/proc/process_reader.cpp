@@ -149,10 +149,14 @@ std::shared_ptr<const KeptHolderFiles> ProcessReader::keep_files(unique_fd* dir,
 }
 
 // Whether descriptor file.fd of the process whose directory is pid_fd is still that GPU file:
-// the same link and the same device node, as list_device_files would find it.
+// the same device node, as list_device_files would find it. Where the node is here, its open
+// file's identity is the whole proof (a descriptor to any other file fails it, and the link,
+// a path, proves nothing list_device_files does not check again), so the link is not read; a
+// node gone here leaves the link as part of the proof.
 bool ProcessReader::still_holds(int pid_fd, const DeviceFileHandle& file) {
   char entry[24] = "fd/";
   *std::to_chars(entry + 3, entry + sizeof entry - 1, file.fd).ptr = '\0';
+  if (is_procfs_ && nodes_.has_node(file.path)) return nodes_.is_that_node(pid_fd, entry, file.path);
   const auto target = buffer_.read_link_at(pid_fd, entry);
   if (!target || *target != file.path) return false;
   return !is_procfs_ || nodes_.is_that_node(pid_fd, entry, file.path);

@@ -615,6 +615,7 @@ TEST(ProcTableLive, AKeptHolderIsProvenByItsLastListingsDescriptorsAndAnActionsS
   const FakeDevDir dev;
   const std::string beside = dev.file("not-a-gpu");
   std::ofstream(beside).put('\0');
+  std::ofstream(dev.file("nvidia1")).put('\0');
   const Pipe ready, go;
   // Each byte read from `go` is the next step; its fd/ is then reported back.
   Child holder([&] {
@@ -624,6 +625,11 @@ TEST(ProcTableLive, AKeptHolderIsProvenByItsLastListingsDescriptorsAndAnActionsS
     ready.send(getpid());
     for (char step = 0; read(go.fds[0], &step, 1) == 1;) {
       if (step == 'r') ctl = open(dev.file("nvidiactl").c_str(), O_RDONLY | O_CLOEXEC);  // as if received
+      if (step == 'g') {  // another GPU's node at the first one's number
+        const int other = open(dev.file("nvidia1").c_str(), O_RDONLY | O_CLOEXEC);
+        if (other < 0 || dup2(other, gpu) != gpu) _exit(92);
+        close(other);
+      }
       if (step == 'c') close(gpu);
       if (step == 'o') {
         const int other = open(beside.c_str(), O_RDONLY | O_CLOEXEC);
@@ -664,6 +670,11 @@ TEST(ProcTableLive, AKeptHolderIsProvenByItsLastListingsDescriptorsAndAnActionsS
   EXPECT_EQ(files(ProcScanScope::Everything), both) << "an action's scan reads every descriptor";
   options.memory->forget_files(pid);  // an event on it
   EXPECT_EQ(files(ProcScanScope::Holders), both) << "listed in full after an event";
+
+  step('g');  // the same number, another GPU: its node, not its number, is what is checked
+  const std::vector<std::string> other_gpu{dev.file("nvidia1"), dev.file("nvidiactl")};
+  EXPECT_EQ(files(ProcScanScope::Holders), other_gpu);
+  EXPECT_EQ(files(ProcScanScope::Holders), other_gpu);
 
   step('c');  // the first one closed
   EXPECT_EQ(files(ProcScanScope::Holders), ctl);
