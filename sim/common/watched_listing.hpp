@@ -7,6 +7,14 @@
 // last listing is the directory as it is now: a context published before a call is in that
 // call's answer, as on a real driver. Where no watch can be had (no inotify instance left to
 // this user, no such directory) every call lists, as before.
+//
+// WatchedFile does the same for one file that a call reads state from (config.json): its name's
+// events in its directory (a rename into place, a write, a touch) are what makes the caller look
+// at it again, instead of a stat of its path at every call.
+//
+// A forked child shares its parent's inotify descriptions, and an event one of them reads the
+// other never sees: the driver closes the child's copies (close(), from pthread_atfork's child
+// handler), so that the child sets watches of its own.
 #pragma once
 
 #include <optional>
@@ -40,6 +48,27 @@ class WatchedListing {
   std::string path_;
   OwnedFd inotify_;
   bool unwatchable_ = false;  // a watch failed: every call lists
+  bool stale_ = true;
+};
+
+class WatchedFile {
+ public:
+  WatchedFile() = default;
+  WatchedFile(const WatchedFile&) = delete;
+  WatchedFile& operator=(const WatchedFile&) = delete;
+
+  // Whether the file at `path` may have changed since the last call (true at the first call,
+  // after invalidate(), and at every call where no watch can be had).
+  bool may_have_changed(const std::string& path);
+  // The next call says it may have changed (the caller could not read it, and tries again).
+  void invalidate() { stale_ = true; }
+  bool watching() const { return inotify_.get() >= 0; }
+  void close();
+
+ private:
+  std::string path_, name_;
+  OwnedFd inotify_;
+  bool unwatchable_ = false;
   bool stale_ = true;
 };
 

@@ -1,5 +1,6 @@
 #include "driver/driver_state.hpp"
 
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "common/clock.hpp"
 #include "common/file_io.hpp"
+#include "common/watched_listing.hpp"
 #include "driver/device_files.hpp"
 
 namespace gpusim::driver {
@@ -49,6 +51,7 @@ struct DriverState {
   std::optional<Layout> layout;
   Config config;
   std::optional<FileId> config_id;
+  WatchedFile config_watch;  // config.json is looked at again only after its name's events
   nvmlDevice_st slots[kMaxGpus][1 + kMaxMigSlots] = {};
   DeviceFiles files;  // held from the first init to the last shutdown
   RecordCache records;  // allocation records parsed by earlier calls of this init session
@@ -58,6 +61,14 @@ DriverState& state() {
   static DriverState s;
   return s;
 }
+
+// A forked child shares the parent's inotify descriptions (common/watched_listing.hpp): it
+// drops its copies and watches for itself. (glibc forgets the handler if the library is unloaded.)
+void watch_anew_in_child() {
+  state().config_watch.close();
+  state().records.listing.close();
+}
+[[maybe_unused]] const int kWatchAnewInChild = ::pthread_atfork(nullptr, nullptr, watch_anew_in_child);
 
 // Marks the slots the configuration uses. Slot addresses never change, so handles taken
 // before a reconfiguration stay valid pointers (and are rejected if their slot went away).
@@ -79,11 +90,14 @@ void apply_config(DriverState& s, Config config) {
 // Picks up a configuration `gpusim` has replaced. A config that vanished or does not parse
 // keeps the last good one: a running driver does not forget its GPUs.
 void refresh(DriverState& s) {
-  if (!s.layout) return;
+  if (!s.layout || !s.config_watch.may_have_changed(s.layout->config())) return;
   auto id = file_id(s.layout->config());
   if (!id || id == s.config_id) return;
   auto cfg = load_config(s.layout->config());
-  if (!cfg.ok()) return;
+  if (!cfg.ok()) {
+    s.config_watch.invalidate();  // looked at again at the next call, as a file being written
+    return;
+  }
   s.config_id = id;
   apply_config(s, std::move(*cfg));
 }

@@ -2,6 +2,8 @@
 // video engines, display and driver model (sim/driver/nvml_board.cpp).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.hpp"
 
@@ -54,6 +56,33 @@ TEST_F(Board, H100Defaults) {
   nvmlDriverModel_t model_cur = -1, model_pending = -1;
   EXPECT_EQ(nvml.fn<DriverModelFn>("nvmlDeviceGetDriverModel")(d, &model_cur, &model_pending),
             NVML_ERROR_NOT_SUPPORTED) << "Windows only";
+}
+
+// The library notices a replaced config.json by its name's inotify events
+// (common/watched_listing.hpp). A forked child shares the parent's inotify descriptions: had it
+// read the event of a change, the parent would answer from the old configuration for good.
+TEST_F(Board, AChangeIsSeenByTheParentAfterAForkedChildCalledToo) {
+  nvmlDevice_t d = nvml.device(1);
+  unsigned v = 0;
+  auto* fan_speed = nvml.fn<UintFn>("nvmlDeviceGetFanSpeed");
+  ASSERT_EQ(ctl(dir.path(), {"set", "--gpu", "1", "fan_speed=40"}).exit_status, 0);
+  ASSERT_EQ(fan_speed(d, &v), NVML_SUCCESS);
+  ASSERT_EQ(v, 40u);
+  ASSERT_EQ(ctl(dir.path(), {"set", "--gpu", "1", "fan_speed=45"}).exit_status, 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    unsigned seen = 0;
+    ::_exit(fan_speed(d, &seen) == NVML_SUCCESS && seen == 45 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child sees the change";
+  ASSERT_EQ(fan_speed(d, &v), NVML_SUCCESS);
+  EXPECT_EQ(v, 45u) << "and so does the parent";
+  ASSERT_EQ(ctl(dir.path(), {"set", "--gpu", "1", "fan_speed=50"}).exit_status, 0);
+  ASSERT_EQ(fan_speed(d, &v), NVML_SUCCESS);
+  EXPECT_EQ(v, 50u) << "and every later change";
 }
 
 TEST_F(Board, ValuesFollowGpusimSet) {

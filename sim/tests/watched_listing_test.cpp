@@ -1,8 +1,10 @@
 // allocs/'s listing kept between NVML calls (common/watched_listing.hpp): every change of a
-// name is in the next answer, and without a watch every call lists.
+// name is in the next answer, and without a watch every call lists. And config.json, looked at
+// again only after its name's events.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,6 +119,66 @@ TEST(WatchedListing, InvalidateListsAtTheNextCall) {
   auto again = listing.list_if_changed(dir.path());
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->has_value());
+}
+
+// Its name's events only: a rename into place, a write, a touch, a removal; another name in the
+// same directory is not a change of it.
+TEST(WatchedFile, SaysChangedOnlyAfterItsNamesEvents) {
+  TempDir dir;
+  const std::string file = dir.path() + "/config.json";
+  create(file);
+  WatchedFile watched;
+  EXPECT_TRUE(watched.may_have_changed(file)) << "the first call";
+  EXPECT_TRUE(watched.watching());
+  EXPECT_FALSE(watched.may_have_changed(file));
+  create(dir.path() + "/other.json");
+  EXPECT_FALSE(watched.may_have_changed(file)) << "another name";
+
+  create(dir.path() + "/.config.tmp");
+  ASSERT_EQ(::rename((dir.path() + "/.config.tmp").c_str(), file.c_str()), 0);
+  EXPECT_TRUE(watched.may_have_changed(file)) << "renamed into place";
+  EXPECT_FALSE(watched.may_have_changed(file));
+
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "{}", 2), 2);
+  EXPECT_TRUE(watched.may_have_changed(file)) << "written in place, still open";
+  ::close(fd);
+  EXPECT_TRUE(watched.may_have_changed(file)) << "closed after writing";
+  EXPECT_FALSE(watched.may_have_changed(file));
+
+  ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), nullptr, 0), 0);
+  EXPECT_TRUE(watched.may_have_changed(file)) << "touched";
+  ASSERT_EQ(::unlink(file.c_str()), 0);
+  EXPECT_TRUE(watched.may_have_changed(file)) << "removed";
+  watched.invalidate();
+  EXPECT_TRUE(watched.may_have_changed(file)) << "invalidated";
+  EXPECT_FALSE(watched.may_have_changed(file));
+}
+
+// Its directory removed and made again: the watch ended with it, and is set on the new one.
+TEST(WatchedFile, ADirectoryMadeAgainIsWatchedAgain) {
+  TempDir parent;
+  const std::string dir = parent.path() + "/state";
+  ASSERT_TRUE(make_dir(dir, 0755).ok());
+  WatchedFile watched;
+  EXPECT_TRUE(watched.may_have_changed(dir + "/config.json"));
+  ASSERT_TRUE(remove_tree(dir).ok());
+  ASSERT_TRUE(make_dir(dir, 0755).ok());
+  EXPECT_TRUE(watched.may_have_changed(dir + "/config.json"));
+  EXPECT_FALSE(watched.may_have_changed(dir + "/config.json"));
+  create(dir + "/config.json");
+  EXPECT_TRUE(watched.may_have_changed(dir + "/config.json"));
+}
+
+// No watch to be had (no such directory): every call says it may have changed.
+TEST(WatchedFile, WithoutAWatchEveryCallSaysChanged) {
+  TempDir parent;
+  const std::string file = parent.path() + "/none/config.json";
+  WatchedFile watched;
+  EXPECT_TRUE(watched.may_have_changed(file));
+  EXPECT_FALSE(watched.watching());
+  EXPECT_TRUE(watched.may_have_changed(file));
 }
 
 }  // namespace
