@@ -13,7 +13,7 @@ namespace {
 
 // Names appearing, going or moving; and the directory itself going, which ends the watch.
 constexpr std::uint32_t kNameEvents = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
-                                      IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+                                      IN_DELETE_SELF | IN_MOVE_SELF;
 // After these the queue no longer tells every change: the watch is set again and listed.
 constexpr std::uint32_t kWatchLost = IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT;
 // A file's name appearing, going or moving, and its content or times changing.
@@ -21,10 +21,9 @@ constexpr std::uint32_t kFileEvents = kNameEvents | IN_MODIFY | IN_CLOSE_WRITE |
 
 enum class Drained { Nothing, Changed, Lost };
 
-// Reads every queued event of `inotify`; Changed when one `matters` (by its name; null: any),
+// Reads every queued event of `inotify`; Changed when one names `name` (or any, when empty),
 // Lost when the kernel ended the watch or the queue overflowed (the caller sets it again).
-template <typename Matters>
-Drained drain(int inotify, Matters matters) {
+Drained drain(int inotify, std::string_view name) {
   alignas(inotify_event) char buf[4096];
   bool changed = false;
   for (;;) {
@@ -36,8 +35,8 @@ Drained drain(int inotify, Matters matters) {
       inotify_event event;
       std::memcpy(&event, buf + at, sizeof event);
       if (event.mask & kWatchLost) return Drained::Lost;
-      const char* name = buf + at + sizeof event;
-      if (matters(event.len > 0 ? std::string_view(name, ::strnlen(name, event.len)) : std::string_view())) changed = true;
+      const char* event_name = buf + at + sizeof event;
+      if (name.empty() || std::string_view(event_name, ::strnlen(event_name, event.len)) == name) changed = true;
       at += static_cast<ssize_t>(sizeof event + event.len);
     }
   }
@@ -46,77 +45,48 @@ Drained drain(int inotify, Matters matters) {
 
 }  // namespace
 
-void WatchedListing::close() {
+void DirectoryWatch::close() {
   inotify_ = OwnedFd();
   stale_ = true;
 }
 
-void WatchedListing::watch(const std::string& path) {
-  inotify_ = OwnedFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (inotify_.get() < 0 || ::inotify_add_watch(inotify_.get(), path.c_str(), kNameEvents) < 0) {
-    inotify_ = OwnedFd();
-    unwatchable_ = true;
-  }
-}
-
-// Reads every queued event; true when there was one. A watch the kernel ended or whose
-// queue overflowed is closed, to be set again before the next listing.
-bool WatchedListing::drain_changes() {
-  const Drained drained = drain(inotify_.get(), [](std::string_view) { return true; });
-  if (drained == Drained::Lost) inotify_ = OwnedFd();
-  return drained != Drained::Nothing;
-}
-
-Result<std::optional<std::vector<DirEntry>>> WatchedListing::list_if_changed(const std::string& path) {
-  if (path != path_) {
+bool DirectoryWatch::may_have_changed(const std::string& dir, std::uint32_t events, std::string_view name) {
+  if (dir != dir_) {
     close();
     unwatchable_ = false;
-    path_ = path;
-  }
-  if (inotify_.get() >= 0 && !drain_changes() && !stale_) return std::optional<std::vector<DirEntry>>{};
-  // The watch is set before the listing, so that a change made during it is queued for the
-  // next call.
-  if (inotify_.get() < 0 && !unwatchable_) watch(path);
-  auto entries = list_dir_entries(path);
-  if (!entries.ok()) {
-    stale_ = true;
-    return Error{entries.error().message};
-  }
-  stale_ = false;
-  return std::optional<std::vector<DirEntry>>{std::move(*entries)};
-}
-
-void WatchedFile::close() {
-  inotify_ = OwnedFd();
-  stale_ = true;
-}
-
-bool WatchedFile::may_have_changed(const std::string& path) {
-  if (path != path_) {
-    close();
-    unwatchable_ = false;
-    path_ = path;
-    const auto slash = path.rfind('/');
-    name_ = slash == std::string::npos ? path : path.substr(slash + 1);
+    dir_ = dir;
   }
   if (inotify_.get() >= 0) {
-    const Drained drained = drain(inotify_.get(), [this](std::string_view name) { return name == name_; });
+    const Drained drained = drain(inotify_.get(), name);
     if (drained == Drained::Lost) inotify_ = OwnedFd();
     if (drained == Drained::Nothing && !stale_) return false;
   }
-  // The watch is set before the caller looks, so that a change made while it looks is queued
-  // for the next call.
   if (inotify_.get() < 0 && !unwatchable_) {
-    const auto slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     inotify_ = OwnedFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-    if (inotify_.get() < 0 || ::inotify_add_watch(inotify_.get(), dir.c_str(), kFileEvents | IN_ONLYDIR) < 0) {
+    if (inotify_.get() < 0 || ::inotify_add_watch(inotify_.get(), dir.c_str(), events | IN_ONLYDIR) < 0) {
       inotify_ = OwnedFd();
       unwatchable_ = true;
     }
   }
   stale_ = inotify_.get() < 0;
   return true;
+}
+
+Result<std::optional<std::vector<DirEntry>>> WatchedListing::list_if_changed(const std::string& path) {
+  if (!watch_.may_have_changed(path, kNameEvents, {})) return std::optional<std::vector<DirEntry>>{};
+  auto entries = list_dir_entries(path);
+  if (!entries.ok()) {
+    watch_.invalidate();
+    return Error{entries.error().message};
+  }
+  return std::optional<std::vector<DirEntry>>{std::move(*entries)};
+}
+
+bool WatchedFile::may_have_changed(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return watch_.may_have_changed(".", kFileEvents, path);
+  return watch_.may_have_changed(slash == 0 ? "/" : path.substr(0, slash), kFileEvents,
+                                 std::string_view(path).substr(slash + 1));
 }
 
 }  // namespace gpusim

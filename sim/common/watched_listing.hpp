@@ -17,8 +17,10 @@
 // handler), so that the child sets watches of its own.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/file_io.hpp"
@@ -26,50 +28,55 @@
 
 namespace gpusim {
 
+// What both share: whether a name in a directory (or any name: an empty `name`) may have
+// changed since the last call said no. True at the first call, after invalidate(), and at every
+// call where no watch can be had; the watch is set before the caller looks, so that a change
+// made while it looks is queued for the next call.
+class DirectoryWatch {
+ public:
+  DirectoryWatch() = default;
+  DirectoryWatch(const DirectoryWatch&) = delete;
+  DirectoryWatch& operator=(const DirectoryWatch&) = delete;
+
+  bool may_have_changed(const std::string& dir, std::uint32_t events, std::string_view name);
+  void invalidate() { stale_ = true; }
+  bool watching() const { return inotify_.get() >= 0; }
+  void close();
+
+ private:
+  std::string dir_;
+  OwnedFd inotify_;
+  bool unwatchable_ = false;  // a watch failed: every call says changed
+  bool stale_ = true;
+};
+
 class WatchedListing {
  public:
-  WatchedListing() = default;
-  WatchedListing(const WatchedListing&) = delete;
-  WatchedListing& operator=(const WatchedListing&) = delete;
-
   // The entries of `path` when a name in it may have changed since the last listing this
   // returned (or there was none); nullopt when that listing still holds.
   Result<std::optional<std::vector<DirEntry>>> list_if_changed(const std::string& path);
   // The next call lists again (an entry could not be read, and is to be tried again).
-  void invalidate() { stale_ = true; }
+  void invalidate() { watch_.invalidate(); }
   // Whether a watch is set now (tests: the fallback is exercised where none can be had).
-  bool watching() const { return inotify_.get() >= 0; }
-  void close();
+  bool watching() const { return watch_.watching(); }
+  void close() { watch_.close(); }
 
  private:
-  void watch(const std::string& path);
-  bool drain_changes();
-
-  std::string path_;
-  OwnedFd inotify_;
-  bool unwatchable_ = false;  // a watch failed: every call lists
-  bool stale_ = true;
+  DirectoryWatch watch_;
 };
 
 class WatchedFile {
  public:
-  WatchedFile() = default;
-  WatchedFile(const WatchedFile&) = delete;
-  WatchedFile& operator=(const WatchedFile&) = delete;
-
   // Whether the file at `path` may have changed since the last call (true at the first call,
   // after invalidate(), and at every call where no watch can be had).
   bool may_have_changed(const std::string& path);
   // The next call says it may have changed (the caller could not read it, and tries again).
-  void invalidate() { stale_ = true; }
-  bool watching() const { return inotify_.get() >= 0; }
-  void close();
+  void invalidate() { watch_.invalidate(); }
+  bool watching() const { return watch_.watching(); }
+  void close() { watch_.close(); }
 
  private:
-  std::string path_, name_;
-  OwnedFd inotify_;
-  bool unwatchable_ = false;
-  bool stale_ = true;
+  DirectoryWatch watch_;
 };
 
 }  // namespace gpusim
