@@ -10,6 +10,7 @@
 #include "common/config.hpp"
 #include "common/layout.hpp"
 #include "cuda/contexts.hpp"
+#include "cuda/cpu_use.hpp"
 #include "cuda/libraries.hpp"
 #include "cuda/mps_client.hpp"
 #include "cuda/options.hpp"
@@ -101,6 +102,8 @@ int main(int argc, char** argv) {
     worker_list += (worker_list.empty() ? "" : ",") + std::to_string(w.host_pid);
     unreaped.push_back(w.pid);
   }
+  // After the workers' fork: the spinning thread is this process's alone.
+  start_cpu_use(opts.cpu_percent);
   fmt::print("READY pid={} nspid={} workers={}\n", owner->host_pid, owner->ns_pid, worker_list);
   std::fflush(stdout);
 

@@ -85,6 +85,8 @@ ParseOutcome parse_options(int argc, char** argv) {
   app.add_option("--sm-util", o.sm_util, "SM utilization % in per-process samples")->check(CLI::Range(0u, 100u));
   app.add_option("--mem-util", o.mem_util, "memory utilization % in per-process samples")
       ->check(CLI::Range(0u, 100u));
+  app.add_option("--cpu-percent", o.cpu_percent, "use about this % of a core (a data loader at work), 0 to 90")
+      ->check(CLI::Range(0u, 90u));
   auto* exit_opt = app.add_option("--exit-after", exit_after, "exit normally after MS milliseconds");
   app.add_option("--name", o.name, "process name (comm and argv[0])");
   app.add_option("--mps-on-terminate", mps_on_terminate,

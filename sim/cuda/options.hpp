@@ -61,6 +61,7 @@ struct Options {
   bool zombie_child = false;
   unsigned sm_util = 0;
   unsigned mem_util = 0;
+  unsigned cpu_percent = 0;  // CPU used beside the GPU (cpu_use.hpp)
   std::optional<std::uint64_t> exit_after_ms;
   std::string name;
   MpsOnTerminate mps_on_terminate = MpsOnTerminate::Exit;

@@ -56,6 +56,7 @@ std::shared_ptr<const std::vector<pid_t>> HolderEvents::before_scan(const ProcSc
   if (tracker_->needs_walk() || std::chrono::steady_clock::now() >= next_walk_) return nullptr;
   state_.walked = false;
   last_given_ = tracker_->holders();
+  state_.holders = last_given_;
   return std::make_shared<const std::vector<pid_t>>(last_given_);
 }
 
@@ -72,6 +73,7 @@ void HolderEvents::after_walk(const ProcessTable& table) {
   state_.counts = tracker_->counts();
   state_.missed_notes = tracker_->take_missed_notes();
   last_given_ = tracker_->holders();
+  state_.holders = last_given_;
   next_walk_ = std::chrono::steady_clock::now() + reconcile_every_;
 }
 

@@ -36,6 +36,9 @@ struct HolderEventsState {
   // The holders this snapshot's walk found that the events had missed, each explained (what
   // the events said of it and its parent): to be logged by whoever shows the snapshot.
   std::vector<std::string> missed_notes;
+  // The event-kept holders as this snapshot was given them (sorted): while events are heard,
+  // the end of any of them makes changed_since_scan true (watch's looks rely on it).
+  std::vector<pid_t> holders;
 };
 
 // GPUREAP_HOLDER_EVENTS=off: every scan walks, as without the capability (the polling

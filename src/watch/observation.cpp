@@ -209,6 +209,7 @@ std::optional<Candidate> judge(FollowedProcess& followed, const DriverReading* r
   std::uint64_t ticks = 0;
   for (const auto& [member, t] : followed.cpu_ticks) ticks += t;
   c.cpu_seconds = static_cast<double>(ticks) / ticks_per_second();
+  c.cpu_read_at = followed.cpu_read_at;
   // A ROCm process is judged on what the last full scan read of it: NVML has nothing to add.
   if (c.kind == CandidateKind::Zombie || c.kind == CandidateKind::RocmProcess) return c;
   // Without the driver a GPU process cannot be judged; an orphan's evidence still stands, but
@@ -287,12 +288,18 @@ Look Observer::full_look() {
     const bool unreadable = !look.driver_readable || std::any_of(f.facts.gpus.begin(), f.facts.gpus.end(), [&](unsigned g) {
                               return look.unreadable_gpus.count(g) > 0;
                             });
-    if (unreadable && refresh_cpu(f)) kept.emplace(pid, std::move(f));
+    if (unreadable && refresh_cpu(f, last_full_)) kept.emplace(pid, std::move(f));
   }
   followed_ = std::move(kept);
   not_judged_.clear();
+  const std::vector<pid_t>* heard = events_active_ ? &snapshot->holder_events->holders : nullptr;
+  const auto end_heard = [heard](pid_t pid) { return std::binary_search(heard->begin(), heard->end(), pid); };
   for (FollowedProcess& f : follow_snapshot(*snapshot, user_names_, &not_judged_)) {
     const pid_t pid = f.facts.pid;
+    f.cpu_read_at = last_full_;
+    // A zombie's end (its reaping) makes no event.
+    f.end_heard = heard != nullptr && f.facts.kind != CandidateKind::Zombie && end_heard(pid) &&
+                  std::all_of(f.workers.begin(), f.workers.end(), [&](const auto& w) { return end_heard(w.first); });
     followed_.insert_or_assign(pid, std::move(f));
   }
   sentinels_ = exit_sentinels(*snapshot);
@@ -302,9 +309,10 @@ Look Observer::full_look() {
 }
 
 // The process's own stat and its workers': false when it is gone, or its PID names another.
-bool Observer::refresh_cpu(FollowedProcess& followed) {
+bool Observer::refresh_cpu(FollowedProcess& followed, std::chrono::steady_clock::time_point now) {
   const auto stat = stats_.read(followed.facts.pid, followed.facts.start_ticks);
   if (!stat) return false;
+  followed.cpu_read_at = now;
   followed.facts.state = stat->state;
   followed.cpu_ticks[followed.facts.pid] = stat->utime_ticks + stat->stime_ticks;
   std::erase_if(followed.workers, [&](const std::pair<pid_t, std::uint64_t>& worker) {
@@ -354,7 +362,9 @@ std::optional<Look> Observer::quick_look() {
   // Between the driver's readings the last one stands for it (set_driver_read_seconds).
   std::optional<DriverReading> fresh;
   const DriverReading* reading = last_reading_ ? &*last_reading_ : nullptr;
-  if (driver_every_look() || !last_reading_ || now - last_reading_at_ >= std::chrono::duration<double>(driver_read_seconds_)) {
+  const bool reading_driver =
+      driver_every_look() || !last_reading_ || now - last_reading_at_ >= std::chrono::duration<double>(driver_read_seconds_);
+  if (reading_driver) {
     const double cpu_before = thread_cpu_seconds();
     if (source_) fresh = source_->read_driver_only(DriverReadScope::Processes, reading);
     driver_cpu_seconds_ += thread_cpu_seconds() - cpu_before;
@@ -399,7 +409,8 @@ std::optional<Look> Observer::quick_look() {
     }
     const bool listed = listed_now.count(f.facts.pid) > 0;
     const char state_before = f.facts.state;
-    if (keep && !refresh_cpu(f)) {
+    // Between the driver's readings a process whose end is heard keeps its last CPU reading.
+    if (keep && (reading_driver || !f.end_heard) && !refresh_cpu(f, now)) {
       keep = false;
       // Exited while the driver still lists it: workers it forked may now hold its memory.
       if (f.facts.kind == CandidateKind::GpuProcess && listed) rescan_wanted_ = true;
@@ -418,7 +429,7 @@ std::optional<Look> Observer::quick_look() {
   // processes in a loop gets one every kTriggeredScanGap, not one a look. What asked for it
   // stays asked (a new PID stays unfollowed, rescan_wanted_ stays set) until a scan is taken.
   if ((want_full || rescan_wanted_) && take_rescan_token()) return std::nullopt;
-  stats_.close_unread();  // what this look no longer follows
+  if (reading_driver) stats_.close_unread();  // what this look no longer follows (it read all it does)
   Look done = finish(std::move(look), look.driver_readable ? reading : nullptr);
   if (fresh) {
     last_reading_ = std::move(fresh);

@@ -3,7 +3,8 @@
 // same, so they are read once, in a full scan (a snapshot, /proc in ps's scope), and kept per
 // PID + start time; each look then reads only what can change: the driver (memory, utilisation,
 // which PIDs it lists) and one `stat` per process followed (CPU time, state; its file kept
-// open and read with one pread, proc/kept_stat_files.hpp). A full scan is
+// open and read with one pread, proc/kept_stat_files.hpp), for a holder whose end the
+// kernel's events tell only at the looks that read the driver. A full scan is
 // taken again every full-scan period, and soon when something may have changed what the
 // cache knows: a PID the driver lists for the first time, or a listed process that exited,
 // reaped or not (its forked workers may now be orphans, and unreaped it is a zombie). Orphans
@@ -80,6 +81,9 @@ struct Candidate {
   // unknown, never idle).
   std::optional<unsigned> sm_util_percent;
   double cpu_seconds = 0;                        // its own CPU time and its GPU workers', so far
+  // When cpu_seconds was read: at this look, or at an earlier one for a holder whose CPU the
+  // look did not read again (Observer::set_driver_read_seconds).
+  std::chrono::steady_clock::time_point cpu_read_at{};
   pid_t parent = 0;                              // zombie: the parent that must reap it
   std::uint64_t parent_start_ticks = 0;
   OrphanEvidence orphan_evidence = OrphanEvidence::None;
@@ -90,11 +94,15 @@ struct Candidate {
 };
 
 // A process followed from look to look: what was read once, and the CPU time it and its
-// GPU workers had at the last look.
+// GPU workers had when last read.
 struct FollowedProcess {
   Candidate facts;
   std::vector<std::pair<pid_t, std::uint64_t>> workers;  // (PID, start time) of its forked GPU workers
   std::map<pid_t, std::uint64_t> cpu_ticks;               // utime + stime, its own and each worker's
+  // It and each worker are event-kept holders (HolderEventsState::holders): the end of any of
+  // them is heard, so its stat need not be read to learn it.
+  bool end_heard = false;
+  std::chrono::steady_clock::time_point cpu_read_at{};  // when cpu_ticks were read
   pid_t context_of = 0;                                   // orphan: the exited listed PID whose context it keeps
 };
 
@@ -146,7 +154,9 @@ class Observer {
   // While the kernel's events bring new holders and exits, quick looks read the driver only
   // once this long has passed since its last reading (policy.hpp's driver_read_seconds; 0:
   // every look, infinity: at full scans only) and judge by that reading in between. Without
-  // the events every look reads it (it is then what tells of new GPU processes).
+  // the events every look reads it (it is then what tells of new GPU processes). The CPU time
+  // of a followed process whose end the events tell is read at the same looks: the rules'
+  // idle windows then span the driver's (its utilisation samples cover the same time).
   void set_driver_read_seconds(double seconds) { driver_read_seconds_ = seconds; }
   // Whether the quick looks now read the driver every look (no events, or a policy that needs it).
   bool driver_every_look() const { return !events_active_ || driver_read_seconds_ <= 0; }
@@ -165,7 +175,7 @@ class Observer {
  private:
   Look full_look();
   std::optional<Look> quick_look();
-  bool refresh_cpu(FollowedProcess& followed);
+  bool refresh_cpu(FollowedProcess& followed, std::chrono::steady_clock::time_point now);
   bool sentinel_ended();
   bool take_rescan_token();
   Look finish(Look look, const DriverReading* reading);

@@ -23,6 +23,9 @@ std::vector<Decision> RuleBook::evaluate(const Look& look) {
   for (const Candidate& c : look.candidates) {
     const Key key = c.key();
     const auto previous = cpu_.find(key);
+    // A look that did not read its CPU again (observation.hpp) brings no new window.
+    const Clock::time_point cpu_at = c.cpu_read_at;
+    const bool new_window = previous == cpu_.end() || cpu_at > previous->second.at;
     for (const Rule& rule : policy_->rules) {
       const auto id = std::make_pair(rule.name, key);
       const auto found = states_.find(id);
@@ -37,9 +40,9 @@ std::vector<Decision> RuleBook::evaluate(const Look& look) {
       seen.insert(id);
       bool holds = false;
       if (rule.condition == Condition::Idle) {
-        // Quiet between the previous look and this one: the quiet spell began at the previous look.
-        if (previous != cpu_.end()) {
-          const double elapsed = std::chrono::duration<double>(look.at - previous->second.at).count();
+        // Quiet between the previous reading and this one: the quiet spell began at the previous.
+        if (previous != cpu_.end() && new_window) {
+          const double elapsed = std::chrono::duration<double>(cpu_at - previous->second.at).count();
           const double delta = std::max(0.0, c.cpu_seconds - previous->second.cpu_seconds);
           if (quiet(rule, c, delta, elapsed)) {
             if (!state.quiet_since) state.quiet_since = previous->second.at;
@@ -71,7 +74,7 @@ std::vector<Decision> RuleBook::evaluate(const Look& look) {
         decisions.push_back({DecisionKind::Due, &rule, c, 0});
       }
     }
-    cpu_[key] = {c.cpu_seconds, look.at};
+    if (new_window) cpu_[key] = {c.cpu_seconds, cpu_at};
   }
   // What this look did not see: gone, unless it could not be judged (frozen).
   for (auto it = states_.begin(); it != states_.end();) {

@@ -56,7 +56,7 @@ class RuleBook {
 
   // The re-check on a fresh snapshot just before acting: the rule selects `fresh` (the same
   // process, read again) and its condition still holds; for idle, no more than the allowed
-  // CPU since the look saw it (`seen`, `seconds_since` ago) and SM utilisation still low.
+  // CPU since the look saw it (`seen`, its CPU read `seconds_since` ago) and SM utilisation still low.
   bool still_holds(const Rule& rule, const Candidate& seen, const Candidate& fresh, double seconds_since,
                    const std::map<unsigned, std::string>& gpu_uuids);
 

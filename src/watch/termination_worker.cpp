@@ -85,9 +85,10 @@ void TerminationWorkers::run() {
     job.settings.audit = job.audit.get();
     const Rule& rule = *job.decision.rule;
     const Candidate& seen = job.decision.candidate;
-    const auto looked_at = job.looked_at;
+    // The CPU allowed since the look is counted from when that look's CPU was read.
+    const auto cpu_read_at = seen.cpu_read_at;
     const StillHolds still_holds = [&](const Candidate& fresh, const std::map<unsigned, std::string>& uuids) {
-      const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - looked_at).count();
+      const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - cpu_read_at).count();
       return still_holds_(rule, seen, fresh, since, uuids);
     };
     FinishedTermination done;

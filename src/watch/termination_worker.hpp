@@ -34,7 +34,6 @@ inline constexpr std::size_t kMaxLadders = 4;
 struct TerminationJob {
   std::shared_ptr<const Policy> policy;  // keeps `decision.rule` alive across a reload
   Decision decision;                     // the Due decision, as the look made it
-  std::chrono::steady_clock::time_point looked_at;
   std::shared_ptr<const AuditLog> audit;  // kept across a reload that changes the log
   TerminationSettings settings;           // its interruption and audit are the worker's to set
 };

@@ -388,7 +388,7 @@ class WatchDaemon {
     for (const Decision& d : decisions) {
       switch (d.kind) {
         case DecisionKind::Notice: notice(d); break;
-        case DecisionKind::Due: due(d, look); break;
+        case DecisionKind::Due: due(d); break;
         case DecisionKind::Cleared: settled("cleared", d, "it no longer matches"); break;
         case DecisionKind::Gone: settled("gone", d, "it ended or stopped using a GPU"); break;
       }
@@ -466,7 +466,7 @@ class WatchDaemon {
     return false;
   }
 
-  void due(const Decision& d, const Look& look) {
+  void due(const Decision& d) {
     const Rule& rule = *d.rule;
     const Candidate& c = d.candidate;
     // Being ended (under another rule, or still under this one): not started twice.
@@ -501,7 +501,6 @@ class WatchDaemon {
     TerminationJob job;
     job.policy = policy_;
     job.decision = d;
-    job.looked_at = look.at;
     job.audit = audit_;
     job.settings.kill_timeout_seconds = policy_->kill_timeout_seconds;
     job.settings.verify_timeout_seconds = policy_->verify_timeout_seconds;

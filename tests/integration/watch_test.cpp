@@ -122,6 +122,64 @@ TEST(Watch, IdleInDryRunIsAnnouncedAndNothingIsSignalled) {
   EXPECT_EQ(watch.count("stop", {{"signal", "SIGTERM"}}), 1u);
 }
 
+// The idle rule asks for a quiet CPU as well as a quiet GPU: a process whose data loader keeps
+// a tenth of a core busy while the driver sees its GPU idle is not idle; its quiet neighbour,
+// seen at the same looks, is. Walking, the CPU is read at every look; with the kernel's events
+// (root), a holder's CPU is read with the driver, every 200 ms here (a tenth of idle_for).
+class WatchIdleCpu : public ::testing::TestWithParam<bool> {};
+
+TEST_P(WatchIdleCpu, AProcessUsingTheCpuIsNotIdleAndItsQuietNeighbourIs) {
+  const bool events = GetParam();
+  if (events && !running_as_root()) GTEST_SKIP() << "the kernel's holder events need root";
+  SimHost host;
+  auto busy = host.start({"--alloc", "0:1GiB", "--cpu-percent", "10"});
+  auto quiet = host.start({"--alloc", "0:1GiB"});
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 "interval = \"100ms\"\nfull_scan_interval = \"1h\"\n"
+                 "[[rule]]\nname = \"idle\"\ncondition = \"idle\"\nidle_for = \"2s\"\naction = \"log\"\n");
+  const std::map<std::string, std::string> walking{{"GPUREAP_HOLDER_EVENTS", "off"}};
+  BackgroundWatch watch(host, policy, {}, events ? std::map<std::string, std::string>{} : walking);
+  const auto start = watch.wait_for("start");
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->field("driver_reads"), events ? "0.2s" : "every-look");
+  const auto notice = watch.wait_for("notice", {{"pid", pid_text(quiet.pid)}, {"rule", "idle"}}, 20000);
+  ASSERT_TRUE(notice) << "the quiet process was never found idle";
+  EXPECT_EQ(watch.count("notice", {{"pid", pid_text(busy.pid)}}), 0u)
+      << "judged at the same looks as its quiet neighbour, a process using the CPU was found idle";
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Watch, WatchIdleCpu, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "WithEvents" : "Walking"; });
+
+// With the kernel's events, a holder's stat is read only when the driver is (every minute
+// here): its end is still known at once, from the events, and the rules hear that it is gone.
+TEST(Watch, AFollowedHoldersEndIsHeardAtOnceWhileTheDriverIsReadEveryMinute) {
+  if (!running_as_root()) GTEST_SKIP() << "the kernel's holder events need root";
+  SimHost host;
+  auto old = host.start({"--alloc", "0:1GiB"});
+  auto beside = host.start({"--alloc", "1:1GiB"});
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 "interval = \"100ms\"\nfull_scan_interval = \"1h\"\n"
+                 "[[rule]]\nname = \"idle\"\ncondition = \"idle\"\nidle_for = \"1h\"\naction = \"log\"\n"
+                 "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"log\"\n");
+  BackgroundWatch watch(host, policy);
+  const auto start = watch.wait_for("start");
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->field("driver_reads"), "1m00s");
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(old.pid)}}));
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(beside.pid)}}));
+  ASSERT_EQ(::kill(old.pid, SIGKILL), 0);
+  // Within 20 s: the driver's next reading is nearly a minute away.
+  const auto gone = watch.wait_for("gone", {{"rule", "old"}, {"pid", pid_text(old.pid)}}, 20000);
+  ASSERT_TRUE(gone) << "the followed holder's end was not heard before the driver's next reading";
+  EXPECT_EQ(watch.count("gone", {{"pid", pid_text(beside.pid)}}), 0u);
+  EXPECT_TRUE(running(beside.pid));
+  EXPECT_EQ(watch.stop(), 0);
+}
+
 TEST(Watch, IdleInEnforceEndsTheJobAndItsWorkersVerifiesTheMemoryAndSparesBystanders) {
   SimHost host;
   const Service service(host);                                                    // PPID 1, holds GPU 0's file
