@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kill_support.hpp"
+#include "mps_support.hpp"
 #include "signals_settled.hpp"
 #include "sim_harness.hpp"
 #include "watch_support.hpp"
@@ -42,6 +43,16 @@ std::string idle_rule(const std::string& grace) {
 }
 
 std::string pid_text(pid_t pid) { return std::to_string(pid); }
+
+// Whether `pid` holds a descriptor of a file under `dir` (the simulated device nodes).
+bool holds_any_of(pid_t pid, const std::string& dir) {
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const auto target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.starts_with(dir + "/")) return true;
+  }
+  return false;
+}
 
 std::uint64_t used_bytes(const SimHost& host, unsigned gpu) {
   return gpu_entry(host.ps_json(), gpu)["memory"]["used_bytes"].get<std::uint64_t>();
@@ -175,6 +186,38 @@ TEST(Watch, AFollowedHoldersEndIsHeardAtOnceWhileTheDriverIsReadEveryMinute) {
   // Within 20 s: the driver's next reading is nearly a minute away.
   const auto gone = watch.wait_for("gone", {{"rule", "old"}, {"pid", pid_text(old.pid)}}, 20000);
   ASSERT_TRUE(gone) << "the followed holder's end was not heard before the driver's next reading";
+  EXPECT_EQ(watch.count("gone", {{"pid", pid_text(beside.pid)}}), 0u);
+  EXPECT_TRUE(running(beside.pid));
+  EXPECT_EQ(watch.stop(), 0);
+}
+
+// An MPS client's end makes no holder event: no device file of its own (the server holds
+// them), so its stat is still read at every look, and its end is seen at the next one.
+TEST(Watch, AnMpsClientsEndIsSeenAtTheNextLookWhileTheDriverIsReadEveryMinute) {
+  if (!running_as_root()) GTEST_SKIP() << "the kernel's holder events need root";
+  SimHost host({"--gpus", "1"});
+  MpsDaemon daemon(host, "mps");
+  ASSERT_TRUE(daemon.running()) << daemon.error();
+  host.set_env("CUDA_MPS_PIPE_DIRECTORY", daemon.pipe());
+  auto client = host.start({"--alloc", "0:1GiB"});
+  auto beside = host.start({"--alloc", "0:1GiB"});
+  host.set_env("CUDA_MPS_PIPE_DIRECTORY", "");
+  ASSERT_FALSE(holds_any_of(client.pid, host.dev_dir())) << "a client holding a device file tests nothing here";
+  const std::string policy =
+      write_file(host, "policy.toml",
+                 "interval = \"100ms\"\nfull_scan_interval = \"1h\"\n"
+                 "[[rule]]\nname = \"idle\"\ncondition = \"idle\"\nidle_for = \"1h\"\naction = \"log\"\n"
+                 "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"log\"\n");
+  BackgroundWatch watch(host, policy);
+  const auto start = watch.wait_for("start");
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->field("driver_reads"), "1m00s");
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(client.pid)}}));
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(beside.pid)}}));
+  ASSERT_EQ(::kill(client.pid, SIGKILL), 0);
+  // Within 20 s: the driver's next reading is nearly a minute away.
+  const auto gone = watch.wait_for("gone", {{"rule", "old"}, {"pid", pid_text(client.pid)}}, 20000);
+  ASSERT_TRUE(gone) << "the MPS client's end waited for the driver's next reading";
   EXPECT_EQ(watch.count("gone", {{"pid", pid_text(beside.pid)}}), 0u);
   EXPECT_TRUE(running(beside.pid));
   EXPECT_EQ(watch.stop(), 0);
