@@ -164,13 +164,11 @@ TEST_P(WatchIdleCpu, AProcessUsingTheCpuIsNotIdleAndItsQuietNeighbourIs) {
 INSTANTIATE_TEST_SUITE_P(Watch, WatchIdleCpu, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "WithEvents" : "Walking"; });
 
-// With the kernel's events, a holder's stat is read only when the driver is (every minute
-// here): its end is still known at once, from the events, and the rules hear that it is gone.
-TEST(Watch, AFollowedHoldersEndIsHeardAtOnceWhileTheDriverIsReadEveryMinute) {
-  if (!running_as_root()) GTEST_SKIP() << "the kernel's holder events need root";
-  SimHost host;
-  auto old = host.start({"--alloc", "0:1GiB"});
-  auto beside = host.start({"--alloc", "1:1GiB"});
+// A watch whose idle rule reads the driver every minute and whose over-age rule notices both
+// processes; `subject` is SIGKILLed. Its end must be heard within 20 s, long before the
+// driver's next reading, and nothing said of `beside`.
+void expect_end_heard_before_the_drivers_next_reading(const SimHost& host, pid_t subject, pid_t beside,
+                                                      const char* why_not) {
   const std::string policy =
       write_file(host, "policy.toml",
                  "interval = \"100ms\"\nfull_scan_interval = \"1h\"\n"
@@ -180,15 +178,24 @@ TEST(Watch, AFollowedHoldersEndIsHeardAtOnceWhileTheDriverIsReadEveryMinute) {
   const auto start = watch.wait_for("start");
   ASSERT_TRUE(start);
   EXPECT_EQ(start->field("driver_reads"), "1m00s");
-  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(old.pid)}}));
-  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(beside.pid)}}));
-  ASSERT_EQ(::kill(old.pid, SIGKILL), 0);
-  // Within 20 s: the driver's next reading is nearly a minute away.
-  const auto gone = watch.wait_for("gone", {{"rule", "old"}, {"pid", pid_text(old.pid)}}, 20000);
-  ASSERT_TRUE(gone) << "the followed holder's end was not heard before the driver's next reading";
-  EXPECT_EQ(watch.count("gone", {{"pid", pid_text(beside.pid)}}), 0u);
-  EXPECT_TRUE(running(beside.pid));
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(subject)}}));
+  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(beside)}}));
+  ASSERT_EQ(::kill(subject, SIGKILL), 0);
+  EXPECT_TRUE(watch.wait_for("gone", {{"rule", "old"}, {"pid", pid_text(subject)}}, 20000)) << why_not;
+  EXPECT_EQ(watch.count("gone", {{"pid", pid_text(beside)}}), 0u);
+  EXPECT_TRUE(running(beside));
   EXPECT_EQ(watch.stop(), 0);
+}
+
+// With the kernel's events, a holder's stat is read only when the driver is: its end is still
+// known at once, from the events, and the rules hear that it is gone.
+TEST(Watch, AFollowedHoldersEndIsHeardAtOnceWhileTheDriverIsReadEveryMinute) {
+  if (!running_as_root()) GTEST_SKIP() << "the kernel's holder events need root";
+  SimHost host;
+  auto old = host.start({"--alloc", "0:1GiB"});
+  auto beside = host.start({"--alloc", "1:1GiB"});
+  expect_end_heard_before_the_drivers_next_reading(host, old.pid, beside.pid,
+                                                   "the followed holder's end waited for the driver's next reading");
 }
 
 // An MPS client's end makes no holder event: no device file of its own (the server holds
@@ -203,24 +210,8 @@ TEST(Watch, AnMpsClientsEndIsSeenAtTheNextLookWhileTheDriverIsReadEveryMinute) {
   auto beside = host.start({"--alloc", "0:1GiB"});
   host.set_env("CUDA_MPS_PIPE_DIRECTORY", "");
   ASSERT_FALSE(holds_any_of(client.pid, host.dev_dir())) << "a client holding a device file tests nothing here";
-  const std::string policy =
-      write_file(host, "policy.toml",
-                 "interval = \"100ms\"\nfull_scan_interval = \"1h\"\n"
-                 "[[rule]]\nname = \"idle\"\ncondition = \"idle\"\nidle_for = \"1h\"\naction = \"log\"\n"
-                 "[[rule]]\nname = \"old\"\ncondition = \"over-age\"\nolder_than = \"100ms\"\naction = \"log\"\n");
-  BackgroundWatch watch(host, policy);
-  const auto start = watch.wait_for("start");
-  ASSERT_TRUE(start);
-  EXPECT_EQ(start->field("driver_reads"), "1m00s");
-  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(client.pid)}}));
-  ASSERT_TRUE(watch.wait_for("notice", {{"rule", "old"}, {"pid", pid_text(beside.pid)}}));
-  ASSERT_EQ(::kill(client.pid, SIGKILL), 0);
-  // Within 20 s: the driver's next reading is nearly a minute away.
-  const auto gone = watch.wait_for("gone", {{"rule", "old"}, {"pid", pid_text(client.pid)}}, 20000);
-  ASSERT_TRUE(gone) << "the MPS client's end waited for the driver's next reading";
-  EXPECT_EQ(watch.count("gone", {{"pid", pid_text(beside.pid)}}), 0u);
-  EXPECT_TRUE(running(beside.pid));
-  EXPECT_EQ(watch.stop(), 0);
+  expect_end_heard_before_the_drivers_next_reading(host, client.pid, beside.pid,
+                                                   "the MPS client's end waited for the driver's next reading");
 }
 
 TEST(Watch, IdleInEnforceEndsTheJobAndItsWorkersVerifiesTheMemoryAndSparesBystanders) {
