@@ -81,7 +81,7 @@ struct Rule {
   // idle
   double idle_seconds = 0;
   unsigned max_sm_util_percent = 5;  // at most this SM utilisation counts as idle
-  double max_cpu_percent = 1;        // at most this share of one core between two looks
+  double max_cpu_percent = 1;        // at most this share of one core between two CPU readings
   // over-age
   double older_than_seconds = 0;
   // memory
