@@ -209,7 +209,14 @@ class Guard {
       const int sig = static_cast<int>(info.ssi_signo);
       if (sig == SIGCHLD) continue;  // reap_children below looks at every child
       report_.forwarded_signals.push_back(sig);
-      if (!ending_) forward(sig);
+      if (ending_) continue;
+      // A stop (the runtime's, the batch system's, Ctrl-C) may end the job before the next look:
+      // what it holds now is what the report verifies released, so it is looked at first, once.
+      if (!looked_at_stop_ && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)) {
+        looked_at_stop_ = true;
+        sample();
+      }
+      forward(sig);
     }
     reap_children();
   }
@@ -513,6 +520,7 @@ class Guard {
   bool take_terminal_ = false;
   bool interactive_ = false;  // started in the terminal's foreground: stops and resumes with its job
   bool poll_error_noted_ = false;
+  bool looked_at_stop_ = false;  // the look before the first stop signal is forwarded
   std::optional<DriverReading> start_reading_;
   bool ending_ = false;
   bool events_lost_noted_ = false;

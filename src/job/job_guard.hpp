@@ -3,7 +3,8 @@
 // SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT and SIGWINCH to the job's
 // group (stopping with it on the terminal's Ctrl-Z, as a shell's job does), reaps every orphan
 // that falls to it (also as PID 1 of a container), watches the job (its GPU users, its CPU and
-// GPU activity), and when the job is over ends whatever is left of it with the kill engine's
+// GPU activity; a look also just before the first stop signal is forwarded, so that a job
+// stopped between looks has its GPUs verified), and when the job is over ends whatever is left of it with the kill engine's
 // ladder and verifies the GPU memory it used was released.
 #pragma once
 

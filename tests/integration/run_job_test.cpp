@@ -142,6 +142,26 @@ TEST(RunJob, WithoutFailFastTheJobKeepsRunningAfterARankDies) {
   expect_memory_verified(run.report());
 }
 
+// A stop between two looks (here: the first look past, the next a minute away, and no
+// holder events) still has the GPU the job holds verified: gpureap run looks at the job just
+// before it forwards the stop.
+TEST(RunJob, AStopBetweenLooksStillVerifiesTheGpuTheJobHeld) {
+  SimHost host;
+  // The rank starts once the first look has loaded the driver into gpureap run, its parent.
+  BackgroundRun run(host, {"--poll-interval", "60s", "--kill-timeout", "2"},
+                    {"/bin/sh", "-c",
+                     "while ! grep -q libnvidia-ml /proc/$PPID/maps; do sleep 0.02; done; \"$SIM\" --alloc 0:1GiB & wait"},
+                    false, {"/usr/bin/env", "GPUREAP_HOLDER_EVENTS=off"});
+  const std::vector<pid_t> rank = run.sim_ready();
+  ASSERT_EQ(rank.size(), 1u);
+  kill(run.pid(), SIGTERM);
+  EXPECT_EQ(run.wait(), 128 + SIGTERM);
+  EXPECT_FALSE(running(rank[0]));
+  const auto report = run.report();
+  EXPECT_FALSE(report["holder_events"].get<bool>()) << report.dump(2);
+  expect_memory_verified(report);
+}
+
 TEST(RunJob, EachForwardedSignalReachesEveryRankButNotAStrangerInTheGroup) {
   SimHost host;
   const std::string file = host.state_dir() + "/signals";
