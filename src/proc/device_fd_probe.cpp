@@ -38,7 +38,7 @@ FdProbe DeviceFdProbe::probe_fd_dir(int fd_dir_fd, std::vector<DeviceFileHandle>
           return false;
         }
         auto handle = classify_fd_link(name, *target, dev_dir_);
-        if (handle && is_procfs_ && !nodes_.is_that_node(fd_dir_fd, name, handle->path)) handle.reset();
+        if (handle && is_procfs_ && !nodes_.holds_that_node(fd_dir_fd, name, handle->path)) handle.reset();
         if (handle) {
           held.push_back(std::move(*handle));
           result = FdProbe::DeviceFile;

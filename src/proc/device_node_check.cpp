@@ -1,6 +1,10 @@
 #include "proc/device_node_check.hpp"
 
 #include <fcntl.h>
+#include <charconv>
+#include <string_view>
+
+#include "proc/proc_io.hpp"
 
 namespace gpureap::procfs {
 
@@ -12,6 +16,31 @@ bool DeviceNodeCheck::is_that_node(int fd_dir, const char* name, const std::stri
   const struct stat& node = *seen;
   if (S_ISCHR(open_file.st_mode) && S_ISCHR(node.st_mode)) return open_file.st_rdev == node.st_rdev;
   return open_file.st_dev == node.st_dev && open_file.st_ino == node.st_ino;
+}
+
+bool DeviceNodeCheck::holds_that_node(int fd_dir, const char* name, const std::string& path) {
+  return is_that_node(fd_dir, name, path) && !names_only(fd_dir, name);
+}
+
+// The link's mode is the descriptor's access (proc_fd_link: S_IRUSR for FMODE_READ, S_IWUSR for
+// FMODE_WRITE). Neither is an O_PATH descriptor, or an open with access mode 3 (ioctl only),
+// which does open the device: fdinfo's flags tell them apart.
+bool DeviceNodeCheck::names_only(int fd_dir, const char* name) {
+  struct stat link {};
+  if (::fstatat(fd_dir, name, &link, AT_SYMLINK_NOFOLLOW) != 0) return false;  // closed since: the next look sees
+  if ((link.st_mode & (S_IRUSR | S_IWUSR)) != 0) return false;
+  const std::string fdinfo = std::string("../fdinfo/") + name;
+  ReadBuffer buffer(256);
+  const auto text = buffer.read_file_at(fd_dir, fdinfo.c_str(), 4096);
+  if (!text) return false;
+  constexpr std::string_view kFlags = "flags:";
+  const auto at = text->find(kFlags);
+  if (at == std::string_view::npos) return false;
+  std::string_view value = text->substr(at + kFlags.size());
+  while (!value.empty() && (value.front() == '\t' || value.front() == ' ')) value.remove_prefix(1);
+  unsigned long flags = 0;
+  if (std::from_chars(value.data(), value.data() + value.size(), flags, 8).ec != std::errc{}) return false;
+  return (flags & O_PATH) != 0;
 }
 
 const std::optional<struct stat>& DeviceNodeCheck::node_at(const std::string& path) {

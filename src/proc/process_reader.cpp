@@ -282,7 +282,7 @@ bool ProcessReader::list_device_files(int fd_dir, ProcessInfo& info) {
           return false;
         }
         if (auto handle = classify_fd_link(name, *target, dev_dir_)) {
-          if (!is_procfs_ || nodes_.is_that_node(fd_dir, name, handle->path)) info.device_files.push_back(std::move(*handle));
+          if (!is_procfs_ || nodes_.holds_that_node(fd_dir, name, handle->path)) info.device_files.push_back(std::move(*handle));
         }
         return true;
       },
