@@ -210,6 +210,9 @@ rocm=$(submit "$user_a" -w node3 --gres=gpu:1 --wrap \
   "exec $dir/bin/gpusim-drm-client --state $amd --node renderD128 --vram 2GiB --kfd --workers 1 >$dir/pids/rocm-node3-0")
 eventually 30 ready rocm-node3-0 || fail "the ROCm job did not start"
 rocm_root=$(pid_of rocm-node3-0) rocm_worker=$(workers_of rocm-node3-0)
+# The kernel makes the KFD process within the open of /dev/kfd; the simulated driver shows it at
+# its next cycle: killed before that, the job would leave no KFD context for the epilog to see.
+eventually 10 test -e "$amd/sys/class/kfd/kfd/proc/$rocm_root" || fail "the ROCm job's KFD context never showed"
 # The worker leaves the job's cgroup (as a helper started outside the job does): Slurm ends the
 # job's root, and the worker keeps the root's /dev/kfd, render client and KFD context.
 [[ -n $rocm_worker ]] && echo "$rocm_worker" >/sys/fs/cgroup/freezer/cgroup.procs
