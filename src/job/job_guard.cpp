@@ -214,11 +214,20 @@ class Guard {
       // what it holds now is what the report verifies released, so it is looked at first, once.
       if (!looked_at_stop_ && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)) {
         looked_at_stop_ = true;
-        sample();
+        look_before_stop();
       }
       forward(sig);
     }
     reap_children();
+  }
+
+  // The stop is forwarded whatever the look meets: a look that fails is said in the report.
+  void look_before_stop() {
+    try {
+      sample();
+    } catch (const std::exception& error) {
+      report_.notes.push_back(std::string("the look at the job before its stop failed: ") + error.what());
+    }
   }
 
   // To every proven process of the job in its process group, each pinned by pidfd first: a
