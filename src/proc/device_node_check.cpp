@@ -1,10 +1,9 @@
 #include "proc/device_node_check.hpp"
 
 #include <fcntl.h>
-#include <charconv>
-#include <string_view>
 
 #include "proc/proc_io.hpp"
+#include "proc/proc_parse.hpp"
 
 namespace gpureap::procfs {
 
@@ -32,15 +31,8 @@ bool DeviceNodeCheck::names_only(int fd_dir, const char* name) {
   const std::string fdinfo = std::string("../fdinfo/") + name;
   ReadBuffer buffer(256);
   const auto text = buffer.read_file_at(fd_dir, fdinfo.c_str(), 4096);
-  if (!text) return false;
-  constexpr std::string_view kFlags = "flags:";
-  const auto at = text->find(kFlags);
-  if (at == std::string_view::npos) return false;
-  std::string_view value = text->substr(at + kFlags.size());
-  while (!value.empty() && (value.front() == '\t' || value.front() == ' ')) value.remove_prefix(1);
-  unsigned long flags = 0;
-  if (std::from_chars(value.data(), value.data() + value.size(), flags, 8).ec != std::errc{}) return false;
-  return (flags & O_PATH) != 0;
+  const auto flags = text ? parse_fdinfo_flags(*text) : std::nullopt;
+  return flags && (*flags & O_PATH) != 0;
 }
 
 const std::optional<struct stat>& DeviceNodeCheck::node_at(const std::string& path) {

@@ -2,6 +2,7 @@
 // parse_cgroup lives in container_parse.cpp.
 #include "proc/proc_parse.hpp"
 
+#include <charconv>
 #include <climits>
 
 #include "proc/parse_util.hpp"
@@ -103,6 +104,21 @@ std::optional<StatFields> parse_stat(std::string_view text) {
   // cut, possibly inside the number.
   if (rest.empty()) return std::nullopt;
   return fields;
+}
+
+std::optional<unsigned long> parse_fdinfo_flags(std::string_view text) {
+  constexpr std::string_view kKey = "flags:";
+  while (!text.empty()) {
+    std::string_view line = procfs::take_line(text);
+    if (!line.starts_with(kKey)) continue;
+    line.remove_prefix(kKey.size());
+    const std::string_view digits = procfs::take_token(line);
+    unsigned long flags = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), flags, 8);
+    if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+    return flags;
+  }
+  return std::nullopt;
 }
 
 std::optional<StatusFields> parse_status(std::string_view text) {

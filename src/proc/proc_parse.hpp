@@ -17,6 +17,10 @@ std::optional<StatFields> parse_stat(std::string_view text);
 // /proc/<pid>/status: Name, Uid (real, effective, saved), NSpid.
 std::optional<StatusFields> parse_status(std::string_view text);
 
+// /proc/<pid>/fdinfo/<fd>: the open file's flags (the "flags:" line, octal), nullopt without
+// one that parses whole.
+std::optional<unsigned long> parse_fdinfo_flags(std::string_view text);
+
 // /proc/<pid>/cmdline: NUL-separated arguments (a trailing NUL is not an extra argument).
 std::vector<std::string> parse_cmdline(std::string_view text);
 

@@ -116,6 +116,26 @@ TEST(ProcParseStat, RejectsTruncatedAndMalformedText) {
   }
 }
 
+// ---- fdinfo
+
+TEST(ProcParseFdinfo, FlagsAreTheOctalOfTheirOwnLine) {
+  // An O_PATH descriptor (O_PATH | O_CLOEXEC | O_LARGEFILE), then a read-write one, as 6.x prints them.
+  EXPECT_EQ(parse_fdinfo_flags("pos:\t0\nflags:\t012100000\nmnt_id:\t25\nino:\t5\n"), 012100000ul);
+  EXPECT_EQ(parse_fdinfo_flags("pos:\t0\nflags:\t02100002\nmnt_id:\t25\n"), 02100002ul);
+  // Another key ending in "flags:" (a driver's own line) is not it.
+  EXPECT_EQ(parse_fdinfo_flags("pos:\t0\ndrm-flags:\t010000000\nflags:\t02\n"), 02ul);
+}
+
+TEST(ProcParseFdinfo, NoFlagsLineOrOneThatIsNotWholeOctalIsNothing) {
+  EXPECT_EQ(parse_fdinfo_flags(""), std::nullopt);
+  EXPECT_EQ(parse_fdinfo_flags("pos:\t0\nmnt_id:\t25\n"), std::nullopt);
+  EXPECT_EQ(parse_fdinfo_flags("flags:\t\n"), std::nullopt);
+  EXPECT_EQ(parse_fdinfo_flags("flags:\t019\n"), std::nullopt);
+  EXPECT_EQ(parse_fdinfo_flags("flags:\t0x12\n"), std::nullopt);
+  EXPECT_EQ(parse_fdinfo_flags("flags:\t-1\n"), std::nullopt);
+  EXPECT_EQ(parse_fdinfo_flags("flags:\t7777777777777777777777777\n"), std::nullopt) << "past unsigned long";
+}
+
 // ---- status
 
 TEST(ProcParseStatus, HostProcessHasOneNamespaceLevel) {
