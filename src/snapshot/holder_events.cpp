@@ -55,9 +55,8 @@ std::shared_ptr<const std::vector<pid_t>> HolderEvents::before_scan(const ProcSc
   for (const pid_t pid : tracker_->take_files_changed()) memory.forget_files(pid);
   if (tracker_->needs_walk() || std::chrono::steady_clock::now() >= next_walk_) return nullptr;
   state_.walked = false;
-  last_given_ = tracker_->holders();
-  state_.holders = last_given_;
-  return std::make_shared<const std::vector<pid_t>>(last_given_);
+  state_.holders = tracker_->holders();
+  return std::make_shared<const std::vector<pid_t>>(state_.holders);
 }
 
 void HolderEvents::after_walk(const ProcessTable& table) {
@@ -72,8 +71,7 @@ void HolderEvents::after_walk(const ProcessTable& table) {
   tracker_->reconcile(walked);
   state_.counts = tracker_->counts();
   state_.missed_notes = tracker_->take_missed_notes();
-  last_given_ = tracker_->holders();
-  state_.holders = last_given_;
+  state_.holders = tracker_->holders();
   next_walk_ = std::chrono::steady_clock::now() + reconcile_every_;
 }
 
@@ -82,7 +80,7 @@ bool HolderEvents::changed_since_scan() {
   if (!tracker_) return !started_;  // before the first scan: it walks
   tracker_->refresh();
   state_.counts = tracker_->counts();
-  return tracker_->needs_walk() || tracker_->holders() != last_given_;
+  return tracker_->needs_walk() || tracker_->holders() != state_.holders;
 }
 
 HolderEventsState HolderEvents::state() const {

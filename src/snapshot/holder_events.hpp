@@ -36,8 +36,9 @@ struct HolderEventsState {
   // The holders this snapshot's walk found that the events had missed, each explained (what
   // the events said of it and its parent): to be logged by whoever shows the snapshot.
   std::vector<std::string> missed_notes;
-  // The event-kept holders as this snapshot was given them (sorted): while events are heard,
-  // the end of any of them makes changed_since_scan true (watch's looks rely on it).
+  // The event-kept holders as the last scan was given them (sorted; what changed_since_scan
+  // compares with): while events are heard, the end of any of them makes it true (watch's looks
+  // rely on it).
   std::vector<pid_t> holders;
 };
 
@@ -81,7 +82,6 @@ class HolderEvents {
   std::unique_ptr<holders::HolderTracker> tracker_;
   std::chrono::steady_clock::duration reconcile_every_;
   std::chrono::steady_clock::time_point next_walk_{};
-  std::vector<pid_t> last_given_;
   HolderEventsState state_;
   std::shared_ptr<FdLookMemory> details_;
 };
