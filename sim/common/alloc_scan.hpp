@@ -55,7 +55,7 @@ struct CachedRecord {
 };
 struct RecordCache {
   std::map<std::string, CachedRecord> records;
-  WatchedListing listing;  // allocs/, listed again only after a name in it changed
+  WatchedListing listing{kClientWatchAfter};  // allocs/, listed again only after a name in it changed
   std::size_t owners_open = 0;
   void clear() {
     records.clear();

@@ -61,7 +61,7 @@ bool DirectoryWatch::may_have_changed(const std::string& dir, std::uint32_t even
     if (drained == Drained::Lost) inotify_ = OwnedFd();
     if (drained == Drained::Nothing && !stale_) return false;
   }
-  if (inotify_.get() < 0 && !unwatchable_) {
+  if (inotify_.get() < 0 && !unwatchable_ && time_to_watch()) {
     inotify_ = OwnedFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     if (inotify_.get() < 0 || ::inotify_add_watch(inotify_.get(), dir.c_str(), events | IN_ONLYDIR) < 0) {
       inotify_ = OwnedFd();
@@ -70,6 +70,13 @@ bool DirectoryWatch::may_have_changed(const std::string& dir, std::uint32_t even
   }
   stale_ = inotify_.get() < 0;
   return true;
+}
+
+bool DirectoryWatch::time_to_watch() {
+  if (watch_after_.count() == 0) return true;
+  const auto now = std::chrono::steady_clock::now();
+  if (!first_call_) first_call_ = now;
+  return now - *first_call_ >= watch_after_;
 }
 
 Result<std::optional<std::vector<DirEntry>>> WatchedListing::list_if_changed(const std::string& path) {

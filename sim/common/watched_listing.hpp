@@ -15,8 +15,17 @@
 // A forked child shares its parent's inotify descriptions, and an event one of them reads the
 // other never sees: the driver closes the child's copies (close(), from pthread_atfork's child
 // handler), so that the child sets watches of its own.
+//
+// A watch costs its process a wait when the instance is closed, at exit too: the kernel frees
+// an inotify instance's marks only after an SRCU grace period, and the close waits for it
+// (0.1 to 15 ms measured here, in whole scheduler ticks). A real driver library costs its
+// client no such wait, and a short-lived client (`gpureap ps`, nvidia-smi) makes a few dozen
+// calls in its first milliseconds, too few for the watch to pay for itself. So the driver's
+// watches are set only once the process has been calling for kClientWatchAfter; until then
+// every call lists, as where no watch can be had.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,9 +41,13 @@ namespace gpusim {
 // changed since the last call said no. True at the first call, after invalidate(), and at every
 // call where no watch can be had; the watch is set before the caller looks, so that a change
 // made while it looks is queued for the next call.
+// How long a driver library's client calls before its watches are set (see above).
+inline constexpr std::chrono::milliseconds kClientWatchAfter{50};
+
 class DirectoryWatch {
  public:
-  DirectoryWatch() = default;
+  // watch_after: no watch is set before this much time has passed since the first call.
+  explicit DirectoryWatch(std::chrono::milliseconds watch_after = {}) : watch_after_(watch_after) {}
   DirectoryWatch(const DirectoryWatch&) = delete;
   DirectoryWatch& operator=(const DirectoryWatch&) = delete;
 
@@ -44,14 +57,19 @@ class DirectoryWatch {
   void close();
 
  private:
+  bool time_to_watch();
+
   std::string dir_;
   OwnedFd inotify_;
   bool unwatchable_ = false;  // a watch failed: every call says changed
   bool stale_ = true;
+  std::chrono::milliseconds watch_after_;
+  std::optional<std::chrono::steady_clock::time_point> first_call_;
 };
 
 class WatchedListing {
  public:
+  explicit WatchedListing(std::chrono::milliseconds watch_after = {}) : watch_(watch_after) {}
   // The entries of `path` when a name in it may have changed since the last listing this
   // returned (or there was none); nullopt when that listing still holds.
   Result<std::optional<std::vector<DirEntry>>> list_if_changed(const std::string& path);
@@ -67,6 +85,7 @@ class WatchedListing {
 
 class WatchedFile {
  public:
+  explicit WatchedFile(std::chrono::milliseconds watch_after = {}) : watch_(watch_after) {}
   // Whether the file at `path` may have changed since the last call (true at the first call,
   // after invalidate(), and at every call where no watch can be had).
   bool may_have_changed(const std::string& path);

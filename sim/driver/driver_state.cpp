@@ -51,7 +51,7 @@ struct DriverState {
   std::optional<Layout> layout;
   Config config;
   std::optional<FileId> config_id;
-  WatchedFile config_watch;  // config.json is looked at again only after its name's events
+  WatchedFile config_watch{kClientWatchAfter};  // config.json is looked at again only after its name's events
   nvmlDevice_st slots[kMaxGpus][1 + kMaxMigSlots] = {};
   DeviceFiles files;  // held from the first init to the last shutdown
   RecordCache records;  // allocation records parsed by earlier calls of this init session

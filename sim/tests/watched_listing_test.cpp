@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,46 @@ TEST(WatchedListing, WithoutAWatchEveryCallLists) {
   auto still = listing.list_if_changed(dir);
   ASSERT_TRUE(still.ok());
   EXPECT_TRUE(still->has_value());
+}
+
+// A driver library's client: no watch in its first kClientWatchAfter (closing one waits for
+// the kernel, watched_listing.hpp), so every call lists and sees each change; the watch once
+// that time has passed, and from then on a listing only after a change.
+TEST(WatchedListing, AWatchIsSetOnlyOnceItsDelayHasPassed) {
+  TempDir dir;
+  create(dir.path() + "/a.json");
+  const auto delay = std::chrono::milliseconds(30);
+  WatchedListing listing(delay);
+  const auto first_call = std::chrono::steady_clock::now();
+  auto first = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(first.ok() && first->has_value());
+  if (std::chrono::steady_clock::now() - first_call < delay) {
+    EXPECT_FALSE(listing.watching()) << "a watch at the first call";
+    auto again = listing.list_if_changed(dir.path());
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(again->has_value()) << "without a watch every call lists";
+  }
+  create(dir.path() + "/b.json");
+  // Every call lists until the delay has passed; the first after it sets the watch.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::optional<std::vector<DirEntry>> latest;
+  while (!listing.watching() && std::chrono::steady_clock::now() < deadline) {
+    auto listed = listing.list_if_changed(dir.path());
+    ASSERT_TRUE(listed.ok());
+    ASSERT_TRUE(listed->has_value()) << "a call without a watch said nothing changed";
+    latest = std::move(**listed);
+  }
+  ASSERT_TRUE(listing.watching()) << "no watch 10 s after a 30 ms delay";
+  EXPECT_GE(std::chrono::steady_clock::now() - first_call, delay);
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(names_of(*latest), (std::vector<std::string>{"a.json", "b.json"}));
+  auto same = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->has_value()) << "watched, and nothing changed";
+  create(dir.path() + "/c.json");
+  auto grown = listing.list_if_changed(dir.path());
+  ASSERT_TRUE(grown.ok() && grown->has_value());
+  EXPECT_EQ(names_of(**grown), (std::vector<std::string>{"a.json", "b.json", "c.json"}));
 }
 
 TEST(WatchedListing, InvalidateListsAtTheNextCall) {
