@@ -13,6 +13,11 @@
 #include "common/watched_listing.hpp"
 #include "driver/device_files.hpp"
 
+// libstdc++'s own release of its emergency exception arena (the hook valgrind calls).
+namespace __gnu_cxx {
+void __freeres() noexcept;
+}  // namespace __gnu_cxx
+
 namespace gpusim::driver {
 
 namespace {
@@ -69,6 +74,11 @@ void watch_anew_in_child() {
   state().records.listing.close();
 }
 [[maybe_unused]] const int kWatchAnewInChild = ::pthread_atfork(nullptr, nullptr, watch_anew_in_child);
+
+// The library carries its own C++ runtime (sim/CMakeLists.txt), whose emergency exception arena
+// is allocated when the library loads. Freed when it is unloaded: a client that closes the
+// library (gpureap, under LeakSanitizer in our tests) would otherwise find it leaked.
+[[gnu::destructor]] void free_cxx_runtime() { __gnu_cxx::__freeres(); }
 
 // Marks the slots the configuration uses. Slot addresses never change, so handles taken
 // before a reconfiguration stay valid pointers (and are rejected if their slot went away).
