@@ -113,6 +113,9 @@ class ProcessTableBuilder {
   // While the processes around an event-kept set's holders are read: their stat alone. The
   // events say they hold no GPU file (one received without an open shows at the next walk).
   bool around_by_stat_ = false;
+  // The PIDs a full Holders scan probed, sorted: one of them not in the table had no GPU file
+  // at its probe, so only its stat is read when it is needed around a holder.
+  std::vector<pid_t> probed_;
 };
 
 void ProcessTableBuilder::open_root(int root_fd) {
@@ -136,11 +139,18 @@ void ProcessTableBuilder::scan(int root_fd) {
   const bool holders_only = table_.options_.scope == ProcScanScope::Holders && is_procfs_;
   table_.complete_ = !holders_only;
   const auto& only = table_.options_.only_pids;
-  read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only, holders_only && only);
+  if (holders_only && !only) {
+    probed_ = list_pids(root_fd);
+    read_all(root_fd, probed_, holders_only, false);
+    std::sort(probed_.begin(), probed_.end());
+  } else {
+    read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only, holders_only && only);
+  }
   if (holders_only) {
     around_by_stat_ = only != nullptr;
     complete_holders(root_fd);
     around_by_stat_ = false;
+    probed_.clear();
   }
   build_children();
 
@@ -349,7 +359,8 @@ bool ProcessTableBuilder::read_one(int root_fd, pid_t pid) {
   if (table_.processes_.count(pid) > 0) return true;
   // A full scan that did not see it: the process is newer than the snapshot and stays out.
   if (table_.complete_ || pid <= 0) return false;
-  std::optional<ProcessInfo> info = around_by_stat_ ? reader().read_without_files(root_fd, pid) : reader().read(root_fd, pid);
+  const bool by_stat = around_by_stat_ || std::binary_search(probed_.begin(), probed_.end(), pid);
+  std::optional<ProcessInfo> info = by_stat ? reader().read_without_files(root_fd, pid) : reader().read(root_fd, pid);
   if (!info) return false;
   add(std::move(*info));
   return true;
