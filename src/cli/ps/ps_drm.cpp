@@ -178,7 +178,7 @@ Json client_json(const drm::DrmClient& client) {
   c["pids"] = client.pids();
   Json descriptors = Json::array();
   for (const auto& h : client.holders) descriptors.push_back(Json{{"pid", h.pid}, {"fd", h.fd}});
-  c["descriptors"] = descriptors;
+  c["descriptors"] = std::move(descriptors);
   c["vram_bytes"] = drm_optional_json(drm::device_memory_bytes(client.stats));
   c["shared_vram_bytes"] = drm_optional_json(drm::shared_device_bytes(client.stats));
   Json regions = Json::array();
@@ -190,7 +190,7 @@ Json client_json(const drm::DrmClient& client) {
                            {"purgeable_bytes", drm_optional_json(r.purgeable)},
                            {"active_bytes", drm_optional_json(r.active)}});
   }
-  c["regions"] = regions;
+  c["regions"] = std::move(regions);
   Json engines = Json::array();
   for (const auto& e : client.stats.engines) {
     engines.push_back(Json{{"engine", e.engine},
@@ -199,7 +199,7 @@ Json client_json(const drm::DrmClient& client) {
                            {"cycles", drm_optional_json(e.cycles)},
                            {"total_cycles", drm_optional_json(e.total_cycles)}});
   }
-  c["engines"] = engines;
+  c["engines"] = std::move(engines);
   return c;
 }
 
@@ -271,14 +271,14 @@ Json drm_gpus_json(const Snapshot& snapshot, const PsFilter& filter) {
       nodes.push_back(Json{{"name", node.name}, {"kind", node.kind == drm::NodeKind::Card ? "card" : "render"},
                            {"minor", node.minor}});
     }
-    gpu["nodes"] = nodes;
+    gpu["nodes"] = std::move(nodes);
     gpu["memory"] = Json{{"total_bytes", drm_optional_json(device.vram_total)},
                          {"used_bytes", drm_optional_json(device.vram_used)},
                          {"clients_bytes", drm_optional_json(reading.clients.device_memory_of(device.pci_address))}};
     gpu["clients"] = clients_json(snapshot, filter, device);
     gpu["holders_without_stats"] = holders_without_stats_json(snapshot, filter, device);
     gpu["kfd_processes"] = kfd_processes_json(snapshot, filter, device);
-    gpus.push_back(gpu);
+    gpus.push_back(std::move(gpu));
   }
   return gpus;
 }

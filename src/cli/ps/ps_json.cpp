@@ -70,7 +70,7 @@ Json gpu_json(const GpuView& gpu) {
   memory["attributed_bytes"] = gpu.memory.attributed;
   memory["unattributed_bytes"] = optional_value(gpu.memory.unattributed);
   memory["held_for_exited_bytes"] = gpu.memory.held_for_exited;
-  out["memory"] = memory;
+  out["memory"] = std::move(memory);
   Json mig_devices = Json::array();
   for (const auto& mig : r.mig_devices) {
     mig_devices.push_back(Json{{"gpu_instance_id", mig.gpu_instance_id},
@@ -79,7 +79,7 @@ Json gpu_json(const GpuView& gpu) {
                                {"name", mig.name},
                                {"memory", memory_json(mig.memory)}});
   }
-  out["mig"] = Json{{"enabled", r.mig_enabled}, {"devices", mig_devices}};
+  out["mig"] = Json{{"enabled", r.mig_enabled}, {"devices", std::move(mig_devices)}};
   out["processes_complete"] = r.processes_complete;
   out["warnings"] = r.warnings;
   return out;
@@ -138,7 +138,7 @@ Json holder_json(const HolderView& holder, const Snapshot& snapshot) {
   out["gpus"] = holder.gpus;
   Json files = Json::array();
   for (const auto& f : p.device_files) files.push_back(f.path);
-  out["device_files"] = files;
+  out["device_files"] = std::move(files);
   out["listed_by_driver"] = holder.listed_by_driver;
   out["role"] = std::string(holder_role_name(holder.role));
   out["orphan_evidence"] = holder.role == HolderRole::Orphan
@@ -161,7 +161,7 @@ Json holder_json(const HolderView& holder, const Snapshot& snapshot) {
     const ProcessInfo* a = snapshot.table.find(pid);
     ancestry.push_back(Json{{"pid", pid}, {"command", a ? Json(a->command()) : Json(nullptr)}});
   }
-  out["ancestry"] = ancestry;
+  out["ancestry"] = std::move(ancestry);
   return out;
 }
 
@@ -188,7 +188,7 @@ nlohmann::ordered_json ps_to_json(const Snapshot& snapshot, const PsFilter& filt
   } else {
     driver["error"] = error_json(d.count_error);
   }
-  out["driver"] = driver;
+  out["driver"] = std::move(driver);
   out["host"] = Json{{"in_child_pid_namespace", snapshot.in_child_pid_namespace},
                      {"dev_dir", snapshot.table.options().dev_dir},
                      {"processes_not_inspected", snapshot.processes_not_inspected}};
@@ -197,18 +197,18 @@ nlohmann::ordered_json ps_to_json(const Snapshot& snapshot, const PsFilter& filt
   for (const auto& gpu : snapshot.gpus) {
     if (filter.gpu_selected(gpu.reading.index)) gpus.push_back(gpu_json(gpu));
   }
-  out["gpus"] = gpus;
+  out["gpus"] = std::move(gpus);
   out["drm_gpus"] = drm_gpus_json(snapshot, filter);
   Json processes = Json::array();
   for (const auto& process : snapshot.processes) {
     if (filter.process_selected(process)) processes.push_back(process_json(process));
   }
-  out["processes"] = processes;
+  out["processes"] = std::move(processes);
   Json holders = Json::array();
   for (const auto& holder : snapshot.holders) {
     if (filter.holder_selected(holder)) holders.push_back(holder_json(holder, snapshot));
   }
-  out["holders"] = holders;
+  out["holders"] = std::move(holders);
   return out;
 }
 
