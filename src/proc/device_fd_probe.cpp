@@ -17,7 +17,15 @@ FdProbe DeviceFdProbe::probe(int root_fd, pid_t pid, std::vector<DeviceFileHandl
   end[3] = '\0';
   const unique_fd fd_dir = open_dir_at(root_fd, path, /*no_follow=*/false);
   if (!fd_dir) return errno_means_denied() ? FdProbe::Denied : FdProbe::Gone;
-  return probe_fd_dir(fd_dir.get(), held);
+  const FdProbe seen = probe_fd_dir(fd_dir.get(), held);
+  if (seen != FdProbe::NoFiles || !is_procfs_) return seen;
+  // An exiting task drops its files, then its fs_struct (do_exit: exit_files, exit_fs); procfs
+  // answers its cwd while it has one (proc_cwd_link). A kernel thread keeps init's. So an
+  // empty table beside a cwd is no zombie whose live threads hold the files: one readlink
+  // instead of reading its stat.
+  std::string_view("/cwd").copy(end, 4);
+  end[4] = '\0';
+  return buffer_.read_link_at(root_fd, path) ? FdProbe::EmptyAlive : FdProbe::NoFiles;
 }
 
 FdProbe DeviceFdProbe::probe_fd_dir(int fd_dir_fd, std::vector<DeviceFileHandle>& held) {

@@ -1,6 +1,6 @@
 // The cheap first look at one process for `ps`: does /proc/<pid>/fd hold a GPU device file?
 // One openat of "<pid>/fd", its listing and one readlink per descriptor; no stat, no
-// /proc/<pid> directory. A holder's descriptors are all read, so that the reader need not list
+// /proc/<pid> directory (an empty listing adds one readlink, of its cwd). A holder's descriptors are all read, so that the reader need not list
 // them again. Internal to src/proc.
 #pragma once
 
@@ -19,6 +19,8 @@ enum class FdProbe {
   DeviceFile,  // holds at least one GPU device file
   OtherFiles,  // has descriptors, none of them a GPU device file
   NoFiles,     // no descriptor at all: a kernel thread, a zombie (whose threads may hold some)
+  EmptyAlive,  // (probe() only) no descriptor in a process that has not exited, its cwd still
+               // there: a kernel thread, or one that closed them all; nothing of it holds one
   Denied,      // not ours to read
   Gone,        // exited since the listing
 };

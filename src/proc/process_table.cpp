@@ -293,7 +293,8 @@ void ProcessTableBuilder::read_share(int root_fd, ParallelRead& read, unsigned s
             }
           }
           const procfs::FdProbe seen = probe->probe(root_fd, pids[i], held);
-          if (seen == procfs::FdProbe::OtherFiles && memory != nullptr) {
+          const bool holds_none = seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::EmptyAlive;
+          if (holds_none && memory != nullptr) {
             // Seen for the first time: its next look is staggered by PID, so that each round
             // looks at an even share of the processes; afterwards every full_look_every rounds.
             const unsigned every = memory->full_look_every_;
@@ -301,7 +302,7 @@ void ProcessTableBuilder::read_share(int root_fd, ParallelRead& read, unsigned s
             const unsigned wait = known ? every : 1 + static_cast<unsigned>(pids[i]) % every;
             read.quiet[slot].emplace_back(pids[i], FdLookMemory::Quiet{wait + memory->round_});
           }
-          if (seen == procfs::FdProbe::OtherFiles || seen == procfs::FdProbe::Gone) continue;
+          if (holds_none || seen == procfs::FdProbe::Gone) continue;
           info = seen == procfs::FdProbe::NoFiles ? reader.read_without_files(root_fd, pids[i])
                                                   : reader.read(root_fd, pids[i], &held);
         } else {

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc/device_fd_probe.hpp"
 #include "proc/process_table.hpp"
 
 namespace gpureap {
@@ -273,6 +274,38 @@ TEST(ProcTableLive, ZombieChildHoldsNothing) {
   EXPECT_TRUE(zombie->details_loaded);
   EXPECT_TRUE(zombie->cmdline.empty());
   EXPECT_EQ(zombie->command(), "[" + zombie->comm + "]");
+}
+
+// An empty fd/ is told apart by the process's cwd: a live process that closed every descriptor
+// (like a kernel thread) holds nothing and is read no further; a zombie has no cwd either, and
+// its stat is read, for the threads that may outlive its main one.
+TEST(ProcTableLive, AnEmptyDescriptorTableIsLookedIntoOnlyWhenItsProcessHasExited) {
+  const FakeDevDir dev;
+  Child closed_all([] {
+    ::close_range(0, ~0U, 0);
+    for (;;) pause();
+  });
+  Child zombie([] { _exit(0); });
+  siginfo_t exited{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(zombie.pid()), &exited, WEXITED | WNOWAIT), 0);
+  const std::string closed_fds = "/proc/" + std::to_string(closed_all.pid()) + "/fd";
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!fs::is_empty(closed_fds) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(fs::is_empty(closed_fds)) << "the child did not close its descriptors";
+
+  const procfs::unique_fd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(proc);
+  procfs::DeviceFdProbe probe(dev.path(), /*is_procfs=*/true);
+  std::vector<DeviceFileHandle> held;
+  EXPECT_EQ(probe.probe(proc.get(), closed_all.pid(), held), procfs::FdProbe::EmptyAlive);
+  EXPECT_EQ(probe.probe(proc.get(), zombie.pid(), held), procfs::FdProbe::NoFiles);
+  if (geteuid() == 0) EXPECT_EQ(probe.probe(proc.get(), 2, held), procfs::FdProbe::EmptyAlive) << "kthreadd";
+
+  const ProcessTable table = scan_live(dev.path(), ProcScanScope::Holders);
+  const ProcessInfo* seen = table.find(zombie.pid());
+  ASSERT_NE(seen, nullptr) << "a zombie is read";
+  EXPECT_EQ(seen->state, 'Z');
+  EXPECT_EQ(table.find(closed_all.pid()), nullptr) << "a live process without descriptors is read no further";
 }
 
 // When only the main thread exits (pthread_exit in main), the process shows as a zombie
