@@ -113,8 +113,8 @@ class ProcessTableBuilder {
   // While the processes around an event-kept set's holders are read: their stat alone. The
   // events say they hold no GPU file (one received without an open shows at the next walk).
   bool around_by_stat_ = false;
-  // The PIDs a full Holders scan probed, sorted: one of them not in the table had no GPU file
-  // at its probe, so only its stat is read when it is needed around a holder.
+  // The PIDs a full Holders scan without a memory probed, sorted: one of them not in the table
+  // had no GPU file at its probe, so only its stat is read when it is needed around a holder.
   std::vector<pid_t> probed_;
 };
 
@@ -140,9 +140,13 @@ void ProcessTableBuilder::scan(int root_fd) {
   table_.complete_ = !holders_only;
   const auto& only = table_.options_.only_pids;
   if (holders_only && !only) {
-    probed_ = list_pids(root_fd);
-    read_all(root_fd, probed_, holders_only, false);
-    std::sort(probed_.begin(), probed_.end());
+    std::vector<pid_t> pids = list_pids(root_fd);
+    read_all(root_fd, pids, holders_only, false);
+    // With a memory, a PID remembered quiet was not looked at this time: not probed.
+    if (!table_.options_.memory) {
+      probed_ = std::move(pids);
+      std::sort(probed_.begin(), probed_.end());
+    }
   } else {
     read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only, holders_only && only);
   }
