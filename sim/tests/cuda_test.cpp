@@ -2,6 +2,7 @@
 // clients, descriptors, and the errors a CUDA program would hit.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -37,6 +38,29 @@ TEST_F(Cuda, HoldsDeviceFilesLikeCuda) {
   auto wfiles = open_files(p->workers().at(0));
   EXPECT_TRUE(wfiles.count(dev("nvidiactl")));
   EXPECT_TRUE(wfiles.count(dev("nvidia1")));
+}
+
+// allocs/.lock is made 0666 in one step, whatever its maker's umask: a second user's program
+// that opened it while it still had its maker's mode failed to allocate (two users' jobs
+// starting together on one Slurm node).
+TEST_F(Cuda, TheAllocationLockIsEveryUsersFromItsCreation) {
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs root and setpriv";
+  ::chmod(dir.path().c_str(), 0755);
+  std::string err;
+  auto first = SimProcess::start(dir.path(), {"--alloc", "0:1GiB"}, &err, nullptr,
+                                 {"/bin/sh", "-c", "umask 077 && exec \"$@\"", "sh"});
+  ASSERT_TRUE(first) << err;
+  struct stat lock {};
+  ASSERT_EQ(::stat((dir.path() + "/allocs/.lock").c_str(), &lock), 0);
+  EXPECT_EQ(lock.st_mode & 07777, 0666u);
+  auto names = list_dir_entries(dir.path() + "/allocs");
+  ASSERT_TRUE(names.ok());
+  for (const DirEntry& e : *names) EXPECT_FALSE(e.name.rfind(".lock.", 0) == 0) << "a temporary left: " << e.name;
+  // Another user's program allocates through it.
+  ::chmod((dir.path() + "/allocs").c_str(), 01777);
+  auto second = SimProcess::start(dir.path(), {"--alloc", "1:1GiB"}, &err, nullptr,
+                                  {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+  EXPECT_TRUE(second) << err;
 }
 
 TEST_F(Cuda, NvmlClientHoldsDevicesButNoMemory) {
