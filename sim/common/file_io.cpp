@@ -53,12 +53,17 @@ static Status write_all(int fd, const std::string& data, const std::string& path
   return ok_status();
 }
 
-Status write_file_atomic(const std::string& path, const std::string& data, unsigned mode) {
-  // Dot-prefixed so that directory scans for "*.json" never pick up a half-written file.
+// A new name beside `path` for a file being made. Dot-prefixed so that directory scans for
+// "*.json" never pick up a half-written file.
+static std::string temporary_beside(const std::string& path) {
   auto slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string tmp = dir + "/." + base + ".tmp." + random_hex(6);
+  return dir + "/." + base + ".tmp." + random_hex(6);
+}
+
+Status write_file_atomic(const std::string& path, const std::string& data, unsigned mode) {
+  std::string tmp = temporary_beside(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Error{tmp + ": " + errno_text(errno)};
   Status st = write_all(fd, data, tmp);
@@ -69,6 +74,27 @@ Status write_file_atomic(const std::string& path, const std::string& data, unsig
   }
   if (!st.ok()) ::unlink(tmp.c_str());
   return st;
+}
+
+Result<int> open_or_create_shared(const std::string& path, unsigned mode) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) return fd;
+  if (errno != ENOENT) return Error{path + ": " + errno_text(errno)};
+  std::string tmp = temporary_beside(path);
+  fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{tmp + ": " + errno_text(errno)};
+  std::string failed;
+  if (::fchmod(fd, mode) != 0) failed = tmp + ": chmod: " + errno_text(errno);
+  ::close(fd);
+  // link, not rename: a file another program made meanwhile (and may hold a lock on) stays.
+  if (failed.empty() && ::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+    failed = path + ": link: " + errno_text(errno);
+  }
+  ::unlink(tmp.c_str());
+  if (!failed.empty()) return Error{failed};
+  fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Error{path + ": " + errno_text(errno)};
+  return fd;
 }
 
 Status make_dir(const std::string& path, unsigned mode) {

@@ -25,6 +25,12 @@ ReadResult read_file(const std::string& path);
 // the old content or the new, never a torn one. `mode` is applied with fchmod (umask-proof).
 Status write_file_atomic(const std::string& path, const std::string& data, unsigned mode);
 
+// Opens `path` read-write; a missing one is made first with `mode` already set (a temporary
+// file beside it, fchmod'ed and linked into place), so that no other program ever finds it
+// with its maker's umask's mode, as open(O_CREAT) and a later fchmod would leave it for a
+// moment. An existing file is opened as it is, never replaced. The descriptor is the caller's.
+Result<int> open_or_create_shared(const std::string& path, unsigned mode);
+
 // mkdir that accepts an existing directory; `mode` applied with chmod (umask-proof).
 Status make_dir(const std::string& path, unsigned mode);
 

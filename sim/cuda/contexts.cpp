@@ -10,7 +10,6 @@
 #include <fmt/core.h>
 #include <map>
 #include <set>
-#include <string>
 
 #include "common/alloc_scan.hpp"
 #include "common/clock.hpp"
@@ -81,36 +80,6 @@ int open_inheritable(const std::string& path, AttachError* err) {
   return fd;
 }
 
-// allocs/.lock, which any user's program may open to allocate. Created with that mode in one
-// step: a file made by open(O_CREAT) has its creator's umask's mode until a later fchmod, and
-// a second user's program that opened it in between failed (EACCES; seen when two users' jobs
-// started together on one Slurm node). So a temporary file is given 0666 first and linked
-// into place; one that lost the race to another link uses the winner's.
-int open_alloc_lock(const Layout& layout) {
-  const std::string path = layout.alloc_lock();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd >= 0 || errno != ENOENT) return fd;
-  // PID and clock: programs in other PID namespaces (containers) share the directory.
-  std::string made;
-  int temporary = -1;
-  for (int attempt = 0; temporary < 0 && attempt < 8; ++attempt) {
-    made = fmt::format("{}.{}.{}", path, ::getpid(), realtime_ns());
-    temporary = ::open(made.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (temporary < 0 && errno != EEXIST) return -1;
-  }
-  if (temporary < 0) return -1;
-  const bool ready = ::fchmod(temporary, 0666) == 0;
-  ::close(temporary);
-  const bool linked = ready && (::link(made.c_str(), path.c_str()) == 0 || errno == EEXIST);
-  const int saved = errno;
-  ::unlink(made.c_str());
-  if (!linked) {
-    errno = saved;
-    return -1;
-  }
-  return ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-}
-
 }  // namespace
 
 Result<std::vector<int>> open_device_files(const Layout& layout, const Config& config,
@@ -161,8 +130,12 @@ Result<std::vector<ContextLocks>> create_contexts(const Layout& layout, const Co
   auto insts = resolve_specs(config, opts);
   if (!insts.ok()) return fail(insts.error().message, kExitError);
 
-  int lock_fd = open_alloc_lock(layout);
-  if (lock_fd < 0) return fail(layout.alloc_lock() + ": " + errno_text(errno), kExitError);
+  // Any user's program may allocate. Made 0666 in one step: a second user's program that
+  // opened it while it still had its maker's umask's mode failed (two users' jobs starting
+  // together on one Slurm node).
+  auto lock = open_or_create_shared(layout.alloc_lock(), 0666);
+  if (!lock.ok()) return fail(lock.error().message, kExitError);
+  int lock_fd = *lock;
   while (::flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
   }
   struct Unlock {
