@@ -37,13 +37,13 @@
 
 namespace gpusim {
 
+// How long a driver library's client calls before its watches are set (see above).
+inline constexpr std::chrono::milliseconds kClientWatchAfter{50};
+
 // What both share: whether a name in a directory (or any name: an empty `name`) may have
 // changed since the last call said no. True at the first call, after invalidate(), and at every
 // call where no watch can be had; the watch is set before the caller looks, so that a change
 // made while it looks is queued for the next call.
-// How long a driver library's client calls before its watches are set (see above).
-inline constexpr std::chrono::milliseconds kClientWatchAfter{50};
-
 class DirectoryWatch {
  public:
   // watch_after: no watch is set before this much time has passed since the first call.

@@ -1,7 +1,7 @@
 // The cheap first look at one process for `ps`: does /proc/<pid>/fd hold a GPU device file?
 // One openat of "<pid>/fd", its listing and one readlink per descriptor; no stat, no
-// /proc/<pid> directory (an empty listing adds one readlink, of its cwd). A holder's descriptors are all read, so that the reader need not list
-// them again. Internal to src/proc.
+// /proc/<pid> directory (an empty listing adds one readlink, of its cwd). A holder's
+// descriptors are all read, so that the reader need not list them again. Internal to src/proc.
 #pragma once
 
 #include <string_view>

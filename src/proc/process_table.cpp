@@ -139,16 +139,12 @@ void ProcessTableBuilder::scan(int root_fd) {
   const bool holders_only = table_.options_.scope == ProcScanScope::Holders && is_procfs_;
   table_.complete_ = !holders_only;
   const auto& only = table_.options_.only_pids;
-  if (holders_only && !only) {
-    std::vector<pid_t> pids = list_pids(root_fd);
-    read_all(root_fd, pids, holders_only, false);
-    // With a memory, a PID remembered quiet was not looked at this time: not probed.
-    if (!table_.options_.memory) {
-      probed_ = std::move(pids);
-      std::sort(probed_.begin(), probed_.end());
-    }
-  } else {
-    read_all(root_fd, holders_only && only ? *only : list_pids(root_fd), holders_only, holders_only && only);
+  std::vector<pid_t> listed = holders_only && only ? std::vector<pid_t>{} : list_pids(root_fd);
+  read_all(root_fd, holders_only && only ? *only : listed, holders_only, holders_only && only);
+  // With a memory, a PID remembered quiet was not looked at this time: not probed.
+  if (holders_only && !only && !table_.options_.memory) {
+    probed_ = std::move(listed);
+    std::sort(probed_.begin(), probed_.end());
   }
   if (holders_only) {
     around_by_stat_ = only != nullptr;
